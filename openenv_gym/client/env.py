@@ -1,0 +1,203 @@
+"""``RemoteEnv``: an ordinary :class:`gymnasium.Env` whose reset and step run in a worker.
+
+``gym.make("OpenEnv/Echo-v0")`` builds one; it starts a worker through a provider (or
+attaches to a running server with ``base_url=``), reads the spaces from the worker's spec
+and keeps one session on it.
+
+Example:
+    >>> import gymnasium as gym
+    >>> import openenv_gym
+    >>> env = gym.make("OpenEnv/Echo-v0", provider="process")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs, reward, terminated, truncated, info = env.step({"message": "hello"})
+    >>> obs["echo"], round(reward, 2)
+    ('hello', 0.5)
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+import gymnasium as gym
+
+from openenv_gym.catalog import get_env_info
+from openenv_gym.client.transport import BinaryClient
+from openenv_gym.errors import (
+    OpenEnvError,
+    ProviderUnavailableError,
+    SessionNotFoundError,
+    WorkerConnectionError,
+    WorkerCrashedError,
+)
+from openenv_gym.providers import get_provider
+from openenv_gym.providers.base import Provider, Worker
+from openenv_gym.spaces import from_wire, space_from_dict
+
+__all__ = ["RemoteEnv", "attach_address"]
+
+
+def attach_address(base_url: str, timeout: float = 10.0) -> str:
+    """Ask a running server (``openenv-gym serve``) for its binary address.
+
+    Args:
+        base_url: The server's HTTP address, e.g. ``"http://127.0.0.1:8000"``.
+        timeout: Seconds to wait for ``/health``.
+
+    Returns:
+        The binary address the server advertises.
+
+    Raises:
+        WorkerConnectionError: Nothing answers at ``base_url``.
+        ProviderUnavailableError: The server offers no binary path.
+    """
+    url = base_url.rstrip("/") + "/health"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (user's own server)
+            health = json.load(resp)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise WorkerConnectionError(f"no openenv_gym server answers at {base_url}: {exc}; start one "
+                                    "with `openenv-gym serve ENV --port N`") from None
+    address = health.get("binary")
+    if not address:
+        raise ProviderUnavailableError(f"the server at {base_url} serves no binary path")
+    return address
+
+
+class RemoteEnv(gym.Env):
+    """A Gymnasium env served by an openenv_gym worker.
+
+    Args:
+        env: Catalog name or id (``"echo"``, ``"OpenEnv/Echo-v0"``).
+        provider: ``"auto"`` (default), ``"process"``, ``"docker"`` or ``"ray"``.
+        base_url: Attach to a running server instead of starting a worker.
+        render_mode: Passed to the env in the worker (``"rgb_array"``, ``"ansi"``).
+        timeout: Seconds any call may take before :class:`~openenv_gym.errors.WorkerTimeoutError`.
+        provider_options: Keyword arguments for the provider (e.g. docker limits).
+        **env_kwargs: Keyword arguments for the env's constructor in the worker.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array", "ansi"]}
+
+    def __init__(self, env: str = "echo", *, provider: str = "auto", base_url: str | None = None,
+                 render_mode: str | None = None, timeout: float = 60.0,
+                 provider_options: dict[str, Any] | None = None, **env_kwargs: Any) -> None:
+        self.info = get_env_info(env)
+        self._provider: Provider | None = None
+        self._worker: Worker | None = None
+        self._sid: str | None = None
+        if base_url is not None:
+            if env_kwargs:
+                raise TypeError(f"env arguments {sorted(env_kwargs)} cannot be applied to a running "
+                                f"server at {base_url}; pass them to `openenv-gym serve` instead")
+            address = attach_address(base_url, timeout)
+            self.provider_name = "attached"
+        else:
+            self._provider = get_provider(provider, untrusted=self.info.untrusted,
+                                          **(provider_options or {}))
+            self.provider_name = self._provider.name
+            kwargs = dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {}))
+            [self._worker] = self._provider.start(self.info.name, 1, kwargs)
+            address = self._worker.address
+        self._client = BinaryClient(address, timeout)
+        try:
+            self._load_spec()
+        except BaseException:
+            self.close()
+            raise
+        self.render_mode = render_mode
+
+    def _load_spec(self) -> None:
+        spec = self._client.request({"op": "spec"})["spec"]
+        self.remote_spec: dict[str, Any] = spec
+        self.action_space = space_from_dict(spec["action_space"])
+        self.observation_space = space_from_dict(spec["observation_space"])
+        metadata = dict(spec.get("metadata", {}))
+        # A worker has no display: "human" rendering cannot cross the wire.
+        metadata["render_modes"] = [m for m in metadata.get("render_modes", []) if m != "human"]
+        self.metadata = {**metadata, "openenv_env": spec["env"]}
+
+    @property
+    def session_id(self) -> str | None:
+        """The id of this env's session on the worker (None before the first reset)."""
+        return self._sid
+
+    def _restart_if_dead(self) -> bool:
+        if self._worker is None or self._worker.alive():
+            return False
+        self._worker.restart()
+        self._client.drop()
+        self._client.address = self._worker.address
+        self._sid = None
+        return True
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode in the worker (restarting a dead worker first).
+
+        Returns:
+            ``(observation, info)`` as in Gymnasium.
+        """
+        super().reset(seed=seed)
+        request: dict[str, Any] = {"op": "reset", "seed": seed, "options": options}
+        try:
+            if self._sid is not None:
+                request["sid"] = self._sid
+            out = self._client.request(request)
+        except SessionNotFoundError:
+            request.pop("sid")
+            out = self._client.request(request)
+        except (WorkerCrashedError, WorkerConnectionError):
+            if not self._restart_if_dead():
+                raise
+            request.pop("sid", None)
+            out = self._client.request(request)
+        self._sid = out["sid"]
+        return from_wire(out["obs"], self.observation_space), out["info"]
+
+    def step(self, action: Any):
+        """Take a step in the worker.
+
+        Returns:
+            ``(observation, reward, terminated, truncated, info)`` as in Gymnasium.
+
+        Raises:
+            InvalidActionError: The action does not fit (the session stays usable).
+            WorkerError: The worker died or timed out.
+        """
+        if self._sid is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        out = self._client.request({"op": "step", "sid": self._sid, "action": action})
+        obs = from_wire(out["obs"], self.observation_space)
+        return obs, out["reward"], out["terminated"], out["truncated"], out["info"]
+
+    def render(self) -> Any:
+        """The worker env's ``render()`` (a frame for ``rgb_array``, text for ``ansi``)."""
+        if self.render_mode is None or self._sid is None:
+            return None
+        frame = self._client.request({"op": "render", "sid": self._sid})["frame"]
+        return frame.copy() if hasattr(frame, "copy") else frame
+
+    def state(self) -> dict[str, Any]:
+        """The session's state (``GET /state``): episode id, step count, env fields."""
+        if self._sid is None:
+            raise gym.error.ResetNeeded("call reset() before state()")
+        return self._client.request({"op": "state", "sid": self._sid})["state"]
+
+    def close(self) -> None:
+        """Close the session and stop the worker this env started. Safe to call twice."""
+        client = getattr(self, "_client", None)
+        if client is not None and self._sid is not None:
+            try:
+                client.request({"op": "close", "sid": self._sid}, timeout=5.0)
+            except (OpenEnvError, OSError):
+                pass  # the worker may already be gone; closing must not fail
+            self._sid = None
+        if client is not None:
+            client.drop()
+        if self._worker is not None and self._provider is not None:
+            self._provider.stop_all([self._worker])
+            self._worker = None
+        super().close()

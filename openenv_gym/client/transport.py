@@ -1,0 +1,124 @@
+"""The client side of the binary path: one connection to one worker, every call bounded in time.
+
+:meth:`BinaryClient.request` sends a request and waits for its reply; :meth:`send` and
+:meth:`receive` split it so a vector env can send to every worker before gathering.
+Failures become typed errors; after any failure mid-call the connection is dropped (it
+may be out of frame) and the next call reconnects.
+
+Example:
+    >>> client = BinaryClient("unix:///nonexistent.sock", timeout=0.1)
+    >>> try:
+    ...     client.request({"op": "health"})
+    ... except WorkerConnectionError as exc:
+    ...     print(type(exc).__name__)
+    WorkerConnectionError
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+from openenv_gym.errors import (
+    ProtocolError,
+    WorkerConnectionError,
+    WorkerCrashedError,
+    WorkerTimeoutError,
+    error_from_wire,
+)
+from openenv_gym.protocol.sockets import connect, read_message
+from openenv_gym.protocol.wire import MAX_FRAME, encode
+
+__all__ = ["BinaryClient"]
+
+
+class BinaryClient:
+    """A connection to a worker's binary address.
+
+    Args:
+        address: ``unix:///path`` or ``tcp://host:port``.
+        timeout: Default seconds a call may take before :class:`WorkerTimeoutError`.
+        max_frame: Largest reply accepted.
+    """
+
+    def __init__(self, address: str, timeout: float = 60.0, max_frame: int = MAX_FRAME) -> None:
+        self.address = address
+        self.timeout = timeout
+        self.max_frame = max_frame
+        self._sock: socket.socket | None = None
+        self._deadline = 0.0
+
+    def _connected(self, timeout: float) -> socket.socket:
+        if self._sock is None:
+            self._sock = connect(self.address, timeout)
+        return self._sock
+
+    def send(self, message: Any, timeout: float | None = None) -> None:
+        """Send a request without waiting; pair with :meth:`receive`.
+
+        Raises:
+            WorkerConnectionError: The worker cannot be reached.
+        """
+        timeout = self.timeout if timeout is None else timeout
+        self._deadline = time.monotonic() + timeout
+        frame = encode(message)
+        sock = self._connected(timeout)
+        try:
+            sock.settimeout(timeout)
+            sock.sendall(frame)
+        except OSError as exc:
+            self.drop()
+            raise WorkerConnectionError(f"worker at {self.address} dropped the connection: {exc}") from None
+
+    def receive(self) -> dict[str, Any]:
+        """Wait for the reply to the last :meth:`send`, until that call's deadline.
+
+        Returns:
+            The reply's fields (without ``ok``).
+
+        Raises:
+            OpenEnvError: The typed error the server answered with.
+            WorkerTimeoutError: No reply before the deadline.
+            WorkerCrashedError: The connection closed mid-call (the worker died).
+        """
+        sock = self._sock
+        if sock is None:
+            raise WorkerConnectionError(f"no request in flight to {self.address}")
+        try:
+            sock.settimeout(max(1e-3, self._deadline - time.monotonic()))
+            reply = read_message(sock, self.max_frame)
+        except socket.timeout:
+            self.drop()
+            raise WorkerTimeoutError(
+                f"worker at {self.address} did not answer within its timeout; it may be stuck "
+                "or overloaded (raise timeout=... if the env is slow)"
+            ) from None
+        except (ConnectionError, OSError) as exc:
+            self.drop()
+            raise WorkerCrashedError(f"worker at {self.address} closed the connection mid-call "
+                                     f"(it died or was killed): {exc}") from None
+        except ProtocolError:
+            self.drop()
+            raise
+        if not isinstance(reply, dict) or "ok" not in reply:
+            self.drop()
+            raise ProtocolError(f"malformed reply from {self.address}")
+        if not reply.pop("ok"):
+            raise error_from_wire(reply.get("error"))
+        return reply
+
+    def request(self, message: Any, timeout: float | None = None) -> dict[str, Any]:
+        """Send a request and wait for its reply (see :meth:`receive`)."""
+        self.send(message, timeout)
+        return self.receive()
+
+    def drop(self) -> None:
+        """Close the connection; the next call reconnects."""
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+    close = drop

@@ -1,0 +1,119 @@
+"""The server-side environment contract every openenv_gym environment implements.
+
+An :class:`Environment` is a :class:`gymnasium.Env` that runs inside a worker, plus three
+things a remote env needs: typed action/observation models (optional: numeric envs
+declare spaces directly), :meth:`Environment.parse_action` to validate what arrives over
+the wire, and :meth:`Environment.state` for ``GET /state``.
+
+Example:
+    >>> from pydantic import Field
+    >>> from openenv_gym.models import Action, Observation
+    >>> class Say(Action):
+    ...     message: str = Field(max_length=64)
+    >>> class Heard(Observation):
+    ...     text: str = Field(max_length=64)
+    >>> class Parrot(Environment):
+    ...     action_model, observation_model = Say, Heard
+    ...     def reset(self, *, seed=None, options=None):
+    ...         super().reset(seed=seed)
+    ...         return Heard(text=""), {}
+    ...     def step(self, action):
+    ...         return Heard(text=action.message), 0.0, False, False, {}
+    >>> env = Parrot()
+    >>> env.step(env.parse_action({"message": "hi"}))[0].text
+    'hi'
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+from pydantic import BaseModel, ValidationError
+
+from openenv_gym.errors import InvalidActionError
+from openenv_gym.models import Action, Observation, State, model_space
+from openenv_gym.spaces import from_wire
+
+__all__ = ["Environment"]
+
+
+class Environment(gym.Env):
+    """Base class of environments served by an openenv_gym worker.
+
+    Subclasses implement ``reset`` and ``step`` as in Gymnasium. They either set
+    ``action_model``/``observation_model`` (pydantic models; the spaces are derived) or
+    assign ``action_space``/``observation_space`` in ``__init__``. ``step`` receives the
+    parsed action: a model instance for model envs, a space value otherwise. Observations
+    may be returned as model instances or as space values.
+
+    Args:
+        render_mode: One of ``metadata["render_modes"]`` or None.
+    """
+
+    #: Pydantic model of an action; when set, ``action_space`` is derived from it.
+    action_model: ClassVar[type[Action] | None] = None
+    #: Pydantic model of an observation; when set, ``observation_space`` is derived from it.
+    observation_model: ClassVar[type[Observation] | None] = None
+    #: Whether actions run untrusted code (``provider="auto"`` warns when not isolated).
+    untrusted: ClassVar[bool] = False
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        if self.action_model is not None:
+            self.action_space = model_space(self.action_model)
+        if self.observation_model is not None:
+            self.observation_space = model_space(self.observation_model)
+        if render_mode is not None and render_mode not in self.metadata.get("render_modes", []):
+            raise ValueError(f"render_mode={render_mode!r} is not one of "
+                             f"{self.metadata.get('render_modes', [])}")
+        self.render_mode = render_mode
+
+    def parse_action(self, raw: Any) -> Any:
+        """Validate an action as decoded from the wire and return what ``step`` receives.
+
+        Args:
+            raw: The decoded action (a dict for model envs, a number/array/... otherwise).
+
+        Returns:
+            A model instance (model envs) or a value contained in ``action_space``.
+
+        Raises:
+            InvalidActionError: The action does not fit; the message names the problem.
+        """
+        if self.action_model is not None:
+            if isinstance(raw, BaseModel):
+                raw = raw.model_dump()
+            if not isinstance(raw, dict):
+                fields = ", ".join(self.action_model.model_fields)
+                raise InvalidActionError(
+                    f"action must be a mapping with fields ({fields}), got {type(raw).__name__}"
+                )
+            try:
+                return self.action_model.model_validate(raw)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'action'}: {e['msg']}" for e in exc.errors()
+                )
+                raise InvalidActionError(f"invalid {self.action_model.__name__}: {problems}") from None
+        value = from_wire(raw, self.action_space)
+        if not self.action_space.contains(value):
+            raise InvalidActionError(f"action {_short(raw)} is not in the action space {self.action_space}")
+        return value
+
+    def observation_to_wire(self, obs: Any) -> Any:
+        """Turn an observation into what crosses the wire (model instances become dicts)."""
+        return obs.model_dump() if isinstance(obs, BaseModel) else obs
+
+    def state(self) -> State:
+        """Env-specific state for ``GET /state``; the server adds episode id and step count.
+
+        Returns:
+            A :class:`~openenv_gym.models.State` (subclasses add fields).
+        """
+        return State()
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,1 @@
+"""``OpenEnv/Echo-v0``: echoes a message back; for protocol debugging and benchmarks."""

@@ -1,0 +1,1 @@
+"""``OpenEnv/Gym-v0``: any installed Gymnasium environment, served remotely."""

@@ -1,0 +1,52 @@
+"""Serve any installed Gymnasium env: a remote ``Gym-v0`` behaves exactly as the local one.
+
+Example:
+    >>> env = GymEnv(env_id="CartPole-v1")
+    >>> obs, info = env.reset(seed=1)
+    >>> obs.shape
+    (4,)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from openenv_gym.envs.base import Environment
+from openenv_gym.models import State
+
+__all__ = ["GymEnv"]
+
+
+class GymEnv(Environment):
+    """Wraps ``gym.make(env_id, **kwargs)``; spaces, metadata and dynamics are the inner env's.
+
+    Args:
+        env_id: Any id registered in the worker's Gymnasium (``"CartPole-v1"``).
+        render_mode: Passed to ``gym.make``.
+        **kwargs: Passed to ``gym.make`` (``max_episode_steps``, env arguments).
+    """
+
+    def __init__(self, env_id: str = "CartPole-v1", render_mode: str | None = None, **kwargs: Any) -> None:
+        self.inner = gym.make(env_id, render_mode=render_mode, disable_env_checker=True, **kwargs)
+        self.metadata = dict(self.inner.metadata)
+        self.action_space = self.inner.action_space
+        self.observation_space = self.inner.observation_space
+        super().__init__(render_mode=render_mode)
+        self.env_id = env_id
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, action: Any):
+        return self.inner.step(action)
+
+    def render(self) -> Any:
+        return self.inner.render()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def state(self) -> State:
+        return State(env_id=self.env_id)

@@ -1,0 +1,119 @@
+"""Typed Action / Observation / State models, and the one mapping from models to spaces.
+
+Text and structured environments declare pydantic models; :func:`model_space` derives the
+matching Gymnasium ``Dict`` space from the model's fields, so no env writes its space twice.
+
+| field annotation | space |
+|---|---|
+| ``str`` (``max_length`` from ``Field``) | :class:`~openenv_gym.spaces.UnicodeText` |
+| ``bool`` | ``Discrete(2)`` |
+| ``int`` (``ge``/``le`` from ``Field``) | ``Box(shape=(), dtype=int64)`` |
+| ``float`` (``ge``/``le`` from ``Field``) | ``Box(shape=(), dtype=float64)`` |
+
+Example:
+    >>> from pydantic import Field
+    >>> class Say(Action):
+    ...     message: str = Field(max_length=8)
+    >>> model_space(Say)
+    Dict('message': UnicodeText(0, 8))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import annotated_types
+import numpy as np
+from gymnasium import spaces
+from pydantic import BaseModel, ConfigDict
+
+from openenv_gym.spaces import UnicodeText
+
+__all__ = ["Action", "Observation", "State", "model_space", "DEFAULT_TEXT_LENGTH"]
+
+#: Longest text a ``str`` field holds when its ``Field`` sets no ``max_length``.
+DEFAULT_TEXT_LENGTH = 1 << 20
+_INT_BOUND = 2**62
+
+
+class Action(BaseModel):
+    """Base class of an env's action model; unknown fields are rejected."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Observation(BaseModel):
+    """Base class of an env's observation model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class State(BaseModel):
+    """What ``GET /state`` returns: episode bookkeeping plus env-specific fields.
+
+    Args:
+        episode_id: Id of the current episode (changes at every reset).
+        step_count: Steps taken in the current episode.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    episode_id: str | None = None
+    step_count: int = 0
+
+
+def _bounds(metadata: list[Any]) -> tuple[Any, Any, int | None]:
+    low = high = max_len = None
+    for m in metadata:
+        if isinstance(m, annotated_types.Ge):
+            low = m.ge
+        elif isinstance(m, annotated_types.Gt):
+            low = m.gt
+        elif isinstance(m, annotated_types.Le):
+            high = m.le
+        elif isinstance(m, annotated_types.Lt):
+            high = m.lt
+        elif isinstance(m, annotated_types.MaxLen):
+            max_len = m.max_length
+    return low, high, max_len
+
+
+def model_space(model: type[BaseModel]) -> spaces.Dict:
+    """Derive the Gymnasium ``Dict`` space of a pydantic model.
+
+    Args:
+        model: An :class:`Action` or :class:`Observation` subclass whose fields are
+            ``str``, ``bool``, ``int`` or ``float``.
+
+    Returns:
+        A ``Dict`` space with one entry per field, in field order.
+
+    Raises:
+        TypeError: A field has a type with no space mapping.
+    """
+    entries: dict[str, spaces.Space] = {}
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        low, high, max_len = _bounds(field.metadata)
+        if ann is str:
+            entries[name] = UnicodeText(max_len or DEFAULT_TEXT_LENGTH)
+        elif ann is bool:
+            entries[name] = spaces.Discrete(2)
+        elif ann is int:
+            entries[name] = spaces.Box(
+                low=-_INT_BOUND if low is None else low,
+                high=_INT_BOUND if high is None else high,
+                shape=(),
+                dtype=np.int64,
+            )
+        elif ann is float:
+            entries[name] = spaces.Box(
+                low=-np.inf if low is None else low,
+                high=np.inf if high is None else high,
+                shape=(),
+                dtype=np.float64,
+            )
+        else:
+            raise TypeError(f"{model.__name__}.{name}: type {ann!r} has no space mapping; "
+                            "use str, bool, int or float, or declare the env's spaces directly")
+    return spaces.Dict(entries)

@@ -1,0 +1,116 @@
+"""The binary wire format: length-prefixed msgpack frames with numpy arrays as raw bytes.
+
+A frame is a 4-byte little-endian unsigned length followed by that many bytes of msgpack.
+Requests are maps with an ``op`` key; replies are ``{"ok": True, ...}`` or
+``{"ok": False, "error": {"type", "message"}}``. A numpy array travels as msgpack
+extension type 1: a small header (dtype string and shape, itself msgpack) and the array's
+raw bytes — never a list of numbers, and nothing is ever unpickled.
+
+Example:
+    >>> import numpy as np
+    >>> frame = encode({"obs": np.arange(3, dtype=np.uint8)})
+    >>> decode(frame[HEADER.size:])["obs"]
+    array([0, 1, 2], dtype=uint8)
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from openenv_gym.errors import ProtocolError
+
+__all__ = ["HEADER", "MAX_FRAME", "encode", "decode", "frame_length"]
+
+#: Frame header: payload length, little-endian uint32.
+HEADER = struct.Struct("<I")
+#: Default largest frame either side accepts (64 MiB): bigger ones are refused, not read.
+MAX_FRAME = 64 * 1024 * 1024
+
+_NDARRAY = 1
+_ARRAY_HEAD = struct.Struct("<H")
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            return obj.tolist()
+        arr = np.ascontiguousarray(obj)
+        head = msgpack.packb((arr.dtype.str, arr.shape))
+        return msgpack.ExtType(_NDARRAY, _ARRAY_HEAD.pack(len(head)) + head + arr.tobytes())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, (set, frozenset)):
+        return list(obj)
+    raise TypeError(f"cannot send {type(obj).__name__} over the wire; use numbers, str, bytes, "
+                    "lists, dicts or numpy arrays")
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    if code != _NDARRAY:
+        raise ProtocolError(f"unknown msgpack extension type {code}")
+    (head_len,) = _ARRAY_HEAD.unpack_from(data)
+    dtype_str, shape = msgpack.unpackb(data[2 : 2 + head_len])
+    dtype = np.dtype(dtype_str)
+    if dtype.hasobject:
+        raise ProtocolError("object arrays are not accepted on the wire")
+    # frombuffer views the frame's bytes: no copy until the caller writes into its own buffer.
+    return np.frombuffer(data, dtype=dtype, offset=2 + head_len).reshape(shape)
+
+
+_packer_opts = {"default": _default, "use_bin_type": True}
+
+
+def encode(message: Any) -> bytes:
+    """Encode a message as one complete frame (header included).
+
+    Args:
+        message: A map of msgpack-able values and numpy arrays.
+
+    Returns:
+        The frame's bytes.
+    """
+    payload = msgpack.packb(message, **_packer_opts)
+    return HEADER.pack(len(payload)) + payload
+
+
+def decode(payload: bytes | bytearray | memoryview) -> Any:
+    """Decode a frame's payload (without its header).
+
+    Args:
+        payload: The msgpack bytes.
+
+    Returns:
+        The message, with arrays as read-only numpy views of ``payload``.
+
+    Raises:
+        ProtocolError: The bytes are not a valid message.
+    """
+    try:
+        return msgpack.unpackb(payload, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+    except ProtocolError:
+        raise
+    except Exception as exc:  # msgpack raises several unrelated types for garbage input
+        raise ProtocolError(f"undecodable frame ({type(exc).__name__}: {exc})") from None
+
+
+def frame_length(header: bytes, max_frame: int = MAX_FRAME) -> int:
+    """Read a frame header and check the announced length.
+
+    Args:
+        header: The 4 header bytes.
+        max_frame: The largest accepted payload.
+
+    Returns:
+        The payload length.
+
+    Raises:
+        ProtocolError: The frame is larger than ``max_frame``.
+    """
+    (length,) = HEADER.unpack(header)
+    if length > max_frame:
+        raise ProtocolError(f"frame of {length} bytes exceeds the {max_frame}-byte limit")
+    return length

@@ -1,0 +1,144 @@
+"""The provider interface: where workers run (local processes, containers, a Ray cluster).
+
+A :class:`Provider` starts :class:`Worker` objects, each an env server reachable at a
+binary :attr:`Worker.address`. Clients only ever talk to that address; everything about
+*where* the server runs stays behind this interface.
+
+Example:
+    >>> from openenv_gym.providers import get_provider
+    >>> provider = get_provider("process")
+    >>> workers = provider.start("echo", n=1)
+    >>> workers[0].alive()
+    True
+    >>> provider.stop_all(workers)
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, ClassVar, Sequence
+
+from openenv_gym.errors import WorkerConnectionError, WorkerError
+from openenv_gym.protocol.sockets import connect
+
+__all__ = ["Worker", "Provider", "wait_ready"]
+
+
+class Worker(abc.ABC):
+    """One running env server.
+
+    Attributes:
+        address: Binary address (``unix://...`` or ``tcp://127.0.0.1:PORT``); may change on
+            :meth:`restart`.
+        restarts: How many times it was restarted.
+    """
+
+    address: str
+    restarts: int = 0
+
+    @abc.abstractmethod
+    def alive(self) -> bool:
+        """Whether the worker process/container is still running."""
+
+    @abc.abstractmethod
+    def restart(self) -> None:
+        """Replace the worker with a fresh one and wait until it serves (address re-read)."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop the worker and free what it held (process, container, socket file)."""
+
+    def logs(self, tail: int = 50) -> str:
+        """The last lines of the worker's output, for error messages."""
+        return ""
+
+
+class Provider(abc.ABC):
+    """Starts workers of one kind.
+
+    Subclasses set :attr:`name` and implement :meth:`_start_one`.
+    """
+
+    name: ClassVar[str]
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        """Whether this provider can run here, and if not, why and how to fix it."""
+        return True, ""
+
+    @abc.abstractmethod
+    def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
+        """Start one worker and return it once it serves."""
+
+    def start(self, env: str, n: int = 1, env_kwargs: dict[str, Any] | None = None,
+              pool: str | None = None) -> list[Worker]:
+        """Start ``n`` workers of ``env`` concurrently and wait until all serve.
+
+        Args:
+            env: Catalog name (``"echo"``).
+            n: Number of workers.
+            env_kwargs: Keyword arguments for the env's constructor.
+            pool: Name of the pool (labels, file names); generated when omitted.
+
+        Returns:
+            The workers, in order.
+
+        Raises:
+            WorkerError: A worker failed to start; the others are stopped.
+        """
+        pool = pool or f"p{time.time_ns() % 10**10:x}"
+        kwargs = dict(env_kwargs or {})
+        if n == 1:
+            return [self._start_one(env, kwargs, 0, pool)]
+        with ThreadPoolExecutor(max_workers=min(n, 16)) as ex:
+            futures = [ex.submit(self._start_one, env, kwargs, i, pool) for i in range(n)]
+            workers, errors = [], []
+            for f in futures:
+                try:
+                    workers.append(f.result())
+                except Exception as exc:  # gather all, stop the started ones, re-raise one
+                    errors.append(exc)
+        if errors:
+            self.stop_all(workers)
+            raise errors[0]
+        return workers
+
+    def stop_all(self, workers: Sequence[Worker]) -> None:
+        """Stop workers concurrently."""
+        if len(workers) <= 1:
+            for w in workers:
+                w.stop()
+            return
+        with ThreadPoolExecutor(max_workers=min(len(workers), 16)) as ex:
+            list(ex.map(lambda w: w.stop(), workers))
+
+
+def wait_ready(address: str, timeout: float, still_starting: Callable[[], bool],
+               describe: Callable[[], str]) -> None:
+    """Poll ``address`` until a worker accepts connections (no fixed sleeps).
+
+    Args:
+        address: The binary address to probe.
+        timeout: Seconds to wait in all.
+        still_starting: False once the worker has died (stop waiting at once).
+        describe: What to add to the error (log tail).
+
+    Raises:
+        WorkerError: The worker died or did not become ready in time.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while True:
+        try:
+            connect(address, timeout=1.0).close()
+            return
+        except WorkerConnectionError:
+            pass
+        if not still_starting():
+            raise WorkerError(f"worker exited during startup.\n{describe()}")
+        if time.monotonic() > deadline:
+            raise WorkerError(f"worker not ready after {timeout:.0f} s at {address}.\n{describe()}")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.05)

@@ -1,0 +1,177 @@
+"""The ``process`` provider, the embedded default: each worker is a local subprocess.
+
+Workers serve on a Unix socket in a private temporary folder, log to a file beside it,
+and never outlive their owner: they watch the owner's pid (which also covers an owner
+killed with SIGKILL) and an ``atexit`` hook stops them on a normal exit.
+
+Example:
+    >>> provider = ProcessProvider()
+    >>> [worker] = provider.start("echo")
+    >>> worker.address.startswith("unix://")
+    True
+    >>> worker.stop(); worker.alive()
+    False
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from typing import Any
+
+from openenv_gym.providers.base import Provider, Worker, wait_ready
+
+__all__ = ["ProcessProvider", "ProcessWorker", "runtime_dir"]
+
+_live: "weakref.WeakSet[ProcessWorker]" = weakref.WeakSet()
+
+
+def runtime_dir() -> str:
+    """The per-user folder that holds worker sockets and logs (mode 0700)."""
+    path = os.path.join(tempfile.gettempdir(), f"openenv-gym-{os.getuid()}")
+    if not os.path.isdir(path):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    elif not _reaped:
+        _reap_stale(path)
+    return path
+
+
+_reaped: list[bool] = []
+
+
+def _reap_stale(path: str) -> None:
+    # Pool folders are named "<owner pid>-<pool>"; an owner killed with SIGKILL leaves its
+    # folder (logs) behind, which the next owner removes.
+    _reaped.append(True)
+    for entry in os.listdir(path):
+        pid = entry.split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
+            shutil.rmtree(os.path.join(path, entry), ignore_errors=True)
+
+
+class ProcessWorker(Worker):
+    """An env server in a local subprocess.
+
+    Args:
+        env: Catalog name.
+        env_kwargs: JSON-serializable env keyword arguments.
+        folder: Where its socket and log live.
+        name: File-name stem (``"w0"``).
+        startup_timeout: Seconds to wait for it to serve.
+    """
+
+    def __init__(self, env: str, env_kwargs: dict[str, Any], folder: str, name: str,
+                 startup_timeout: float = 60.0) -> None:
+        try:
+            self._kwargs_json = json.dumps(env_kwargs)
+        except TypeError as exc:
+            raise TypeError(f"env kwargs must be JSON-serializable to reach a worker: {exc}") from None
+        self.env = env
+        self.folder = folder
+        self.socket_path = os.path.join(folder, f"{name}.sock")
+        self.log_path = os.path.join(folder, f"{name}.log")
+        self.address = f"unix://{self.socket_path}"
+        self.startup_timeout = startup_timeout
+        self.proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+        self._spawn()
+        _live.add(self)
+
+    def _spawn(self) -> None:
+        if os.path.exists(self.socket_path):
+            os.unlink(self.socket_path)
+        cmd = [sys.executable, "-m", "openenv_gym.server", self.env, "--unix", self.socket_path,
+               "--env-kwargs", self._kwargs_json, "--owner-pid", str(os.getpid()),
+               "--idle-timeout", "0"]
+        with open(self.log_path, "ab") as log:
+            # A session of its own: Ctrl-C in the trainer's terminal does not kill workers
+            # mid-step; the trainer closes them, or they notice the owner is gone.
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         env=_worker_environ())
+        wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id."""
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def restart(self) -> None:
+        with self._lock:
+            self._terminate()
+            self.restarts += 1
+            self._spawn()
+
+    def _terminate(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(2.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5.0)
+        if os.path.exists(self.socket_path):
+            os.unlink(self.socket_path)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._terminate()
+            self.proc = None
+        _live.discard(self)
+
+    def logs(self, tail: int = 50) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                lines = f.read().decode(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-tail:])
+
+
+def _worker_environ() -> dict[str, str]:
+    env = dict(os.environ)
+    # The worker must import this very package, also when it runs from a source checkout.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+class ProcessProvider(Provider):
+    """Starts workers as local subprocesses (no isolation beyond the OS user).
+
+    Args:
+        startup_timeout: Seconds each worker may take to start serving.
+    """
+
+    name = "process"
+
+    def __init__(self, startup_timeout: float = 60.0) -> None:
+        self.startup_timeout = startup_timeout
+
+    def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
+        folder = os.path.join(runtime_dir(), f"{os.getpid()}-{pool}")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout)
+
+    def stop_all(self, workers: Any) -> None:
+        super().stop_all(workers)
+        for folder in {w.folder for w in workers if isinstance(w, ProcessWorker)}:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    for worker in list(_live):
+        worker.stop()

@@ -1,0 +1,109 @@
+"""The fast path: a threaded server of length-prefixed msgpack frames on a Unix or TCP socket.
+
+One thread per connection reads a frame, lets :class:`~openenv_gym.server.service.EnvService`
+answer it and writes the reply. Bad frames get error replies and the connection stays
+framed: an oversized payload is read and dropped, not buffered.
+
+Example:
+    >>> from openenv_gym.envs.echo.env import EchoEnv
+    >>> from openenv_gym.server.service import EnvService
+    >>> server = BinaryServer(EnvService(EchoEnv), "tcp://127.0.0.1:0")
+    >>> server.address.startswith("tcp://127.0.0.1:")
+    True
+    >>> server.close()
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import socketserver
+import threading
+from typing import Any
+
+from openenv_gym.errors import ProtocolError, error_to_wire
+from openenv_gym.protocol.sockets import drain, parse_address, recv_exact
+from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode
+from openenv_gym.server.service import EnvService
+
+__all__ = ["BinaryServer"]
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: Any
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        service: EnvService = self.server.service
+        max_frame: int = self.server.max_frame
+        if sock.family != socket.AF_UNIX:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        while True:
+            try:
+                (length,) = HEADER.unpack(recv_exact(sock, HEADER.size))
+                if length > max_frame:
+                    drain(sock, length)
+                    reply: Any = _error(ProtocolError(
+                        f"frame of {length} bytes exceeds this server's {max_frame}-byte limit"))
+                else:
+                    payload = recv_exact(sock, length)
+                    try:
+                        reply = service.handle(decode(payload))
+                    except ProtocolError as exc:
+                        reply = _error(exc)
+                try:
+                    frame = encode(reply)
+                except (TypeError, ValueError, OverflowError) as exc:
+                    # The env returned something the wire cannot carry (an object in info).
+                    frame = encode(_error(exc))
+                sock.sendall(frame)
+            except (ConnectionError, OSError):
+                return
+
+
+def _error(exc: Exception) -> dict[str, Any]:
+    return {"ok": False, "error": error_to_wire(exc)}
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+class _TCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class BinaryServer:
+    """Serve an :class:`EnvService` over length-prefixed msgpack frames in a background thread.
+
+    Args:
+        service: The service to expose.
+        address: ``unix:///path`` or ``tcp://127.0.0.1:PORT`` (port 0 picks a free one).
+        max_frame: Largest request payload accepted.
+    """
+
+    def __init__(self, service: EnvService, address: str, max_frame: int = MAX_FRAME) -> None:
+        kind, addr = parse_address(address)
+        if kind == "unix":
+            if os.path.exists(addr):
+                os.unlink(addr)  # a stale socket from a killed predecessor in our own folder
+            self._server: socketserver.BaseServer = _UnixServer(addr, _Handler)
+            self.address = address
+        else:
+            self._server = _TCPServer(addr, _Handler)
+            host, port = self._server.server_address[:2]
+            self.address = f"tcp://{host}:{port}"
+        self._server.service = service  # type: ignore[attr-defined]
+        self._server.max_frame = max_frame  # type: ignore[attr-defined]
+        self._path = addr if kind == "unix" else None
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="binary-server", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop accepting connections and remove the socket file."""
+        self._server.shutdown()
+        self._server.server_close()
+        if self._path and os.path.exists(self._path):
+            os.unlink(self._path)

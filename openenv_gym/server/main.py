@@ -1,0 +1,165 @@
+"""The worker process: builds an env service and serves it on the binary and HTTP fronts.
+
+Run as ``python -m openenv_gym.server ENV [options]`` (providers do this) or through
+``openenv-gym serve ENV``. Binds only to Unix sockets or loopback unless told otherwise
+(inside a container's own network namespace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from openenv_gym.catalog import get_env_info, load_env_class
+from openenv_gym.server.binary import BinaryServer
+from openenv_gym.server.service import EnvService
+
+__all__ = ["build_service", "run_server", "main"]
+
+
+def build_service(env: str, env_kwargs: dict[str, Any] | None = None, max_sessions: int = 256,
+                  idle_timeout: float | None = 600.0) -> EnvService:
+    """Build the service for a catalog env.
+
+    Args:
+        env: Catalog name or Gymnasium id.
+        env_kwargs: Keyword arguments for the env's constructor.
+        max_sessions: Most sessions at once.
+        idle_timeout: Seconds before an idle session is closed.
+
+    Returns:
+        The service, with one env built (its spaces answer ``/spec``).
+    """
+    info = get_env_info(env)
+    cls = load_env_class(info)
+    kwargs = dict(env_kwargs or {})
+    return EnvService(lambda: cls(**kwargs), env_name=info.name, max_sessions=max_sessions,
+                      idle_timeout=idle_timeout)
+
+
+def _owner_alive(owner_pid: int, parent_at_start: int) -> bool:
+    if owner_pid == parent_at_start and os.getppid() != parent_at_start:
+        return False  # we were re-parented: the owner died (even if it lingers as a zombie)
+    try:
+        os.kill(owner_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, just not ours to signal
+    try:
+        with open(f"/proc/{owner_pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return True  # no /proc: trust kill(0)
+
+
+def _watch_owner(owner_pid: int, on_gone: Any) -> None:
+    # Polling survives an owner killed with SIGKILL, which no handler of the owner sees.
+    parent_at_start = os.getppid()
+    while _owner_alive(owner_pid, parent_at_start):
+        time.sleep(0.2)
+    on_gone()
+
+
+def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None,
+               http_port: int | None = None, host: str = "127.0.0.1",
+               env_kwargs: dict[str, Any] | None = None, owner_pid: int | None = None,
+               max_sessions: int = 256, idle_timeout: float | None = 600.0) -> None:
+    """Serve an env until SIGTERM/SIGINT or until the owner process is gone.
+
+    Args:
+        env: Catalog name or Gymnasium id.
+        unix: Path of the binary Unix socket.
+        tcp_port: Port of the binary TCP socket on ``host`` (0: any free port).
+        http_port: Port of the HTTP/JSON server on ``host`` (0: any free port).
+        host: Interface to bind TCP servers to (127.0.0.1 unless inside a container).
+        env_kwargs: Keyword arguments for the env.
+        owner_pid: Exit when this process is gone.
+        max_sessions: Most sessions at once.
+        idle_timeout: Seconds before an idle session is closed.
+    """
+    service = build_service(env, env_kwargs, max_sessions, idle_timeout)
+    servers: list[BinaryServer] = []
+    if unix:
+        servers.append(BinaryServer(service, f"unix://{unix}"))
+    if tcp_port is not None:
+        servers.append(BinaryServer(service, f"tcp://{host}:{tcp_port}"))
+    service.binary_address = servers[0].address if servers else None
+    done = threading.Event()
+
+    def stop(*_: Any) -> None:
+        done.set()
+
+    def shutdown() -> None:
+        for server in servers:
+            server.close()
+        service.shutdown()
+
+    if owner_pid:
+        threading.Thread(target=_watch_owner, args=(owner_pid, stop), daemon=True).start()
+
+    if http_port is None:
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        print(f"openenv-gym worker ready: env={service.env_name} binary={service.binary_address}",
+              flush=True)
+        done.wait()
+        shutdown()
+        return
+
+    import uvicorn  # the web stack loads only in workers that serve HTTP
+
+    from openenv_gym.server.http import create_app
+
+    config = uvicorn.Config(create_app(service), host=host, port=http_port, log_level="warning",
+                            access_log=False)
+    server = uvicorn.Server(config)
+    threading.Thread(target=lambda: (done.wait(), setattr(server, "should_exit", True)),
+                     daemon=True).start()
+
+    def announce() -> None:
+        while not server.started and not done.is_set():
+            time.sleep(0.01)
+        sockets = [s for srv in getattr(server, "servers", []) for s in srv.sockets]
+        port = sockets[0].getsockname()[1] if sockets else http_port
+        service.http_address = f"http://{host}:{port}"
+        print(f"openenv-gym worker ready: env={service.env_name} binary={service.binary_address} "
+              f"http={service.http_address}", flush=True)
+
+    threading.Thread(target=announce, daemon=True).start()
+    try:
+        server.run()
+    finally:
+        shutdown()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command-line entry of a worker process."""
+    parser = argparse.ArgumentParser(prog="python -m openenv_gym.server",
+                                     description="Serve one openenv_gym environment.")
+    parser.add_argument("env", help="catalog name or Gymnasium id, e.g. echo or OpenEnv/Echo-v0")
+    parser.add_argument("--unix", help="path of the binary Unix socket")
+    parser.add_argument("--tcp-port", type=int, help="binary TCP port (0: any free port)")
+    parser.add_argument("--http-port", type=int, help="HTTP/JSON port (0: any free port)")
+    parser.add_argument("--host", default="127.0.0.1", help="interface for TCP (default 127.0.0.1)")
+    parser.add_argument("--env-kwargs", default="{}", help="JSON object of env keyword arguments")
+    parser.add_argument("--owner-pid", type=int, help="exit when this process is gone")
+    parser.add_argument("--max-sessions", type=int, default=256)
+    parser.add_argument("--idle-timeout", type=float, default=600.0,
+                        help="seconds before an idle session closes (0: never)")
+    args = parser.parse_args(argv)
+    if not (args.unix or args.tcp_port is not None or args.http_port is not None):
+        parser.error("give at least one of --unix, --tcp-port, --http-port")
+    run_server(args.env, unix=args.unix, tcp_port=args.tcp_port, http_port=args.http_port,
+               host=args.host, env_kwargs=json.loads(args.env_kwargs), owner_pid=args.owner_pid,
+               max_sessions=args.max_sessions, idle_timeout=args.idle_timeout or None)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,253 @@
+"""The env service: every operation a server offers, shared by its binary and HTTP fronts.
+
+:meth:`EnvService.handle` serves one decoded binary request (``{"op": ..., ...}``) and
+never raises: errors come back as ``{"ok": False, "error": {...}}`` and the session stays
+usable. The HTTP app calls the same typed methods.
+
+Example:
+    >>> from openenv_gym.envs.echo.env import EchoEnv
+    >>> service = EnvService(EchoEnv, env_name="echo")
+    >>> sid = service.handle({"op": "reset"})["sid"]
+    >>> service.handle({"op": "step", "sid": sid, "action": {"message": "hey"}})["obs"]
+    {'echo': 'hey', 'length': 3}
+    >>> service.handle({"op": "step", "sid": sid, "action": 5})["error"]["type"]
+    'InvalidActionError'
+    >>> service.shutdown()
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from openenv_gym.envs.base import Environment
+from openenv_gym.errors import InvalidRequestError, error_to_wire
+from openenv_gym.server.sessions import Session, SessionManager
+from openenv_gym.spaces import space_to_dict
+
+__all__ = ["EnvService", "PROTOCOL_VERSION"]
+
+PROTOCOL_VERSION = 1
+
+
+class EnvService:
+    """Hosts the sessions of one env type and serves reset/step/state/... on them.
+
+    Args:
+        factory: Builds a fresh env (``lambda: EchoEnv(max_steps=10)``).
+        env_name: Catalog name, reported in ``/spec`` and ``/health``.
+        max_sessions: Most sessions at once.
+        idle_timeout: Seconds before an idle session is closed.
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[], Environment],
+        env_name: str = "env",
+        max_sessions: int = 256,
+        idle_timeout: float | None = 600.0,
+    ) -> None:
+        self.env_name = env_name
+        self.sessions = SessionManager(factory, max_sessions=max_sessions, idle_timeout=idle_timeout)
+        self.started = time.time()
+        # Spaces come from a real instance, which the first session then takes over.
+        first = factory()
+        self._spec = self._describe(first)
+        self.sessions.keep_spare(first)
+        self.binary_address: str | None = None
+        self.http_address: str | None = None
+        self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "spec": lambda r: {"spec": self.spec()},
+            "health": lambda r: self.health(),
+            "reset": lambda r: self.reset(r.get("sid"), r.get("seed"), r.get("options")),
+            "step": lambda r: self.step(_sid(r), _field(r, "action")),
+            "state": lambda r: {"state": self.state(_sid(r))},
+            "render": lambda r: {"frame": self.render(_sid(r))},
+            "close": lambda r: self.close(_sid(r)),
+            "call": lambda r: {"value": self.call(_sid(r), _name(r), r.get("args") or [], r.get("kwargs") or {})},
+            "get_attr": lambda r: {"value": self.get_attr(_sid(r), _name(r))},
+            "set_attr": lambda r: self.set_attr(_sid(r), _name(r), _field(r, "value")),
+            "batch": lambda r: {"results": [self.handle(c) for c in _calls(r)]},
+        }
+
+    # -- spec and health ---------------------------------------------------------------
+    def _describe(self, env: Environment) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "protocol": PROTOCOL_VERSION,
+            "env": self.env_name,
+            "action_space": space_to_dict(env.action_space),
+            "observation_space": space_to_dict(env.observation_space),
+            "metadata": _plain(env.metadata),
+            "render_mode": env.render_mode,
+        }
+        if getattr(env, "action_model", None) is not None:
+            spec["action_schema"] = env.action_model.model_json_schema()
+        if getattr(env, "observation_model", None) is not None:
+            spec["observation_schema"] = env.observation_model.model_json_schema()
+        return spec
+
+    def spec(self) -> dict[str, Any]:
+        """Spaces, metadata and JSON schemas of the env this server hosts."""
+        return self._spec
+
+    def health(self) -> dict[str, Any]:
+        """Liveness and load: env, pid, sessions, uptime and the addresses served."""
+        return {
+            "status": "ok",
+            "env": self.env_name,
+            "pid": os.getpid(),
+            "sessions": len(self.sessions),
+            "max_sessions": self.sessions.max_sessions,
+            "uptime": time.time() - self.started,
+            "binary": self.binary_address,
+            "http": self.http_address,
+        }
+
+    # -- episode operations ------------------------------------------------------------
+    def reset(self, sid: str | None = None, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Reset a session, creating one when ``sid`` is None.
+
+        Returns:
+            ``{"sid", "obs", "info"}``.
+        """
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+            raise InvalidRequestError(f"seed must be a non-negative integer or null, got {seed!r}")
+        if options is not None and not isinstance(options, dict):
+            raise InvalidRequestError(f"options must be a mapping or null, got {type(options).__name__}")
+        session = self.sessions.get(sid) if sid is not None else self.sessions.create()
+        with session.lock:
+            obs, info = session.env.reset(seed=seed, options=options)
+            obs = session.env.observation_to_wire(obs)
+            session.begin_episode(obs)
+        return {"sid": session.id, "obs": obs, "info": info}
+
+    def step(self, sid: str, action: Any) -> dict[str, Any]:
+        """Step a session with an action (validated before the env sees it).
+
+        Returns:
+            ``{"obs", "reward", "terminated", "truncated", "info"}``.
+        """
+        session = self.sessions.get(sid)
+        with session.lock:
+            if session.episode_id is None:
+                raise InvalidRequestError(f"session {sid!r} has not been reset; call reset first")
+            parsed = session.env.parse_action(action)
+            obs, reward, terminated, truncated, info = session.env.step(parsed)
+            obs = session.env.observation_to_wire(obs)
+            reward = float(reward)
+            session.record_step(action, obs, reward, bool(terminated or truncated))
+        return {
+            "obs": obs,
+            "reward": reward,
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "info": info,
+        }
+
+    def state(self, sid: str) -> dict[str, Any]:
+        """The env's state plus the server's episode bookkeeping."""
+        session = self.sessions.get(sid)
+        with session.lock:
+            state = session.env.state()
+            state.episode_id = session.episode_id
+            state.step_count = session.step_count
+            return state.model_dump() | {"episode_return": session.episode_return}
+
+    def render(self, sid: str) -> Any:
+        """What the env's ``render()`` returns (a frame array, text or None)."""
+        session = self.sessions.get(sid)
+        with session.lock:
+            return session.env.render()
+
+    def close(self, sid: str) -> dict[str, Any]:
+        """Close a session."""
+        self.sessions.close(sid)
+        return {"closed": sid}
+
+    def call(self, sid: str, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Call a public method of the env (``VectorEnv.call``); attributes are returned."""
+        session = self.sessions.get(sid)
+        with session.lock:
+            target = getattr(session.env, name)
+            return target(*args, **kwargs) if callable(target) else target
+
+    def get_attr(self, sid: str, name: str) -> Any:
+        """Read a public attribute of the env."""
+        session = self.sessions.get(sid)
+        with session.lock:
+            return getattr(session.env, name)
+
+    def set_attr(self, sid: str, name: str, value: Any) -> dict[str, Any]:
+        """Set a public attribute of the env."""
+        session = self.sessions.get(sid)
+        with session.lock:
+            setattr(session.env, name, value)
+        return {}
+
+    def session(self, sid: str) -> Session:
+        """The session object (for the web view)."""
+        return self.sessions.get(sid)
+
+    # -- binary dispatch ---------------------------------------------------------------
+    def handle(self, request: Any) -> dict[str, Any]:
+        """Serve one decoded binary request; errors become error replies, never exceptions."""
+        try:
+            if not isinstance(request, dict):
+                raise InvalidRequestError(f"a request must be a map with an 'op', got {type(request).__name__}")
+            op = request.get("op")
+            handler = self._ops.get(op)  # type: ignore[arg-type]
+            if handler is None:
+                raise InvalidRequestError(f"unknown op {op!r}; known: {', '.join(self._ops)}")
+            return {"ok": True, **handler(request)}
+        except Exception as exc:  # any env bug becomes a typed reply; the worker keeps serving
+            return {"ok": False, "error": error_to_wire(exc)}
+
+    def shutdown(self) -> None:
+        """Close every session."""
+        self.sessions.close_all()
+
+
+def _field(request: dict[str, Any], key: str) -> Any:
+    if key not in request:
+        raise InvalidRequestError(f"request {request.get('op')!r} needs the field {key!r}")
+    return request[key]
+
+
+def _sid(request: dict[str, Any]) -> str:
+    sid = _field(request, "sid")
+    if not isinstance(sid, str):
+        raise InvalidRequestError(f"sid must be a string, got {type(sid).__name__}")
+    return sid
+
+
+def _name(request: dict[str, Any]) -> str:
+    name = _field(request, "name")
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+        raise InvalidRequestError(f"name must be a public attribute name, got {name!r}")
+    return name
+
+
+def _calls(request: dict[str, Any]) -> list[Any]:
+    calls = _field(request, "calls")
+    if not isinstance(calls, list) or any(isinstance(c, dict) and c.get("op") == "batch" for c in calls):
+        raise InvalidRequestError("calls must be a list of non-batch requests")
+    return calls
+
+
+def _plain(value: Any) -> Any:
+    """Keep only JSON-friendly parts of env metadata (some envs put objects there)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items() if _is_plain(v)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value if _is_plain(v)]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _is_plain(v: Any) -> bool:
+    return isinstance(v, (str, int, float, bool, type(None), list, tuple, dict, np.generic))

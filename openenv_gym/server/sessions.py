@@ -1,0 +1,190 @@
+"""Sessions: the env instances one server hosts, with idle expiry and a size limit.
+
+Example:
+    >>> from openenv_gym.envs.echo.env import EchoEnv
+    >>> manager = SessionManager(EchoEnv, max_sessions=1)
+    >>> session = manager.create()
+    >>> manager.get(session.id) is session
+    True
+    >>> manager.close_all()
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from openenv_gym.envs.base import Environment
+from openenv_gym.errors import SessionLimitError, SessionNotFoundError
+
+__all__ = ["Session", "SessionManager"]
+
+#: How many recent steps each session remembers for ``/web``.
+HISTORY = 50
+
+
+@dataclass
+class Session:
+    """One env instance and its episode bookkeeping.
+
+    Args:
+        id: The session id clients send.
+        env: The environment.
+    """
+
+    id: str
+    env: Environment
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    last_used: float = field(default_factory=time.monotonic)
+    episode_id: str | None = None
+    episode: int = 0
+    step_count: int = 0
+    episode_return: float = 0.0
+    returns: collections.deque = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
+    history: collections.deque = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
+    last_obs: Any = None
+
+    def begin_episode(self, obs: Any) -> None:
+        """Record a reset."""
+        self.episode_id = uuid.uuid4().hex[:12]
+        self.episode += 1
+        self.step_count = 0
+        self.episode_return = 0.0
+        self.history.clear()
+        self.last_obs = obs
+
+    def record_step(self, action: Any, obs: Any, reward: float, done: bool) -> None:
+        """Record a step (its action, reward and whether it ended the episode)."""
+        self.step_count += 1
+        self.episode_return += reward
+        self.last_obs = obs
+        self.history.append((self.step_count, action, reward))
+        if done:
+            self.returns.append(self.episode_return)
+
+
+class SessionManager:
+    """Creates, finds, expires and closes sessions, thread-safely.
+
+    Args:
+        factory: Builds a fresh env.
+        max_sessions: Most sessions alive at once; more raise :class:`SessionLimitError`.
+        idle_timeout: Seconds after its last use a session is closed (``None``: never).
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[], Environment],
+        max_sessions: int = 256,
+        idle_timeout: float | None = 600.0,
+    ) -> None:
+        self._factory = factory
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self._sessions: dict[str, Session] = {}
+        self._spare: list[Environment] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        if idle_timeout is not None:
+            threading.Thread(target=self._expire_loop, name="session-expiry", daemon=True).start()
+
+    def keep_spare(self, env: Environment) -> None:
+        """Hand over an env built ahead of time (for ``/spec``) for the next session to use."""
+        self._spare.append(env)
+
+    def create(self) -> Session:
+        """Start a session with a fresh env.
+
+        Raises:
+            SessionLimitError: ``max_sessions`` are already alive.
+        """
+        with self._lock:
+            if len(self._sessions) >= self.max_sessions:
+                raise SessionLimitError(
+                    f"this server already hosts {self.max_sessions} sessions (its limit); close "
+                    "sessions you no longer use (DELETE /sessions/{id}) or start it with a higher "
+                    "--max-sessions"
+                )
+            env = self._spare.pop() if self._spare else None
+            sid = uuid.uuid4().hex
+            # Reserve the slot before building the env, which may be slow, outside the lock.
+            self._sessions[sid] = None  # type: ignore[assignment]
+        try:
+            session = Session(sid, env if env is not None else self._factory())
+        except BaseException:
+            with self._lock:
+                del self._sessions[sid]
+            raise
+        with self._lock:
+            self._sessions[sid] = session
+        return session
+
+    def get(self, sid: str) -> Session:
+        """Find a live session and mark it used.
+
+        Raises:
+            SessionNotFoundError: Unknown, closed or expired.
+        """
+        session = self._sessions.get(sid) if isinstance(sid, str) else None
+        if session is None:
+            raise SessionNotFoundError(
+                f"no session {sid!r}: it was never created, was closed, or expired after "
+                f"{self.idle_timeout} s idle; call reset without a session id to start one"
+            )
+        session.last_used = time.monotonic()
+        return session
+
+    def close(self, sid: str) -> None:
+        """Close a session and its env.
+
+        Raises:
+            SessionNotFoundError: Unknown, closed or expired.
+        """
+        with self._lock:
+            session = self._sessions.pop(sid, None) if isinstance(sid, str) else None
+        if session is None:
+            raise SessionNotFoundError(f"no session {sid!r} to close")
+        with session.lock:
+            session.env.close()
+
+    def sessions(self) -> list[Session]:
+        """The live sessions (a snapshot)."""
+        with self._lock:
+            return [s for s in self._sessions.values() if s is not None]
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def expire_idle(self) -> int:
+        """Close sessions idle longer than ``idle_timeout``; returns how many."""
+        if self.idle_timeout is None:
+            return 0
+        cutoff = time.monotonic() - self.idle_timeout
+        stale = [s.id for s in self.sessions() if s.last_used < cutoff and not s.lock.locked()]
+        for sid in stale:
+            try:
+                self.close(sid)
+            except SessionNotFoundError:
+                pass  # closed by its client meanwhile
+        return len(stale)
+
+    def _expire_loop(self) -> None:
+        period = max(0.05, min(5.0, (self.idle_timeout or 5.0) / 4))
+        while not self._stop.wait(period):
+            self.expire_idle()
+
+    def close_all(self) -> None:
+        """Close every session and stop the expiry thread."""
+        self._stop.set()
+        for session in self.sessions():
+            try:
+                self.close(session.id)
+            except SessionNotFoundError:
+                pass
+        for env in self._spare:
+            env.close()
+        self._spare.clear()

@@ -1,0 +1,230 @@
+"""Gymnasium spaces on the wire: the one place that describes, rebuilds and normalizes them.
+
+A worker describes its spaces with :func:`space_to_dict` (plain JSON, served by ``/spec``);
+the client rebuilds them with :func:`space_from_dict` and turns decoded wire values back
+into the exact Python types the space expects with :func:`from_wire`.
+
+Example:
+    >>> import numpy as np
+    >>> from gymnasium import spaces
+    >>> box = spaces.Box(0, 255, (2, 2), np.uint8)
+    >>> space_from_dict(space_to_dict(box)) == box
+    True
+    >>> from_wire([[1, 2], [3, 4]], box).dtype
+    dtype('uint8')
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["UnicodeText", "space_to_dict", "space_from_dict", "from_wire", "to_jsonable"]
+
+#: Characters :meth:`UnicodeText.sample` draws from (membership accepts any text).
+SAMPLE_CHARSET = string.ascii_letters + string.digits + string.punctuation + " \n\t"
+
+
+class UnicodeText(spaces.Text):
+    """A :class:`gymnasium.spaces.Text` that holds any text: unicode, newlines, tabs.
+
+    Gymnasium's ``Text`` only contains strings over a finite charset; code, shell output
+    and chat messages need every character. Sampling still draws from printable ASCII.
+
+    Args:
+        max_length: Longest string the space contains.
+        min_length: Shortest string the space contains (default 0).
+        seed: Seed for :meth:`sample`.
+
+    Example:
+        >>> UnicodeText(16).contains("héllo\\nwörld ✓")
+        True
+    """
+
+    def __init__(self, max_length: int, *, min_length: int = 0, seed: int | None = None) -> None:
+        super().__init__(max_length, min_length=min_length, charset=SAMPLE_CHARSET, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        """True when ``x`` is a str whose length is within the bounds."""
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+    def __repr__(self) -> str:
+        return f"UnicodeText({self.min_length}, {self.max_length})"
+
+    def __eq__(self, other: Any) -> bool:
+        return (
+            isinstance(other, UnicodeText)
+            and self.min_length == other.min_length
+            and self.max_length == other.max_length
+        )
+
+
+def _bound_to_wire(bound: np.ndarray) -> Any:
+    # A uniform bound travels as one number: an 84x84x4 image space stays a few bytes.
+    flat = bound.reshape(-1)
+    if flat.size and np.all(flat == flat[0]):
+        return _scalar(flat[0])
+    return [_scalar(v) for v in flat]
+
+
+def _scalar(v: Any) -> Any:
+    v = v.item() if hasattr(v, "item") else v
+    if isinstance(v, float) and not np.isfinite(v):
+        return "inf" if v > 0 else ("-inf" if v < 0 else "nan")
+    return v
+
+
+def space_to_dict(space: spaces.Space) -> dict[str, Any]:
+    """Describe a space as a JSON-compatible dict.
+
+    Args:
+        space: Box, Discrete, MultiDiscrete, MultiBinary, Text, Dict or Tuple (nested).
+
+    Returns:
+        A dict that :func:`space_from_dict` turns back into an equal space.
+
+    Raises:
+        TypeError: For a space type that has no wire form.
+    """
+    if isinstance(space, spaces.Box):
+        return {
+            "type": "Box",
+            "shape": list(space.shape),
+            "dtype": np.dtype(space.dtype).str,
+            "low": _bound_to_wire(space.low),
+            "high": _bound_to_wire(space.high),
+        }
+    if isinstance(space, spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, spaces.MultiDiscrete):
+        return {
+            "type": "MultiDiscrete",
+            "nvec": space.nvec.tolist(),
+            "start": space.start.tolist(),
+            "dtype": np.dtype(space.dtype).str,
+        }
+    if isinstance(space, spaces.MultiBinary):
+        return {"type": "MultiBinary", "n": list(np.atleast_1d(space.n).tolist())}
+    if isinstance(space, UnicodeText):
+        return {"type": "UnicodeText", "min_length": space.min_length, "max_length": space.max_length}
+    if isinstance(space, spaces.Text):
+        return {
+            "type": "Text",
+            "min_length": space.min_length,
+            "max_length": space.max_length,
+            "charset": "".join(space.character_list),
+        }
+    if isinstance(space, spaces.Dict):
+        return {"type": "Dict", "spaces": {k: space_to_dict(s) for k, s in space.spaces.items()}}
+    if isinstance(space, spaces.Tuple):
+        return {"type": "Tuple", "spaces": [space_to_dict(s) for s in space.spaces]}
+    raise TypeError(f"space {space!r} has no wire form; use Box, Discrete, MultiDiscrete, "
+                    "MultiBinary, Text, Dict or Tuple")
+
+
+def _bound_from_wire(v: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    def num(x: Any) -> float:
+        return float(x) if isinstance(x, str) else x
+
+    if isinstance(v, list):
+        return np.array([num(x) for x in v], dtype=dtype).reshape(shape)
+    return np.full(shape, num(v), dtype=dtype)
+
+
+def space_from_dict(d: dict[str, Any]) -> spaces.Space:
+    """Rebuild a space described by :func:`space_to_dict`.
+
+    Args:
+        d: The description.
+
+    Returns:
+        The space.
+    """
+    kind = d["type"]
+    if kind == "Box":
+        shape = tuple(d["shape"])
+        dtype = np.dtype(d["dtype"])
+        return spaces.Box(
+            _bound_from_wire(d["low"], shape, dtype),
+            _bound_from_wire(d["high"], shape, dtype),
+            shape=shape,
+            dtype=dtype,
+        )
+    if kind == "Discrete":
+        return spaces.Discrete(d["n"], start=d.get("start", 0))
+    if kind == "MultiDiscrete":
+        return spaces.MultiDiscrete(d["nvec"], dtype=np.dtype(d["dtype"]), start=d.get("start"))
+    if kind == "MultiBinary":
+        n = d["n"]
+        return spaces.MultiBinary(n[0] if len(n) == 1 else n)
+    if kind == "UnicodeText":
+        return UnicodeText(d["max_length"], min_length=d["min_length"])
+    if kind == "Text":
+        return spaces.Text(d["max_length"], min_length=d["min_length"], charset=d["charset"])
+    if kind == "Dict":
+        return spaces.Dict({k: space_from_dict(s) for k, s in d["spaces"].items()})
+    if kind == "Tuple":
+        return spaces.Tuple([space_from_dict(s) for s in d["spaces"]])
+    raise ValueError(f"unknown space type {kind!r} in spec")
+
+
+def from_wire(value: Any, space: spaces.Space) -> Any:
+    """Turn a decoded wire value into the Python type ``space`` holds.
+
+    msgpack brings back lists for tuples and Python ints for discrete values; this makes
+    them ``tuple``/``np.int64``/arrays of the space's dtype so ``space.contains`` holds.
+    Values that do not fit are returned as they are, for the caller's ``contains`` check.
+
+    Args:
+        value: The decoded value.
+        space: The space it belongs to.
+
+    Returns:
+        The normalized value.
+    """
+    try:
+        if isinstance(space, spaces.Box):
+            arr = np.asarray(value, dtype=space.dtype)
+            return arr.reshape(space.shape) if arr.size == int(np.prod(space.shape)) else arr
+        if isinstance(space, spaces.Discrete):
+            if isinstance(value, (bool, int, np.integer, np.bool_)):
+                return np.int64(value)
+            return value
+        if isinstance(space, (spaces.MultiDiscrete, spaces.MultiBinary)):
+            return np.asarray(value, dtype=space.dtype)
+        if isinstance(space, spaces.Dict):
+            if not isinstance(value, dict):
+                return value
+            return {k: from_wire(v, space.spaces[k]) if k in space.spaces else v for k, v in value.items()}
+        if isinstance(space, spaces.Tuple):
+            if not isinstance(value, (list, tuple)) or len(value) != len(space.spaces):
+                return value
+            return tuple(from_wire(v, s) for v, s in zip(value, space.spaces))
+    except (TypeError, ValueError, OverflowError):
+        return value
+    return value
+
+
+def to_jsonable(value: Any) -> Any:
+    """Make a value JSON-serializable for the HTTP API: arrays become nested lists.
+
+    Args:
+        value: An observation, info dict or action.
+
+    Returns:
+        The same structure with numpy objects turned into Python ones.
+    """
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
