@@ -20,6 +20,7 @@ __all__ = [
     "OpenEnvError",
     "InvalidActionError",
     "InvalidRequestError",
+    "InvalidDataError",
     "SessionNotFoundError",
     "SessionLimitError",
     "EnvServerError",
@@ -59,6 +60,15 @@ class InvalidRequestError(OpenEnvError, ValueError):
     """A request is malformed: unknown operation, missing field, wrong type, too large."""
 
     http_status = 400
+
+
+class InvalidDataError(OpenEnvError, ValueError):
+    """An env's input data (a user CSV/Parquet, a date range, a ticker list) is unusable.
+
+    The message names the file, column, row or argument at fault and how to fix it.
+    """
+
+    http_status = 422
 
 
 class SessionNotFoundError(OpenEnvError, KeyError):
@@ -125,6 +135,7 @@ _BY_NAME: dict[str, type[OpenEnvError]] = {
         OpenEnvError,
         InvalidActionError,
         InvalidRequestError,
+        InvalidDataError,
         SessionNotFoundError,
         SessionLimitError,
         EnvServerError,
