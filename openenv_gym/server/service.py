@@ -63,7 +63,7 @@ class EnvService:
             "spec": lambda r: {"spec": self.spec()},
             "health": lambda r: self.health(),
             "reset": lambda r: self.reset(r.get("sid"), r.get("seed"), r.get("options")),
-            "step": lambda r: self.step(_sid(r), _field(r, "action")),
+            "step": lambda r: self.step(_sid(r), _field(r, "action"), bool(r.get("autoreset"))),
             "state": lambda r: {"state": self.state(_sid(r))},
             "render": lambda r: {"frame": self.render(_sid(r))},
             "close": lambda r: self.close(_sid(r)),
@@ -125,11 +125,19 @@ class EnvService:
             session.begin_episode(obs)
         return {"sid": session.id, "obs": obs, "info": info}
 
-    def step(self, sid: str, action: Any) -> dict[str, Any]:
+    def step(self, sid: str, action: Any, autoreset: bool = False) -> dict[str, Any]:
         """Step a session with an action (validated before the env sees it).
 
+        Args:
+            sid: The session.
+            action: The action as decoded from the wire.
+            autoreset: When the step ends the episode, reset the session at once (unseeded)
+                and add ``reset_obs``/``reset_info``: a vector env's same-step autoreset
+                then costs one round trip, not two.
+
         Returns:
-            ``{"obs", "reward", "terminated", "truncated", "info"}``.
+            ``{"obs", "reward", "terminated", "truncated", "info"}`` (+ ``reset_obs``,
+            ``reset_info`` after an autoreset).
         """
         session = self.sessions.get(sid)
         with session.lock:
@@ -140,13 +148,17 @@ class EnvService:
             obs = session.env.observation_to_wire(obs)
             reward = float(reward)
             session.record_step(action, obs, reward, bool(terminated or truncated))
-        return {
+        reply = {
             "obs": obs,
             "reward": reward,
             "terminated": bool(terminated),
             "truncated": bool(truncated),
             "info": info,
         }
+        if autoreset and (terminated or truncated):
+            after = self.reset(sid)
+            reply["reset_obs"], reply["reset_info"] = after["obs"], after["info"]
+        return reply
 
     def state(self, sid: str) -> dict[str, Any]:
         """The env's state plus the server's episode bookkeeping."""
