@@ -42,3 +42,46 @@ def provider(request: pytest.FixtureRequest) -> str:
     if request.param == "docker":
         require_docker()
     return request.param
+
+
+class ServedEnv:
+    """An env server started with ``python -m openenv_gym.server`` for a test, on loopback."""
+
+    def __init__(self, env: str, *args: str) -> None:
+        import re
+        import subprocess
+        import sys
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "openenv_gym.server", env, "--http-port", "0", "--tcp-port", "0",
+             *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        line = ""
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            if "worker ready" in line:
+                break
+        match = re.search(r"binary=(\S+) http=(\S+)", line)
+        if not match:
+            self.stop()
+            raise RuntimeError(f"server did not start: {line!r}")
+        self.binary, self.http = match.group(1), match.group(2)
+
+    def stop(self) -> None:
+        import subprocess
+
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+@pytest.fixture
+def served_echo():
+    """A running Echo server with HTTP and binary fronts (max 4 sessions, 1 s idle expiry)."""
+    server = ServedEnv("echo", "--max-sessions", "4", "--idle-timeout", "1")
+    yield server
+    server.stop()

@@ -45,7 +45,7 @@ class EchoEnv(Environment):
 
     action_model = EchoAction
     observation_model = EchoObservation
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, max_steps: int = 100, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)

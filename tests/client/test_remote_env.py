@@ -1,0 +1,166 @@
+"""RemoteEnv through gym.make on real workers: episodes, checks, trajectories, bad actions."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import openenv_gym
+from openenv_gym.errors import InvalidActionError, ProtocolError
+
+
+def test_echo_episode_through_gym_make(provider: str) -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider=provider, max_steps=3)
+    try:
+        obs, info = env.reset(seed=0)
+        assert obs["echo"] == "" and int(obs["length"]) == 0
+        rewards, truncs = [], []
+        for msg in ["a", "héllo wörld ✓", "x" * 10]:
+            obs, reward, terminated, truncated, info = env.step({"message": msg})
+            assert obs["echo"] == msg and int(obs["length"]) == len(msg)
+            assert env.observation_space.contains(obs)
+            rewards.append(reward)
+            truncs.append(truncated)
+            assert not terminated
+        assert rewards == pytest.approx([0.1, 1.3, 1.0])
+        assert truncs == [False, False, True]
+        state = env.unwrapped.state()
+        assert state["step_count"] == 3 and state["last_message"] == "x" * 10
+    finally:
+        env.close()
+
+
+def test_check_env_passes_for_echo(provider: str) -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider=provider)
+    try:
+        check_env(env.unwrapped, skip_render_check=False)
+    finally:
+        env.close()
+
+
+def test_check_env_passes_for_gym_cartpole(provider: str) -> None:
+    env = gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider=provider, render_mode="rgb_array")
+    try:
+        check_env(env.unwrapped)
+        env.reset(seed=0)
+        frame = env.render()
+        assert isinstance(frame, np.ndarray) and frame.shape == (400, 600, 3) and frame.dtype == np.uint8
+    finally:
+        env.close()
+
+
+def _rollout(env: gym.Env, seed: int, steps: int, actions_seed: int) -> list:
+    space = env.action_space
+    space.seed(actions_seed)
+    out = []
+    obs, _ = env.reset(seed=seed)
+    out.append(np.asarray(obs).copy())
+    for _ in range(steps):
+        action = space.sample()
+        obs, reward, terminated, truncated, _ = env.step(action)
+        out.append((np.asarray(obs).copy(), float(reward), terminated, truncated))
+        if terminated or truncated:
+            obs, _ = env.reset()
+            out.append(np.asarray(obs).copy())
+    return out
+
+
+def _same(a: list, b: list) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, tuple):
+            np.testing.assert_array_equal(x[0], y[0])
+            assert x[1:] == y[1:]
+        else:
+            np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_remote_trajectories_equal_local(provider: str, env_id: str) -> None:
+    remote = gym.make("OpenEnv/Gym-v0", env_id=env_id, provider=provider)
+    local = gym.make(env_id)
+    try:
+        for seed in (0, 1, 2):
+            _same(_rollout(remote, seed, 120, seed + 7), _rollout(local, seed, 120, seed + 7))
+    finally:
+        remote.close()
+        local.close()
+
+
+@pytest.fixture
+def echo_env(provider: str):
+    env = gym.make("OpenEnv/Echo-v0", provider=provider).unwrapped
+    env.reset(seed=0)
+    yield env
+    env.close()
+
+
+@pytest.mark.parametrize(
+    "action, fragment",
+    [
+        ("just a string", "must be a mapping"),
+        ({"message": 42}, "message"),
+        ({}, "Field required"),
+        ({"message": "hi", "extra": 1}, "extra"),
+        ({"message": "x" * 70_000}, "at most 65536"),
+        ([1, 2, 3], "must be a mapping"),
+    ],
+)
+def test_malformed_actions_are_typed_errors_and_session_continues(echo_env, action, fragment) -> None:
+    sid = echo_env.session_id
+    with pytest.raises(InvalidActionError, match=fragment):
+        echo_env.step(action)
+    obs, reward, *_ = echo_env.step({"message": "still here"})
+    assert obs["echo"] == "still here" and echo_env.session_id == sid
+
+
+def test_action_outside_space_is_rejected_for_space_envs(provider: str) -> None:
+    env = gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider=provider).unwrapped
+    try:
+        env.reset(seed=0)
+        for bad in (2, -1, 0.5, "left", [0, 1]):
+            with pytest.raises(InvalidActionError, match="not in the action space"):
+                env.step(bad)
+        obs, *_ = env.step(1)
+        assert env.observation_space.contains(obs)
+    finally:
+        env.close()
+
+
+def test_oversized_frame_is_refused_and_connection_stays_framed(echo_env) -> None:
+    client = echo_env._client
+    client.max_frame = 1 << 30  # let this client send what the server must refuse
+    huge = {"op": "step", "sid": echo_env.session_id, "action": {"message": "y" * (65 << 20)}}
+    with pytest.raises(ProtocolError, match="exceeds"):
+        client.request(huge)
+    obs, *_ = echo_env.step({"message": "after"})
+    assert obs["echo"] == "after"
+
+
+def test_gym_make_with_module_prefix_works_in_a_fresh_interpreter() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gymnasium as gym\n"
+        "env = gym.make('openenv_gym:OpenEnv/Echo-v0', provider='process')\n"
+        "obs, _ = env.reset(seed=1)\n"
+        "print(env.step({'message': 'ok'})[0]['echo'])\n"
+        "print('fastapi' in sys.modules, 'uvicorn' in sys.modules)\n"
+        "env.close()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok", "False", "False"]
+
+
+def test_unknown_env_name_is_a_clear_error() -> None:
+    with pytest.raises(openenv_gym.UnknownEnvironmentError, match="known: echo"):
+        openenv_gym.RemoteEnv("nope", provider="process")
+
+
+def test_bad_env_kwargs_fail_with_the_worker_log(provider: str) -> None:
+    with pytest.raises(openenv_gym.WorkerError, match="max_steps must be >= 1"):
+        gym.make("OpenEnv/Echo-v0", provider=provider, max_steps=0)

@@ -1,0 +1,147 @@
+"""Worker faults seen from the client: a killed worker, a killed owner, raw garbage."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import gymnasium as gym
+import pytest
+
+import openenv_gym
+from openenv_gym.errors import WorkerError
+from openenv_gym.protocol.sockets import connect, parse_address, read_message
+from openenv_gym.protocol.wire import encode
+
+
+def _kill_worker(env: openenv_gym.RemoteEnv) -> None:
+    worker = env._worker
+    if hasattr(worker, "container"):  # docker: kill the container as `docker kill` would
+        worker.container.kill()
+    else:
+        os.kill(worker.pid, signal.SIGKILL)
+
+
+def test_killed_worker_raises_clearly_within_timeout_then_reset_recovers(provider: str) -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider=provider, timeout=5.0).unwrapped
+    try:
+        env.reset(seed=0)
+        _kill_worker(env)
+        start = time.monotonic()
+        with pytest.raises(WorkerError, match="worker"):
+            env.step({"message": "x"})
+        assert time.monotonic() - start < 5.0 + 1.0
+        # The next reset replaces the dead worker and starts a fresh episode.
+        obs, _ = env.reset(seed=0)
+        assert obs["echo"] == ""
+        assert env.step({"message": "back"})[0]["echo"] == "back"
+        assert env._worker.restarts == 1
+    finally:
+        env.close()
+
+
+def test_stuck_worker_times_out(provider: str) -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider=provider, timeout=1.0).unwrapped
+    try:
+        env.reset(seed=0)
+        if provider == "docker":
+            env._worker.container.pause()
+        else:
+            os.kill(env._worker.pid, signal.SIGSTOP)
+        start = time.monotonic()
+        with pytest.raises(openenv_gym.WorkerTimeoutError, match="did not answer"):
+            env.step({"message": "x"})
+        assert time.monotonic() - start < 3.0
+        if provider == "docker":
+            env._worker.container.unpause()
+        else:
+            os.kill(env._worker.pid, signal.SIGCONT)
+    finally:
+        env.close()
+
+
+def _workers_of(owner: int) -> set[int]:
+    """Pids of worker processes whose --owner-pid is ``owner`` (read from /proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"openenv_gym.server" in args and b"--owner-pid" in args and f"{owner}".encode() in args[args.index(b"--owner-pid") + 1:][:1]:
+            found.add(int(entry))
+    return found
+
+
+def test_owner_killed_with_sigkill_leaves_no_worker() -> None:
+    code = (
+        "import gymnasium as gym, openenv_gym, sys, time\n"
+        "envs = [gym.make('OpenEnv/Echo-v0', provider='process') for _ in range(2)]\n"
+        "[e.reset() for e in envs]\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout.readline().strip() == "ready"
+        assert len(_workers_of(owner.pid)) == 2
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(5)
+        deadline = time.monotonic() + 5.0
+        while _workers_of(owner.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _workers_of(owner.pid) == set()
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+
+
+def test_garbage_bytes_on_binary_path_get_error_replies(provider: str) -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider=provider).unwrapped
+    try:
+        env.reset(seed=0)
+        sock = connect(env._worker.address, timeout=5.0)
+        # A well-framed frame of random bytes, then a truncated msgpack map: error replies,
+        # and the same connection still serves a valid request afterwards.
+        for payload in (os.urandom(64), b"\x85\xa2op"):
+            sock.sendall(len(payload).to_bytes(4, "little") + payload)
+            reply = read_message(sock)
+            assert reply["ok"] is False and reply["error"]["type"] in {"ProtocolError", "InvalidRequestError"}
+        sock.sendall(encode({"op": "step", "sid": env.session_id, "action": {"message": "ok"}}))
+        assert read_message(sock)["obs"]["echo"] == "ok"
+        # Random bytes as a header announce a huge frame; the server refuses it without reading it
+        # all, and a client that gives up and closes leaves the worker serving.
+        sock.sendall(b"\xff\xff\xff\x7f" + os.urandom(100))
+        sock.close()
+        assert env.step({"message": "alive"})[0]["echo"] == "alive"
+    finally:
+        env.close()
+
+
+def test_unknown_op_and_wrong_field_types_are_typed(provider: str) -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider=provider).unwrapped
+    try:
+        env.reset(seed=0)
+        client = env._client
+        with pytest.raises(openenv_gym.InvalidRequestError, match="unknown op"):
+            client.request({"op": "explode"})
+        with pytest.raises(openenv_gym.InvalidRequestError, match="sid must be a string"):
+            client.request({"op": "step", "sid": 5, "action": {"message": "x"}})
+        with pytest.raises(openenv_gym.SessionNotFoundError, match="no session"):
+            client.request({"op": "step", "sid": "nope", "action": {"message": "x"}})
+        with pytest.raises(openenv_gym.InvalidRequestError, match="seed"):
+            client.request({"op": "reset", "seed": -3})
+        assert env.step({"message": "fine"})[0]["echo"] == "fine"
+    finally:
+        env.close()
+
+
+def test_parse_address_rejects_other_forms() -> None:
+    with pytest.raises(ValueError, match="unix:///path"):
+        parse_address("http://127.0.0.1:1")
