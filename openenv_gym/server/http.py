@@ -136,4 +136,7 @@ def create_app(service: EnvService) -> FastAPI:
         """Close a session and free its env."""
         return service.close(session_id)
 
+    from openenv_gym.server.web import web_router  # the live view at /web
+
+    app.include_router(web_router(service.web, title=f"openenv_gym: {service.env_name}"))
     return app

@@ -71,6 +71,7 @@ class EnvService:
             "get_attr": lambda r: {"value": self.get_attr(_sid(r), _name(r))},
             "set_attr": lambda r: self.set_attr(_sid(r), _name(r), _field(r, "value")),
             "batch": lambda r: {"results": [self.handle(c) for c in _calls(r)]},
+            "web": lambda r: {"web": self.web(r.get("known"))},
         }
 
     # -- spec and health ---------------------------------------------------------------
@@ -199,6 +200,12 @@ class EnvService:
         with session.lock:
             setattr(session.env, name, value)
         return {}
+
+    def web(self, known: str | None = None) -> dict[str, Any]:
+        """What the live web view shows of this server (see :mod:`openenv_gym.server.web`)."""
+        from openenv_gym.server.web import snapshot  # numpy only; no web stack in the worker
+
+        return snapshot(self, known if isinstance(known, str) else None)
 
     def session(self, sid: str) -> Session:
         """The session object (for the web view)."""

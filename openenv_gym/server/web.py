@@ -1,0 +1,338 @@
+"""The live web view: ``/web`` shows every session of a server (or of a whole pool) as it runs.
+
+OpenEnv's idea of ``render()`` through a web page. For each session the page shows the current
+observation (an image when the env renders ``rgb_array`` frames or its observation is an image,
+text otherwise), the last actions with their rewards, the episode return and past returns. The
+page updates itself over Server-Sent Events (``/web/events``); ``/web/state`` is the same data
+as one JSON document.
+
+Three layers, so a worker without HTTP can still feed a pool's page:
+
+* :func:`snapshot` builds the view data of one :class:`~openenv_gym.server.service.EnvService`
+  (no web stack needed; the binary op ``web`` returns it).
+* :func:`web_router` serves the page and its streams for any *source* (a callable returning a
+  snapshot), mounted on every env server's HTTP app.
+* :func:`pool_source` merges the snapshots of many workers, read over their binary addresses
+  (``openenv-gym start ... --web``).
+
+Example:
+    >>> from openenv_gym.envs.echo.env import EchoEnv
+    >>> from openenv_gym.server.service import EnvService
+    >>> service = EnvService(EchoEnv, env_name="echo")
+    >>> sid = service.reset()["sid"]
+    >>> _ = service.step(sid, {"message": "hi"})
+    >>> view = snapshot(service)
+    >>> view["sessions"][0]["history"][0]["reward"]
+    0.2
+    >>> snapshot(service, known=view["version"])["unchanged"]
+    True
+    >>> service.shutdown()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import struct
+import threading
+import time
+import zlib
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:  # the web stack is imported only where a page is served
+    from fastapi import APIRouter
+
+    from openenv_gym.server.service import EnvService
+    from openenv_gym.server.sessions import Session
+
+__all__ = ["snapshot", "web_router", "pool_source", "encode_png", "Source", "PAGE_PATH"]
+
+#: A callable answering ``known_version -> snapshot`` (``{"unchanged": True}`` when unchanged).
+Source = Callable[[str | None], dict[str, Any]]
+
+#: The HTML page (plain HTML and JavaScript; no build step).
+PAGE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "web", "index.html")
+
+#: Steps of history shown per session.
+HISTORY_SHOWN = 20
+#: Longest text shown for one observation or action.
+TEXT_LIMIT = 4000
+#: Seconds between two looks for changes by an event stream.
+POLL_PERIOD = 0.1
+#: Seconds one event stream lasts; the browser reconnects by itself (``Last-Event-ID`` keeps
+#: it from resending unchanged data). Bounded so a server that is shutting down never waits
+#: long for an open page.
+STREAM_LIFETIME = 5.0
+
+
+# -- images -------------------------------------------------------------------------------
+def encode_png(image: np.ndarray) -> bytes:
+    """Encode an image as PNG with zlib (no imaging library needed in a worker).
+
+    Args:
+        image: ``uint8`` array shaped ``(H, W)`` (gray), ``(H, W, 3)`` (RGB) or ``(H, W, 4)``.
+
+    Returns:
+        The PNG file's bytes.
+
+    Example:
+        >>> encode_png(np.zeros((2, 3, 3), np.uint8))[:8]
+        b'\\x89PNG\\r\\n\\x1a\\n'
+    """
+    image = np.ascontiguousarray(image, dtype=np.uint8)
+    height, width = image.shape[:2]
+    channels = 1 if image.ndim == 2 else image.shape[2]
+    color_type = {1: 0, 3: 2, 4: 6}[channels]
+    # Each row starts with its filter type (0: none).
+    rows = np.hstack([np.zeros((height, 1), np.uint8), image.reshape(height, width * channels)])
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, color_type, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b""))
+
+
+def as_image(value: Any) -> np.ndarray | None:
+    """The displayable image inside an observation or frame, or None when it is not one.
+
+    Accepts ``(H, W)``, ``(H, W, C)`` with C in 1, 3, 4, and frame stacks ``(K, H, W)`` or
+    ``(H, W, K)`` (the newest frame is shown). Floats in [0, 1] are scaled to 0..255.
+    """
+    if not isinstance(value, np.ndarray) or value.ndim not in (2, 3) or value.size == 0:
+        return None
+    if not (np.issubdtype(value.dtype, np.integer) or np.issubdtype(value.dtype, np.floating)):
+        return None
+    image = value
+    if image.ndim == 3:
+        if image.shape[2] in (1, 3, 4) and min(image.shape[:2]) >= 8:
+            image = image[:, :, 0] if image.shape[2] == 1 else image
+        elif image.shape[0] <= 8 and min(image.shape[1:]) >= 8:
+            image = image[-1]  # channels-first frame stack
+        elif image.shape[2] <= 8 and min(image.shape[:2]) >= 8:
+            image = image[:, :, -1]  # channels-last frame stack
+        else:
+            return None
+    if min(image.shape[:2]) < 8:
+        return None  # a small matrix is data, not a picture
+    if np.issubdtype(image.dtype, np.floating):
+        top = float(np.nanmax(image)) if image.size else 1.0
+        image = np.nan_to_num(image * (255.0 if top <= 1.0 else 1.0))
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+# -- text ---------------------------------------------------------------------------------
+def _short(text: str, limit: int = TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A JSON-friendly, size-bounded version of an observation or action."""
+    if isinstance(value, np.ndarray):
+        if value.size <= 64:
+            return np.round(value.astype(np.float64), 4).tolist() if value.dtype.kind == "f" else value.tolist()
+        return f"array{value.shape} {value.dtype} min={value.min():.4g} max={value.max():.4g}"
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, dict) and depth < 4:
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and depth < 4:
+        return [_plain(v, depth + 1) for v in value[:64]]
+    if isinstance(value, str):
+        return _short(value)
+    return value if isinstance(value, (int, bool, type(None))) else _short(repr(value))
+
+
+def as_text(value: Any) -> str:
+    """Readable text for an observation: ``key: value`` lines for mappings, JSON otherwise."""
+    plain = _plain(value)
+    if isinstance(plain, dict):
+        lines = []
+        for key, item in plain.items():
+            shown = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+            lines.append(f"{key}: {shown}" if "\n" not in shown else f"{key}:\n{shown}")
+        return _short("\n".join(lines))
+    return _short(plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False))
+
+
+# -- snapshots ----------------------------------------------------------------------------
+def _view(session: "Session") -> dict[str, Any]:
+    """Image and/or text of a session's current state (call with the session's lock held)."""
+    env, obs = session.env, session.last_obs
+    frame: np.ndarray | None = None
+    text = None
+    if env.render_mode in ("rgb_array", "ansi") and session.episode_id is not None:
+        try:
+            rendered = env.render()
+        except Exception as exc:  # a render bug must not break the page; show it instead
+            rendered = f"render() failed: {type(exc).__name__}: {exc}"
+        frame = as_image(rendered)
+        if frame is None and rendered is not None:
+            text = as_text(rendered)
+    if frame is None:
+        values = obs.values() if isinstance(obs, dict) else [obs]
+        frame = next((img for img in map(as_image, values) if img is not None), None)
+    if text is None and obs is not None:
+        if isinstance(obs, np.ndarray) and as_image(obs) is not None:
+            text = f"observation: {obs.dtype} array of shape {obs.shape}"
+        else:
+            text = as_text(obs)
+    return {"frame": base64.b64encode(encode_png(frame)).decode() if frame is not None else None,
+            "text": text}
+
+
+def _version(env_name: str, sessions: Sequence["Session"]) -> str:
+    key = ";".join(f"{s.id}:{s.episode}:{s.step_count}" for s in sessions)
+    return hashlib.blake2s(f"{env_name}|{key}".encode(), digest_size=8).hexdigest()
+
+
+def snapshot(service: "EnvService", known: str | None = None) -> dict[str, Any]:
+    """What ``/web`` shows of one server: its sessions with observation, actions and returns.
+
+    Args:
+        service: The env service.
+        known: The ``version`` of a snapshot the caller already has.
+
+    Returns:
+        ``{"version", "unchanged": True}`` when nothing changed since ``known``; otherwise
+        ``{"version", "env", "pid", "sessions": [...]}``, each session with ``id``, ``episode``,
+        ``step_count``, ``episode_return``, ``returns``, ``history`` (step, action, reward) and
+        ``view`` (``frame``: base64 PNG or None, ``text``).
+    """
+    sessions = sorted(service.sessions.sessions(), key=lambda s: s.id)
+    version = _version(service.env_name, sessions)
+    if known == version:
+        return {"version": version, "unchanged": True}
+    out = []
+    for s in sessions:
+        with s.lock:  # a consistent picture: the session is not mid-step while we read it
+            history = list(s.history)[-HISTORY_SHOWN:]
+            out.append({
+                "id": s.id,
+                "episode": s.episode,
+                "step_count": s.step_count,
+                "episode_return": round(s.episode_return, 6),
+                "returns": [round(r, 6) for r in s.returns],
+                "history": [{"step": n, "action": _short(as_text(a), 300), "reward": round(r, 6)}
+                            for n, a, r in reversed(history)],
+                "view": _view(s),
+            })
+    return {"version": version, "env": service.env_name, "pid": os.getpid(), "sessions": out}
+
+
+def pool_source(workers: Sequence[tuple[str, Callable[[], str]]], timeout: float = 10.0) -> Source:
+    """A source merging the snapshots of many workers, read through their binary ``web`` op.
+
+    Args:
+        workers: ``(label, address_getter)`` per worker; the getter is called every time
+            because a restarted worker may have a new address.
+        timeout: Seconds one worker may take to answer.
+
+    Returns:
+        A :data:`Source` whose sessions carry a ``worker`` field (the label).
+    """
+    from openenv_gym.client.transport import BinaryClient
+    from openenv_gym.errors import OpenEnvError
+
+    lock = threading.Lock()
+    clients: dict[str, BinaryClient] = {}
+    cache: dict[str, dict[str, Any]] = {}
+
+    def read(label: str, address: str) -> dict[str, Any]:
+        client = clients.get(label)
+        if client is None or client.address != address:
+            client = clients[label] = BinaryClient(address, timeout)
+        known = cache.get(label, {}).get("version")
+        try:
+            reply = client.request({"op": "web", "known": known})["web"]
+        except OpenEnvError as exc:
+            client.drop()
+            return {"version": f"down:{type(exc).__name__}", "sessions": [], "error": str(exc)}
+        if reply.get("unchanged"):
+            return cache[label]
+        return reply
+
+    def source(known: str | None) -> dict[str, Any]:
+        with lock:
+            parts = []
+            for label, address in workers:
+                cache[label] = read(label, address())
+                parts.append((label, cache[label]))
+        version = hashlib.blake2s("|".join(p["version"] for _, p in parts).encode(),
+                                  digest_size=8).hexdigest()
+        if version == known:
+            return {"version": version, "unchanged": True}
+        sessions = [dict(s, worker=label) for label, p in parts for s in p["sessions"]]
+        errors = {label: p["error"] for label, p in parts if "error" in p}
+        env = next((p["env"] for _, p in parts if "env" in p), "?")
+        return {"version": version, "env": env, "workers": [label for label, _ in parts],
+                "errors": errors, "sessions": sessions}
+
+    return source
+
+
+# -- the page -----------------------------------------------------------------------------
+def web_router(source: Source, stopping: threading.Event | None = None,
+               title: str = "openenv_gym") -> "APIRouter":
+    """The routes of the web view: ``/web`` (page), ``/web/state`` (JSON), ``/web/events`` (SSE).
+
+    Args:
+        source: Where the data comes from (``lambda known: snapshot(service, known)``).
+        stopping: Set when the server shuts down; open event streams then end at once.
+        title: Shown as the page's heading.
+
+    Returns:
+        A FastAPI router to ``include_router`` into an app.
+
+    Example:
+        >>> from fastapi import FastAPI
+        >>> app = FastAPI()
+        >>> app.include_router(web_router(lambda known: {"version": "0", "sessions": []}))
+    """
+    from fastapi import APIRouter, Request
+    from fastapi.responses import HTMLResponse, StreamingResponse
+    from starlette.concurrency import run_in_threadpool
+
+    router = APIRouter(tags=["web view"])
+    stop = stopping or threading.Event()
+
+    @router.get("/web", response_class=HTMLResponse, summary="The live web view")
+    def page() -> HTMLResponse:
+        with open(PAGE_PATH, encoding="utf-8") as f:
+            return HTMLResponse(f.read().replace("{{title}}", title))
+
+    @router.get("/web/state", summary="What the web view shows, as JSON")
+    def state() -> dict[str, Any]:
+        return source(None)
+
+    @router.get("/web/events", summary="The web view's updates (Server-Sent Events)")
+    async def events(request: Request) -> StreamingResponse:
+        known = request.headers.get("last-event-id") or None
+
+        async def stream() -> Any:
+            nonlocal known
+            yield "retry: 300\n\n"
+            ends = time.monotonic() + STREAM_LIFETIME
+            while time.monotonic() < ends and not stop.is_set():
+                if await request.is_disconnected():
+                    return
+                data = await run_in_threadpool(source, known)
+                if not data.get("unchanged"):
+                    known = data["version"]
+                    yield f"id: {known}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+                await asyncio.sleep(POLL_PERIOD)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store"})
+
+    return router
