@@ -68,7 +68,8 @@ BUILTIN_ENVS: tuple[EnvInfo, ...] = (
             image_packages=("skfolio", "stockstats", "pandas", "matplotlib")),
     EnvInfo("atari", "OpenEnv/Atari-v0", "openenv_gym.envs.atari.env:AtariEnv",
             "Atari games through ale-py (ROMs ship in the wheel).",
-            modules=("ale_py",), extra="atari", image_packages=("ale-py",)),
+            modules=("ale_py", "cv2"), extra="atari",
+            image_packages=("ale-py", "opencv-python-headless")),
 )
 
 
