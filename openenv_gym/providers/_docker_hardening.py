@@ -1,0 +1,76 @@
+"""The hardening defaults of worker containers: the one place they are written down.
+
+Every worker container runs with :data:`HARDENING` (non-root, no capabilities, read-only root,
+memory/CPU/pids limits, no network, ...). An env overrides them through
+``EnvInfo.container_options`` in the catalog, a caller through
+``provider_options={"container_options": {...}}``; a value of ``None`` removes a setting.
+
+Example:
+    >>> opts = container_options({"mem_limit": "256m"})
+    >>> opts["mem_limit"], opts["memswap_limit"], opts["network_mode"]
+    ('256m', '256m', 'none')
+    >>> "network_mode" in container_options({"network_mode": None})
+    False
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Mapping
+
+__all__ = ["CONTAINER_UID", "HARDENING", "container_options"]
+
+#: The unprivileged user worker containers run as (created in ``containers/Dockerfile``).
+CONTAINER_UID = 10001
+
+_MiB = 1024 * 1024
+
+#: Keyword arguments of docker-py's ``containers.run`` that every worker gets by default.
+HARDENING: dict[str, Any] = {
+    "user": f"{CONTAINER_UID}:{CONTAINER_UID}",
+    "cap_drop": ["ALL"],
+    "security_opt": ["no-new-privileges"],
+    "read_only": True,
+    # The only writable places; size-limited so a runaway env cannot fill the host's disk.
+    "tmpfs": {
+        "/tmp": "rw,nosuid,nodev,size=64m,mode=1777",
+        "/workspace": "rw,nosuid,nodev,size=256m,mode=1777",
+    },
+    "mem_limit": "1g",
+    "memswap_limit": "1g",  # equal to mem_limit: no swap, so a memory bomb is OOM-killed
+    "nano_cpus": 1_000_000_000,  # one CPU
+    # Threads count as pids: the threaded server needs one per connection, so 64 is too
+    # tight for a worker that hosts a whole vector env's sessions.
+    "pids_limit": 128,
+    "ulimits": [
+        {"name": "nofile", "soft": 1024, "hard": 1024},
+        {"name": "fsize", "soft": 256 * _MiB, "hard": 256 * _MiB},
+    ],
+    "init": True,  # tini reaps zombies and forwards SIGTERM to the server
+    "network_mode": "none",  # the server is reached through a bind-mounted Unix socket
+}
+
+
+def container_options(*overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Merge overrides over :data:`HARDENING`, later ones winning.
+
+    Args:
+        *overrides: Mappings of ``containers.run`` keyword arguments (per env, then per call).
+            ``None`` as a value removes the default; a new ``mem_limit`` without a
+            ``memswap_limit`` also sets the latter (still no swap).
+
+    Returns:
+        The keyword arguments for ``containers.run`` (a fresh copy).
+    """
+    merged = copy.deepcopy(HARDENING)
+    for layer in overrides:
+        if not layer:
+            continue
+        for key, value in layer.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = copy.deepcopy(value)
+        if "mem_limit" in layer and "memswap_limit" not in layer and merged.get("mem_limit"):
+            merged["memswap_limit"] = merged["mem_limit"]
+    return merged

@@ -1,0 +1,419 @@
+"""Env images, built offline: a local base image, host-side wheels, content-hashed tags.
+
+An env's image is ``openenv-gym/<env>:<hash>``, where the hash covers everything that goes
+into it (Dockerfile, base image id, pinned requirements, openenv_gym's source): an image
+rebuilds only when one of those changed. Nothing is fetched inside a build:
+
+* the base is ``$OPENENV_GYM_BASE_IMAGE`` (default ``python:3.11-slim``) when present or
+  pullable, else a Debian base built by ``containers/build-base.sh`` (mmdebstrap piped into
+  ``docker import``; debootstrap as fallback);
+* Python dependencies are wheels downloaded on the host (``pip download --only-binary``,
+  cached under ``~/.cache/openenv-gym/wheels``) and openenv_gym itself is built as a wheel;
+  the Dockerfile installs them with ``pip install --no-index``.
+
+Example:
+    >>> import docker
+    >>> from openenv_gym.catalog import get_env_info
+    >>> client = docker.from_env()
+    >>> result = build_image(client, get_env_info("echo"))   # doctest: +SKIP
+    >>> result.tag                                            # doctest: +SKIP
+    'openenv-gym/echo:3f1c...'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from openenv_gym.catalog import EnvInfo
+from openenv_gym.errors import ProviderUnavailableError
+
+__all__ = [
+    "BuildResult", "DEFAULT_BASE_IMAGE", "IMAGE_REPO", "PYTHON_VERSION", "base_candidates",
+    "build_image", "ensure_base", "env_code_missing", "find_image", "image_tag",
+    "local_base_tag", "requirements",
+]
+
+#: The public base image the Dockerfile defaults to (its Python must match PYTHON_VERSION).
+DEFAULT_BASE_IMAGE = "python:3.11-slim"
+#: The Python version wheels are downloaded for (Debian bookworm's python3, python:3.11-slim).
+PYTHON_VERSION = "3.11"
+#: Repository prefix of env images: ``openenv-gym/<env>:<hash>``.
+IMAGE_REPO = "openenv-gym"
+PROJECT_LABEL = "openenv-gym.project"
+
+Progress = Callable[[str], None]
+
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+_SOURCE_ROOT = _PACKAGE_DIR.parent
+CONTAINERS_DIR = Path(os.environ.get("OPENENV_GYM_CONTAINERS_DIR", _SOURCE_ROOT / "containers"))
+_build_lock = threading.Lock()
+
+
+@dataclass
+class BuildResult:
+    """What a build produced.
+
+    Attributes:
+        env: Catalog name.
+        tag: The image tag.
+        size: Image size in bytes.
+        seconds: Wall time of the build (0 when the image was already current).
+        built: False when an image with the same inputs already existed.
+    """
+
+    env: str
+    tag: str
+    size: int
+    seconds: float
+    built: bool
+
+
+def cache_dir() -> Path:
+    """Where wheels are cached on the host (``$OPENENV_GYM_CACHE`` or ``~/.cache/openenv-gym``)."""
+    root = os.environ.get("OPENENV_GYM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "openenv-gym")
+    return Path(root)
+
+
+def _sha(parts: Iterable[bytes]) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()
+
+
+def _dockerfile() -> Path:
+    path = CONTAINERS_DIR / "Dockerfile"
+    if not path.is_file():
+        raise ProviderUnavailableError(
+            f"no Dockerfile at {path}: images are built from a source checkout of openenv_gym "
+            "(pip install -e .), or point OPENENV_GYM_CONTAINERS_DIR at its containers/ folder")
+    return path
+
+
+# ---------------------------------------------------------------- inputs: requirements
+
+def requirements(info: EnvInfo) -> list[str]:
+    """The Python requirements baked into ``info``'s image.
+
+    openenv_gym's own runtime requirements plus ``info.image_packages``, each pinned to the
+    version installed on this host when that satisfies it (so a worker in a container runs
+    the same gymnasium/numpy as one in a local process).
+    """
+    try:
+        declared = importlib.metadata.requires("openenv-gym") or []
+    except importlib.metadata.PackageNotFoundError:
+        declared = []
+    core = [r for r in declared if "extra ==" not in r]
+    return sorted({_pin(r) for r in [*core, *info.image_packages]})
+
+
+def _pin(requirement: str) -> str:
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:  # packaging ships with pip/setuptools; without it, no pinning
+        return requirement
+    req = Requirement(requirement)
+    try:
+        installed = importlib.metadata.version(req.name)
+    except importlib.metadata.PackageNotFoundError:
+        return str(req)
+    if req.specifier.contains(installed, prereleases=True):
+        return f"{req.name}=={installed}"
+    return str(req)
+
+
+def _platform_tags() -> list[str]:
+    # pip does not widen --platform to older glibc tags: list every manylinux tag a glibc 2.28
+    # image accepts (both bases are Debian bookworm, glibc 2.36).
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
+                                                          platform.machine().lower())
+    tags = [f"manylinux_2_{minor}_{machine}" for minor in range(28, 16, -1)]
+    return tags + [f"manylinux2014_{machine}"]
+
+
+def _download_wheels(reqs: list[str], progress: Progress) -> Path:
+    """Wheels for ``reqs`` (and their dependencies), downloaded once and cached."""
+    key = _sha([PYTHON_VERSION.encode(), *(t.encode() for t in _platform_tags()),
+                *(r.encode() for r in reqs)])
+    target = cache_dir() / "wheels" / f"deps-{key[:16]}"
+    if (target / "requirements.txt").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="deps-", dir=target.parent))
+    progress(f"downloading wheels for {len(reqs)} requirements")
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+           "--only-binary=:all:", "--python-version", PYTHON_VERSION,
+           *(arg for tag in _platform_tags() for arg in ("--platform", tag)),
+           "--dest", str(tmp), *reqs]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ProviderUnavailableError(
+            f"could not download wheels for the image ({' '.join(reqs)}): "
+            f"{proc.stderr.strip()[-2000:]}\nThe host needs PyPI (or a pip index/find-links) "
+            "once; later builds use the cache in " + str(target.parent))
+    (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
+    try:
+        os.rename(tmp, target)
+    except OSError:  # another process finished the same download first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+# ---------------------------------------------------------------- inputs: our own source
+
+def _source_files() -> list[Path]:
+    files = [p for p in sorted(_PACKAGE_DIR.rglob("*"))
+             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")]
+    return files + [_SOURCE_ROOT / n for n in ("setup.cfg", "pyproject.toml")
+                    if (_SOURCE_ROOT / n).is_file()]
+
+
+def source_hash() -> str:
+    """Hash of openenv_gym's source (package files, setup.cfg, pyproject.toml)."""
+    parts: list[bytes] = []
+    for path in _source_files():
+        parts += [str(path.relative_to(_SOURCE_ROOT)).encode(), path.read_bytes()]
+    return _sha(parts)
+
+
+def _build_self_wheel(src_hash: str, progress: Progress) -> Path:
+    """openenv_gym built as a wheel from this source tree (cached by its source hash)."""
+    target = cache_dir() / "wheels" / f"self-{src_hash[:16]}"
+    if any(target.glob("*.whl")):
+        return target
+    if not (_SOURCE_ROOT / "setup.cfg").is_file():
+        raise ProviderUnavailableError(
+            f"openenv_gym is not installed from a source checkout ({_SOURCE_ROOT} has no "
+            "setup.cfg); build images from a clone: pip install -e .")
+    progress("building the openenv_gym wheel")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="openenv-gym-src-") as stage:
+        # A staged copy keeps build/ and egg-info churn out of the user's checkout.
+        for path in _source_files():
+            dest = Path(stage) / path.relative_to(_SOURCE_ROOT)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dest)
+        for name in ("README.md", "LICENSE"):
+            if (_SOURCE_ROOT / name).is_file():
+                shutil.copy2(_SOURCE_ROOT / name, Path(stage) / name)
+        tmp = Path(tempfile.mkdtemp(prefix="self-", dir=target.parent))
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                               "--no-build-isolation", "--disable-pip-version-check",
+                               "--wheel-dir", str(tmp), stage], capture_output=True, text=True)
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ProviderUnavailableError(f"could not build the openenv_gym wheel: "
+                                       f"{proc.stderr.strip()[-2000:]}")
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+# ---------------------------------------------------------------- the base image
+
+def local_base_tag() -> str:
+    """Tag of the locally built Debian base (hash of its build script)."""
+    script = CONTAINERS_DIR / "build-base.sh"
+    digest = _sha([script.read_bytes()])[:12] if script.is_file() else "unknown"
+    return f"{IMAGE_REPO}/base:bookworm-{digest}"
+
+
+def base_candidates() -> list[str]:
+    """Base images in order of preference: the configured one, then the local Debian base."""
+    configured = os.environ.get("OPENENV_GYM_BASE_IMAGE") or DEFAULT_BASE_IMAGE
+    return [configured, local_base_tag()]
+
+
+def _present_base(client: Any) -> tuple[str, str] | None:
+    import docker.errors
+
+    for ref in base_candidates():
+        try:
+            return ref, client.images.get(ref).id
+        except docker.errors.ImageNotFound:
+            continue
+    return None
+
+
+def ensure_base(client: Any, progress: Progress = lambda _: None) -> tuple[str, str]:
+    """A base image that is present: found, pulled, or built locally (in that order).
+
+    Returns:
+        ``(reference, image id)``.
+
+    Raises:
+        ProviderUnavailableError: No base can be had (message says why and how to fix it).
+    """
+    import docker.errors
+
+    found = _present_base(client)
+    if found:
+        return found
+    configured = base_candidates()[0]
+    progress(f"pulling {configured}")
+    try:
+        image = client.images.pull(configured)
+        return configured, image.id
+    except docker.errors.DockerException as exc:
+        progress(f"cannot pull {configured} ({str(exc).splitlines()[0][:120]}); "
+                 "building a local Debian base")
+    tag = local_base_tag()
+    script = CONTAINERS_DIR / "build-base.sh"
+    if not script.is_file():
+        raise ProviderUnavailableError(f"cannot pull {configured} and {script} is missing: build "
+                                       "from a source checkout or set OPENENV_GYM_BASE_IMAGE")
+    started = time.monotonic()
+    proc = subprocess.run(["bash", str(script), tag], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ProviderUnavailableError(
+            f"building the local base image {tag} failed (mmdebstrap/debootstrap need the Debian "
+            f"mirror and usually root; apt-get install mmdebstrap):\n{proc.stderr.strip()[-2000:]}")
+    progress(f"built base {tag} in {time.monotonic() - started:.0f} s")
+    return tag, client.images.get(tag).id
+
+
+# ---------------------------------------------------------------- env images
+
+def env_code_missing(info: EnvInfo) -> str | None:
+    """Why ``info``'s image cannot be built from this source tree, or None when it can."""
+    module = info.entry_point.partition(":")[0]
+    if module.split(".")[0] != "openenv_gym":
+        return (f"env {info.name!r} comes from a plugin ({module}); build its image yourself "
+                "and pass provider_options={'image': TAG}")
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ImportError:
+        found = False
+    if not found:
+        return f"env {info.name!r} has no code in this checkout yet ({module} not found)"
+    return None
+
+
+def image_tag(info: EnvInfo, base: tuple[str, str], reqs: list[str] | None = None,
+              src_hash: str | None = None) -> str:
+    """The content-hashed tag of ``info``'s image on ``base`` (``(reference, id)``)."""
+    reqs = requirements(info) if reqs is None else reqs
+    digest = _sha([_dockerfile().read_bytes(), base[0].encode(), base[1].encode(),
+                   info.name.encode(), *(r.encode() for r in reqs),
+                   (src_hash or source_hash()).encode()])
+    return f"{IMAGE_REPO}/{info.name}:{digest[:12]}"
+
+
+def find_image(client: Any, info: EnvInfo) -> str | None:
+    """The tag of ``info``'s current image when it is present (no build, no pull)."""
+    import docker.errors
+
+    base = _present_base(client)
+    if base is None:
+        return None
+    tag = image_tag(info, base)
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+    return tag
+
+
+def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
+                no_cache: bool = False) -> BuildResult:
+    """Build ``info``'s image unless one with the same inputs exists.
+
+    Args:
+        client: A ``docker.DockerClient``.
+        info: The catalog entry.
+        progress: Called with short status lines (for a progress display).
+        no_cache: Rebuild every layer.
+
+    Returns:
+        The :class:`BuildResult`.
+
+    Raises:
+        ProviderUnavailableError: The env has no code here, wheels or base cannot be had, or
+            the Docker build failed (with the failing step's output).
+    """
+    import docker.errors
+
+    missing = env_code_missing(info)
+    if missing:
+        raise ProviderUnavailableError(missing)
+    with _build_lock:  # threads of one provider starting n workers build once
+        started = time.monotonic()
+        base = ensure_base(client, progress)
+        reqs = requirements(info)
+        src = source_hash()
+        tag = image_tag(info, base, reqs, src)
+        if not no_cache:
+            try:
+                image = client.images.get(tag)
+                return BuildResult(info.name, tag, image.attrs.get("Size", 0), 0.0, False)
+            except docker.errors.ImageNotFound:
+                pass
+        deps = _download_wheels(reqs, progress)
+        self_dir = _build_self_wheel(src, progress)
+        with tempfile.TemporaryDirectory(prefix="openenv-gym-ctx-") as ctx:
+            shutil.copy2(_dockerfile(), Path(ctx) / "Dockerfile")
+            _link_tree(deps, Path(ctx) / "deps")
+            _link_tree(self_dir, Path(ctx) / "self")
+            _docker_build(client, ctx, tag, base[0], info.name, no_cache, progress)
+        image = client.images.get(tag)
+        _prune_old(client, info, tag)
+        return BuildResult(info.name, tag, image.attrs.get("Size", 0),
+                           time.monotonic() - started, True)
+
+
+def _link_tree(src: Path, dest: Path) -> None:
+    dest.mkdir()
+    for path in src.iterdir():
+        try:
+            os.link(path, dest / path.name)
+        except OSError:  # another file system: copy
+            shutil.copy2(path, dest / path.name)
+
+
+def _docker_build(client: Any, ctx: str, tag: str, base: str, env: str, no_cache: bool,
+                  progress: Progress) -> None:
+    # The classic builder (docker-py's API) builds FROM a local tag without any pull attempt.
+    stream = client.api.build(path=ctx, tag=tag, buildargs={"BASE_IMAGE": base, "ENV_NAME": env},
+                              labels={PROJECT_LABEL: "1"}, rm=True, forcerm=True, pull=False,
+                              nocache=no_cache, decode=True)
+    tail: list[str] = []
+    for chunk in stream:
+        if "error" in chunk:
+            raise ProviderUnavailableError(
+                f"docker build of {tag} failed: {chunk['error'].strip()}\n" + "".join(tail[-30:]))
+        text = chunk.get("stream", "")
+        if text:
+            tail.append(text)
+            line = text.strip()
+            if line.startswith("Step "):
+                progress(line[:100])
+
+
+def _prune_old(client: Any, info: EnvInfo, keep: str) -> None:
+    """Remove older tags of the same env image (images in use by a container stay)."""
+    import docker.errors
+
+    for image in client.images.list(name=f"{IMAGE_REPO}/{info.name}"):
+        for tag in image.tags:
+            if tag != keep and tag.startswith(f"{IMAGE_REPO}/{info.name}:"):
+                try:
+                    client.images.remove(tag)
+                except docker.errors.APIError:
+                    pass  # in use or already gone

@@ -1,0 +1,171 @@
+"""Ownership of worker containers: labels, owner identity, the reaper and the watchdog.
+
+Every worker container carries labels naming the project, the owning process (pid, its
+start time, and the host/pid namespace it lives in), the pool and the env. Containers whose
+owner is gone are removed by
+
+* :func:`reap_stale`, run when a provider starts (and by ``openenv-gym stop``), and
+* a tiny detached watchdog per owner (:func:`ensure_watchdog`), which outlives an owner
+  killed with SIGKILL, notices it is gone within a second and removes its containers.
+
+Example:
+    >>> labels = owner_labels(pool="p1", env="echo")
+    >>> labels["openenv-gym.project"], labels["openenv-gym.env"]
+    ('1', 'echo')
+    >>> owner_alive(int(labels["openenv-gym.owner-pid"]), labels["openenv-gym.owner-start"])
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+__all__ = ["LABEL_PROJECT", "LABEL_OWNER_PID", "LABEL_OWNER_START", "LABEL_HOST", "LABEL_POOL",
+           "LABEL_ENV", "project_filter", "owner_labels", "owner_alive", "host_id",
+           "reap_stale", "remove_owned", "ensure_watchdog"]
+
+LABEL_PROJECT = "openenv-gym.project"
+LABEL_OWNER_PID = "openenv-gym.owner-pid"
+LABEL_OWNER_START = "openenv-gym.owner-start"
+LABEL_HOST = "openenv-gym.host"
+LABEL_POOL = "openenv-gym.pool"
+LABEL_ENV = "openenv-gym.env"
+
+_POLL_SECONDS = 0.5
+
+
+def host_id() -> str:
+    """Where owner pids mean something: host name plus pid namespace.
+
+    Engines can be shared (a Docker socket mounted into several dev containers); pids of
+    another namespace must never be judged dead from here.
+    """
+    try:
+        ns = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        ns = 0
+    return f"{socket.gethostname()}:{ns}"
+
+
+def process_start(pid: int) -> str:
+    """The start time of ``pid`` in clock ticks since boot ('' when unknown): guards pid reuse."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def owner_alive(pid: int, start: str) -> bool:
+    """Whether the process ``pid`` that started at ``start`` still runs (zombies count as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        try:
+            os.kill(pid, 0)  # no /proc: fall back to a signal probe
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    if fields[0] == b"Z":
+        return False
+    return not start or fields[19].decode() == start
+
+
+def owner_labels(pool: str, env: str) -> dict[str, str]:
+    """Labels for a container owned by this process."""
+    pid = os.getpid()
+    return {LABEL_PROJECT: "1", LABEL_OWNER_PID: str(pid), LABEL_OWNER_START: process_start(pid),
+            LABEL_HOST: host_id(), LABEL_POOL: pool, LABEL_ENV: env}
+
+
+def project_filter(**labels: str) -> dict[str, Any]:
+    """A ``containers.list`` filter for our containers (plus extra label equalities)."""
+    return {"label": [f"{LABEL_PROJECT}=1", *(f"{k}={v}" for k, v in labels.items())]}
+
+
+def _remove(containers: list[Any]) -> int:
+    import docker.errors
+
+    removed = 0
+    for container in containers:
+        try:
+            container.remove(force=True)
+            removed += 1
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise
+    return removed
+
+
+def remove_owned(client: Any, pid: int, start: str, host: str) -> int:
+    """Remove every container of the owner ``(pid, start, host)``; returns how many."""
+    found = client.containers.list(all=True, filters=project_filter(
+        **{LABEL_OWNER_PID: str(pid), LABEL_HOST: host}))
+    return _remove([c for c in found if c.labels.get(LABEL_OWNER_START, "") == start])
+
+
+def stale(container: Any, host: str | None = None) -> bool:
+    """Whether ``container`` belongs to an owner of this host that is gone."""
+    labels = container.labels
+    if labels.get(LABEL_HOST) != (host or host_id()):
+        return False  # another machine's or namespace's pid: not ours to judge
+    try:
+        pid = int(labels.get(LABEL_OWNER_PID, ""))
+    except ValueError:
+        return False
+    return not owner_alive(pid, labels.get(LABEL_OWNER_START, ""))
+
+
+def reap_stale(client: Any) -> int:
+    """Remove our containers whose owner (on this host) is gone; returns how many."""
+    host = host_id()
+    found = client.containers.list(all=True, filters=project_filter(**{LABEL_HOST: host}))
+    return _remove([c for c in found if stale(c, host)])
+
+
+_watchdog_lock = threading.Lock()
+_watchdog_for: list[int] = []  # the pid a watchdog was started for (changes after fork)
+
+
+def ensure_watchdog() -> None:
+    """Start this process's watchdog once (again in a forked child, which is a new owner)."""
+    pid = os.getpid()
+    with _watchdog_lock:
+        if _watchdog_for and _watchdog_for[0] == pid:
+            return
+        # Run by path, not -m: it then imports neither openenv_gym nor gymnasium while it
+        # waits (a few MiB), and docker only once the owner is gone.
+        cmd = [sys.executable, os.path.abspath(__file__), str(pid), process_start(pid), host_id()]
+        # A session of its own, so the signal that kills the owner's group spares it.
+        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        _watchdog_for[:] = [pid]
+
+
+def watch(pid: int, start: str, host: str) -> None:
+    """Wait until the owner is gone, then remove its containers (the watchdog's body)."""
+    while owner_alive(pid, start):
+        time.sleep(_POLL_SECONDS)
+    import docker
+
+    client = docker.from_env(timeout=60)
+    # Twice: a container the owner was creating when it died may appear a moment later.
+    for _ in range(2):
+        remove_owned(client, pid, start, host)
+        time.sleep(1.0)
+    remove_owned(client, pid, start, host)
+
+
+if __name__ == "__main__":
+    watch(int(sys.argv[1]), sys.argv[2], sys.argv[3])

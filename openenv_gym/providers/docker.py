@@ -1,0 +1,305 @@
+"""The ``docker`` provider: each worker is an env server in a hardened container.
+
+A drop-in for the ``process`` provider: ``gym.make("OpenEnv/Echo-v0", provider="docker")``.
+The container runs ``python -m openenv_gym.server ENV --unix /run/openenv/worker.sock``; the
+socket lives in a host folder bind-mounted into the container, so the server is reachable
+with ``network_mode="none"`` and without docker-proxy. The container runs with the
+hardening defaults of :mod:`openenv_gym.providers._docker_hardening`, carries ownership
+labels (:mod:`openenv_gym.providers._docker_owner`) and is removed by ``close()``, at exit,
+or by the owner's watchdog once the owner is gone. A missing image is built on first use
+(:mod:`openenv_gym.providers._docker_images`) unless ``auto_build=False``.
+
+Example:
+    >>> import gymnasium as gym, openenv_gym
+    >>> env = gym.make("OpenEnv/Echo-v0", provider="docker",
+    ...                provider_options={"container_options": {"mem_limit": "512m"}})
+    >>> obs, info = env.reset(seed=0)
+    >>> env.close()                       # the container is removed
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import shutil
+import threading
+import weakref
+from typing import Any, Mapping
+
+from openenv_gym.catalog import EnvInfo, get_env_info
+from openenv_gym.errors import ProviderUnavailableError, WorkerError
+from openenv_gym.providers import _docker_owner as owner
+from openenv_gym.providers._docker_hardening import container_options
+from openenv_gym.providers._docker_images import build_image, env_code_missing, find_image
+from openenv_gym.providers.base import Provider, Worker, wait_ready
+from openenv_gym.providers.process import runtime_dir
+
+__all__ = ["DockerProvider", "DockerWorker", "SOCKET_DIR"]
+
+logger = logging.getLogger("openenv_gym.docker")
+
+#: Where the socket folder is mounted inside a worker container.
+SOCKET_DIR = "/run/openenv"
+_SOCKET_NAME = "worker.sock"
+
+_live: "weakref.WeakSet[DockerWorker]" = weakref.WeakSet()
+_reaped: list[bool] = []
+
+
+class DockerWorker(Worker):
+    """An env server in a container, reached through a Unix socket in a mounted folder.
+
+    Args:
+        client: A ``docker.DockerClient``.
+        env: Catalog name.
+        env_kwargs: JSON-serializable env keyword arguments.
+        image: Image tag (present locally).
+        folder: Host folder mounted at :data:`SOCKET_DIR`.
+        name: Container name.
+        labels: Ownership labels.
+        run_options: Hardening and limits for ``containers.run``.
+        startup_timeout: Seconds to wait for the server to serve.
+    """
+
+    def __init__(self, client: Any, env: str, env_kwargs: dict[str, Any], image: str, folder: str,
+                 name: str, labels: dict[str, str], run_options: dict[str, Any],
+                 startup_timeout: float = 60.0) -> None:
+        try:
+            kwargs_json = json.dumps(env_kwargs)
+        except TypeError as exc:
+            raise TypeError(f"env kwargs must be JSON-serializable to reach a worker: {exc}") from None
+        self.client = client
+        self.env = env
+        self.image = image
+        self.folder = folder
+        self.name = name
+        self.labels = labels
+        self.run_options = run_options
+        self.startup_timeout = startup_timeout
+        self.socket_path = os.path.join(folder, _SOCKET_NAME)
+        self.address = f"unix://{self.socket_path}"
+        # umask 0: the socket must be connectable by the host user, whose uid differs from
+        # the container's; the folder's parent (0700, the host user's) keeps others out.
+        self.command = ["sh", "-c", 'umask 000 && exec "$@"', "sh",
+                        "python", "-m", "openenv_gym.server", env,
+                        "--unix", f"{SOCKET_DIR}/{_SOCKET_NAME}", "--env-kwargs", kwargs_json,
+                        "--idle-timeout", "0"]
+        self.container: Any = None
+        self.last_exit: str | None = None
+        self._lock = threading.Lock()
+        self._spawn()
+        _live.add(self)
+
+    @property
+    def container_id(self) -> str | None:
+        """The current container's id (changes on :meth:`restart`)."""
+        return self.container.id if self.container is not None else None
+
+    def _spawn(self) -> None:
+        if os.path.exists(self.socket_path):
+            os.unlink(self.socket_path)
+        self.container = self.client.containers.run(
+            self.image, self.command, name=self.name, detach=True, labels=self.labels,
+            volumes={self.folder: {"bind": SOCKET_DIR, "mode": "rw"}}, **self.run_options)
+        try:
+            wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
+        except WorkerError:
+            self._remove()
+            raise
+
+    def _state(self) -> dict[str, Any]:
+        import docker.errors
+
+        if self.container is None:
+            return {}
+        try:
+            self.container.reload()
+        except docker.errors.NotFound:
+            return {"Status": "removed"}
+        return self.container.attrs.get("State", {})
+
+    def alive(self) -> bool:
+        return self._state().get("Status") == "running"
+
+    def exit_reason(self) -> str:
+        """Why the container stopped (``"OOM-killed (exit 137)"``), or ``""`` while it runs."""
+        state = self._state()
+        status = state.get("Status", "removed")
+        if status == "running":
+            return ""
+        if state.get("OOMKilled"):
+            return f"OOM-killed (exit {state.get('ExitCode')}): raise container_options mem_limit"
+        if "ExitCode" in state:
+            return f"exited with code {state['ExitCode']}" + (
+                f" ({state['Error']})" if state.get("Error") else "")
+        return status
+
+    def restart(self) -> None:
+        with self._lock:
+            self.last_exit = self.exit_reason() or "replaced while running"
+            logger.warning("openenv-gym: worker container %s (env %s) died: %s; replacing it",
+                           self.name, self.env, self.last_exit)
+            self._remove()
+            self.restarts += 1
+            self._spawn()
+
+    def _remove(self) -> None:
+        import docker.errors
+
+        if self.container is not None:
+            try:
+                self.container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as exc:
+                if "already in progress" not in str(exc):
+                    raise
+        if os.path.exists(self.socket_path):
+            os.unlink(self.socket_path)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._remove()
+            self.container = None
+        shutil.rmtree(self.folder, ignore_errors=True)
+        _live.discard(self)
+
+    def logs(self, tail: int = 50) -> str:
+        import docker.errors
+
+        if self.container is None:
+            return ""
+        try:
+            text = self.container.logs(tail=tail).decode(errors="replace").rstrip()
+        except docker.errors.APIError:
+            text = ""
+        reason = self.exit_reason()
+        return f"container {self.name}: {reason}\n{text}" if reason else text
+
+
+class DockerProvider(Provider):
+    """Starts workers as hardened containers.
+
+    Args:
+        auto_build: Build a missing env image on first use (says so on the log); with
+            ``False`` a missing image raises and names ``openenv-gym build ENV``.
+        image: Use this image instead of the env's built one (plugin envs, custom images).
+        container_options: ``containers.run`` overrides over the hardening defaults and the
+            env's catalog overrides, e.g. ``{"mem_limit": "2g", "network_mode": "bridge"}``.
+        startup_timeout: Seconds each worker may take to start serving.
+
+    Example:
+        >>> provider = DockerProvider(container_options={"pids_limit": 64})
+        >>> [worker] = provider.start("echo")
+        >>> worker.alive()
+        True
+        >>> provider.stop_all([worker])
+    """
+
+    name = "docker"
+
+    def __init__(self, auto_build: bool = True, image: str | None = None,
+                 container_options: Mapping[str, Any] | None = None,
+                 startup_timeout: float = 60.0) -> None:
+        import docker
+
+        self.auto_build = auto_build
+        self.image = image
+        self.container_options = dict(container_options or {})
+        self.startup_timeout = startup_timeout
+        self.client = docker.from_env(timeout=120)
+        self._images: dict[str, str] = {}
+        self._image_lock = threading.Lock()
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        try:
+            import docker
+        except ImportError:
+            return False, "the docker SDK is not installed: pip install 'openenv-gym[docker]'"
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        try:
+            client = docker.from_env(timeout=5)
+            try:
+                client.ping()
+            finally:
+                client.close()
+        except Exception as exc:  # any failure to reach the engine means "not here"
+            return False, (f"no Docker engine answers at {where} ({str(exc)[:200]}); start one "
+                           "(`sudo dockerd &` or Docker Desktop) or use provider='process'")
+        return True, ""
+
+    def image_for(self, info: EnvInfo) -> str:
+        """The image tag for ``info``: found, or built now when ``auto_build`` is on.
+
+        Raises:
+            ProviderUnavailableError: The image is missing and cannot or may not be built.
+        """
+        import docker.errors
+
+        with self._image_lock:
+            if info.name in self._images:
+                return self._images[info.name]
+            if self.image is not None:
+                try:
+                    self.client.images.get(self.image)
+                except docker.errors.ImageNotFound:
+                    raise ProviderUnavailableError(
+                        f"image {self.image!r} is not present on the Docker engine; build or "
+                        "load it first (openenv_gym never pulls worker images)") from None
+                tag = self.image
+            else:
+                tag = find_image(self.client, info) or self._build(info)
+            self._images[info.name] = tag
+            return tag
+
+    def _build(self, info: EnvInfo) -> str:
+        missing = env_code_missing(info)
+        if not self.auto_build or missing:
+            raise ProviderUnavailableError(
+                f"no current Docker image for env {info.name!r}"
+                + (f": {missing}" if missing else "")
+                + f". Build it with `openenv-gym build {info.name}`"
+                + ("" if missing else " (or pass provider_options={'auto_build': True})"))
+        logger.warning("openenv-gym: building the Docker image for env %r (first use or its "
+                       "inputs changed; offline, about 20 s, 1 min more for a missing base "
+                       "image). `openenv-gym build %s` does this ahead of time.",
+                       info.name, info.name)
+        result = build_image(self.client, info, progress=lambda line: logger.info("%s", line))
+        logger.warning("openenv-gym: built %s in %.0f s", result.tag, result.seconds)
+        return result.tag
+
+    def run_options(self, info: EnvInfo) -> dict[str, Any]:
+        """The ``containers.run`` options for ``info``: defaults < env overrides < call overrides."""
+        return container_options(getattr(info, "container_options", None), self.container_options)
+
+    def start(self, env: str, n: int = 1, env_kwargs: dict[str, Any] | None = None,
+              pool: str | None = None) -> list[Worker]:
+        info = get_env_info(env)
+        self.image_for(info)  # once, before n threads start containers
+        if not _reaped:
+            _reaped.append(True)
+            owner.reap_stale(self.client)
+        owner.ensure_watchdog()
+        return super().start(info.name, n, env_kwargs, pool)
+
+    def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
+        info = get_env_info(env)
+        stem = f"{os.getpid()}-{pool}-docker-w{index}"
+        folder = os.path.join(runtime_dir(), stem)
+        os.makedirs(folder, exist_ok=True)
+        os.chmod(folder, 0o777)  # the container's user (another uid) creates the socket here
+        return DockerWorker(self.client, info.name, env_kwargs, self.image_for(info), folder,
+                            f"openenv-gym-{stem}", owner.owner_labels(pool, info.name),
+                            self.run_options(info), self.startup_timeout)
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    for worker in list(_live):
+        try:
+            worker.stop()
+        except Exception:  # the engine may be gone at exit; the watchdog still reaps
+            pass
