@@ -187,7 +187,8 @@ def from_wire(value: Any, space: spaces.Space) -> Any:
     """
     try:
         if isinstance(space, spaces.Box):
-            arr = np.asarray(value, dtype=space.dtype)
+            # A copy: wire arrays are read-only views of the frame, users expect writable ones.
+            arr = np.array(value, dtype=space.dtype)
             return arr.reshape(space.shape) if arr.size == int(np.prod(space.shape)) else arr
         if isinstance(space, spaces.Discrete):
             if isinstance(value, (bool, int, np.integer, np.bool_)):

@@ -97,7 +97,7 @@ class BinaryServer:
         self._server.service = service  # type: ignore[attr-defined]
         self._server.max_frame = max_frame  # type: ignore[attr-defined]
         self._path = addr if kind == "unix" else None
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="binary-server", daemon=True)
         self._thread.start()
 

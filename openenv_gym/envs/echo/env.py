@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+from gymnasium import spaces
 from pydantic import Field
 
 from openenv_gym.envs.base import Environment
@@ -40,6 +42,8 @@ class EchoEnv(Environment):
 
     Args:
         max_steps: Steps per episode before ``truncated`` (default 100).
+        frame_shape: When set (e.g. ``(210, 160, 3)``), observations also carry a ``frame``:
+            a constant uint8 image of that shape, to measure how images cross the wire.
         render_mode: ``"ansi"`` renders the last echo as text.
     """
 
@@ -47,11 +51,18 @@ class EchoEnv(Environment):
     observation_model = EchoObservation
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
-    def __init__(self, max_steps: int = 100, render_mode: str | None = None) -> None:
+    def __init__(self, max_steps: int = 100, frame_shape: tuple[int, ...] | None = None,
+                 render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         self.max_steps = max_steps
+        self._frame = None
+        if frame_shape is not None:
+            shape = tuple(int(n) for n in frame_shape)
+            self._frame = (np.arange(int(np.prod(shape))) % 256).astype(np.uint8).reshape(shape)
+            self.observation_space = spaces.Dict(
+                {**self.observation_space.spaces, "frame": spaces.Box(0, 255, shape, np.uint8)})
         self._steps = 0
         self._last = ""
 
@@ -66,6 +77,12 @@ class EchoEnv(Environment):
         self._last = action.message
         obs = EchoObservation(echo=action.message, length=len(action.message))
         return obs, 0.1 * len(action.message), False, self._steps >= self.max_steps, {}
+
+    def observation_to_wire(self, obs: EchoObservation) -> Any:
+        wire = obs.model_dump()
+        if self._frame is not None:
+            wire["frame"] = self._frame
+        return wire
 
     def render(self) -> str:
         return self._last
