@@ -1,0 +1,146 @@
+"""Atari-v0: an ALE game through ale-py, optionally preprocessed inside the worker.
+
+Without ``preprocess`` the env is exactly ``gym.make("ALE/<Game>-v5", ...)`` with the same
+settings: same seed and actions give the same frames, rewards and flags. With
+``preprocess=True`` it is that env (frameskip 1) wrapped in Gymnasium's own
+:class:`~gymnasium.wrappers.AtariPreprocessing` (noop starts, max-pooled frame skip, 84×84
+grayscale, terminal on life loss), optional reward clipping and
+:class:`~gymnasium.wrappers.FrameStackObservation`, so only the small frames cross the wire.
+
+Example:
+    >>> env = AtariEnv(game="pong", preprocess=True, frame_stack=4)
+    >>> obs, info = env.reset(seed=0)
+    >>> obs.shape, obs.dtype
+    ((4, 84, 84), dtype('uint8'))
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+
+from openenv_gym.envs.atari.games import rom_id
+from openenv_gym.envs.base import Environment
+from openenv_gym.errors import InvalidRequestError
+from openenv_gym.models import State
+
+__all__ = ["AtariEnv", "make_ale_env"]
+
+
+def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int = 4,
+                 repeat_action_probability: float = 0.25, full_action_space: bool = False,
+                 mode: int | None = None, difficulty: int | None = None,
+                 max_num_frames_per_episode: int = 108_000, render_mode: str | None = None,
+                 preprocess: bool = False, noop_max: int = 30, screen_size: int = 84,
+                 terminal_on_life_loss: bool = False, clip_rewards: bool = False,
+                 frame_stack: int = 1) -> gym.Env:
+    """Build the (optionally preprocessed) ALE env that :class:`AtariEnv` serves.
+
+    This is also the local reference: ``make_ale_env(...)`` equals
+    ``gym.make("ALE/<Game>-v5", ...)`` plus the same Gymnasium wrappers.
+
+    Args:
+        See :class:`AtariEnv`.
+
+    Returns:
+        A Gymnasium env.
+    """
+    from ale_py.env import AtariEnv as ALEEnv
+
+    if frame_stack < 1:
+        raise InvalidRequestError(f"frame_stack must be >= 1, got {frame_stack}")
+    if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1):
+        raise InvalidRequestError("clip_rewards, terminal_on_life_loss and frame_stack apply with "
+                                  "preprocess=True only; set it or drop them")
+    # AtariPreprocessing skips frames itself (max-pooling the last two) and needs frameskip 1.
+    env: gym.Env = ALEEnv(game=rom_id(game), mode=mode, difficulty=difficulty, obs_type=obs_type,
+                          frameskip=1 if preprocess else frameskip,
+                          repeat_action_probability=repeat_action_probability,
+                          full_action_space=full_action_space,
+                          max_num_frames_per_episode=max_num_frames_per_episode, render_mode=render_mode)
+    if not preprocess:
+        return env
+    if obs_type != "rgb":
+        raise InvalidRequestError(f"preprocess=True reads rgb screens; got obs_type={obs_type!r}")
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
+
+    env = AtariPreprocessing(env, noop_max=noop_max, frame_skip=frameskip, screen_size=screen_size,
+                             terminal_on_life_loss=terminal_on_life_loss)
+    if clip_rewards:
+        env = TransformReward(env, lambda r: float(np.sign(r)))  # DQN's sign clipping
+    if frame_stack > 1:
+        env = FrameStackObservation(env, frame_stack)
+    return env
+
+
+class AtariEnv(Environment):
+    """An ALE game served remotely; frames travel as raw uint8 bytes.
+
+    Args:
+        game: A ROM bundled with ale-py: ``"pong"``, ``"Breakout"``, ``"ALE/Pong-v5"``.
+        obs_type: ``"rgb"`` (210×160×3), ``"grayscale"`` (210×160) or ``"ram"`` (128 bytes).
+        frameskip: Frames per step (v5 default 4); with ``preprocess`` the wrapper's skip.
+        repeat_action_probability: Sticky actions (v5 default 0.25).
+        full_action_space: All 18 actions instead of the game's minimal set.
+        mode: Game mode (None: the ROM's default).
+        difficulty: Game difficulty (None: the ROM's default).
+        max_num_frames_per_episode: Truncation in frames (v5: 108,000).
+        preprocess: Apply standard Atari preprocessing in the worker.
+        noop_max: Most no-op actions at reset (preprocess; 0 disables).
+        screen_size: Side of the resized square frame (preprocess).
+        terminal_on_life_loss: End the episode when a life is lost (preprocess).
+        clip_rewards: Rewards become their sign (preprocess).
+        frame_stack: Stack this many frames on a leading axis (preprocess; 1: none).
+        render_mode: ``"rgb_array"`` for full-color frames.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+
+    def __init__(self, game: str = "pong", obs_type: Literal["rgb", "grayscale", "ram"] = "rgb",
+                 frameskip: int = 4, repeat_action_probability: float = 0.25,
+                 full_action_space: bool = False, mode: int | None = None,
+                 difficulty: int | None = None, max_num_frames_per_episode: int = 108_000,
+                 preprocess: bool = False, noop_max: int = 30, screen_size: int = 84,
+                 terminal_on_life_loss: bool = False, clip_rewards: bool = False,
+                 frame_stack: int = 1, render_mode: str | None = None) -> None:
+        super().__init__(render_mode=render_mode)
+        self.game = rom_id(game)
+        self.inner = make_ale_env(
+            self.game, obs_type=obs_type, frameskip=frameskip,
+            repeat_action_probability=repeat_action_probability, full_action_space=full_action_space,
+            mode=mode, difficulty=difficulty, max_num_frames_per_episode=max_num_frames_per_episode,
+            render_mode=render_mode, preprocess=preprocess, noop_max=noop_max, screen_size=screen_size,
+            terminal_on_life_loss=terminal_on_life_loss, clip_rewards=clip_rewards, frame_stack=frame_stack)
+        self.action_space = self.inner.action_space
+        self.observation_space = self.inner.observation_space
+        self.preprocess = preprocess
+        self._lives = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        obs, info = self.inner.reset(seed=seed, options=options)
+        self._lives = int(info.get("lives", 0))
+        return obs, info
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.inner.step(int(action))
+        self._lives = int(info.get("lives", self._lives))
+        return obs, float(reward), terminated, truncated, info
+
+    def render(self) -> np.ndarray | None:
+        """The current full-color frame (210×160×3) in ``rgb_array`` mode."""
+        return self.inner.render()
+
+    def get_action_meanings(self) -> list[str]:
+        """Names of the actions (``["NOOP", "FIRE", "RIGHT", ...]``)."""
+        return list(self.inner.unwrapped.get_action_meanings())
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def state(self) -> State:
+        return State(game=self.game, lives=self._lives, preprocess=self.preprocess,
+                     frame_number=int(self.inner.unwrapped.ale.getEpisodeFrameNumber()))
