@@ -15,6 +15,11 @@ __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 #: Modules that contribute subcommands, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "openenv_gym.cli.envs",
+    "openenv_gym.cli.start",
+    "openenv_gym.cli.ps",
+    "openenv_gym.cli.bench",
+    "openenv_gym.cli.doctor",
+    "openenv_gym.cli.init",
 )
 
 

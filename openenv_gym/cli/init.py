@@ -1,0 +1,45 @@
+"""``openenv-gym init NAME``: scaffold a new environment package (see :mod:`openenv_gym.scaffold`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from openenv_gym.cli._ui import FAILED, OK, USAGE, console, error
+
+__all__ = ["register"]
+
+
+def _init(args: argparse.Namespace) -> int:
+    from openenv_gym.scaffold import create, names
+
+    try:
+        written = create(args.name, args.dir, force=args.force)
+    except ValueError as exc:
+        return error(str(exc), code=USAGE)
+    except FileExistsError as exc:
+        return error(str(exc), "choose another --dir, or pass --force to overwrite", FAILED)
+    root = os.path.join(args.dir, args.name)
+    n = names(args.name)
+    console.print(f"created {n['gym_id']} in {root}:")
+    for path in written:
+        console.print(f"  {os.path.relpath(path, args.dir)}")
+    console.print("next:", style="bold")
+    console.print(f"  cd {root} && pip install -e . && python -m pytest tests", soft_wrap=True)
+    console.print(f"  python -c \"import gymnasium as gym, openenv_gym; "
+                  f"env = gym.make('{n['gym_id']}', provider='process'); print(env.reset(seed=0))\"",
+                  soft_wrap=True)
+    return OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``init``."""
+    p = sub.add_parser("init", help="scaffold a new environment package",
+                       description="Write a package with models, environment logic, a catalog "
+                                   "entry point, tests, a Dockerfile and a README; it passes its "
+                                   "own tests as generated. Exit codes: 0 written, 1 the folder "
+                                   "exists, 2 unusable name.")
+    p.add_argument("name", help="env and package name, e.g. my_env (gives OpenEnv/MyEnv-v0)")
+    p.add_argument("--dir", default=".", help="folder to create the project in (default: here)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing project folder")
+    p.set_defaults(handler=_init)

@@ -1,0 +1,193 @@
+"""Records of the worker pools ``openenv-gym start`` keeps running, so other commands find them.
+
+A pool is owned by its ``start`` process (workers of the process provider watch that pid;
+containers carry its pid in their labels). While it runs, the pool is described by a JSON
+record in ``<runtime_dir>/pools/<name>.json``: env, provider, owner pid, each worker's address,
+pid or container and log file, and the web view's address. ``ps`` lists records whose owner is
+alive, ``stop`` signals the owner (which stops its workers and removes its record), ``logs``
+reads the workers' logs. Records of owners that died (SIGKILL) are dropped when listed.
+
+Example:
+    >>> record = PoolRecord(name="demo", env="echo", provider="process", owner_pid=os.getpid())
+    >>> record.alive()
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["PoolRecord", "pools_dir", "save", "remove", "load_all", "find", "stop",
+           "worker_logs", "valid_name", "process_start"]
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+
+
+def valid_name(name: str) -> bool:
+    """Whether ``name`` can name a pool (lowercase letters, digits, ``_.-``; used in paths)."""
+    return bool(_NAME.match(name))
+
+
+def pools_dir() -> str:
+    """The folder of pool records (inside the process provider's private runtime folder)."""
+    from openenv_gym.providers.process import runtime_dir
+
+    path = os.path.join(runtime_dir(), "pools")
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+def process_start(pid: int) -> str:
+    """When ``pid`` started, in clock ticks since boot ('' when unknown); guards against pid reuse."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def _pid_alive(pid: int, start: str = "") -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return True
+    return fields[0] != b"Z" and (not start or fields[19].decode() == start)
+
+
+@dataclass
+class PoolRecord:
+    """One running pool.
+
+    Args:
+        name: Pool name (unique per user and machine).
+        env: Catalog name of its env.
+        provider: ``process``, ``docker`` or ``ray``.
+        owner_pid: Pid of the ``openenv-gym start`` process that owns it.
+        workers: Per worker: ``index``, ``address``, and where known ``pid``, ``container``,
+            ``log`` (file path).
+        web: URL of the pool's web view, if served.
+        started: Unix time it started.
+        owner_start: The owner's start time (clock ticks since boot; filled in when empty).
+    """
+
+    name: str
+    env: str
+    provider: str
+    owner_pid: int
+    workers: list[dict[str, Any]] = field(default_factory=list)
+    web: str | None = None
+    started: float = field(default_factory=time.time)
+    owner_start: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.owner_start:
+            self.owner_start = process_start(self.owner_pid)
+
+    def alive(self) -> bool:
+        """Whether its owner still runs (the same process, not a later one with its pid)."""
+        return _pid_alive(self.owner_pid, self.owner_start)
+
+    @property
+    def path(self) -> str:
+        """Where the record is stored."""
+        return os.path.join(pools_dir(), f"{self.name}.json")
+
+
+def save(record: PoolRecord) -> None:
+    """Write (or rewrite) a record atomically."""
+    tmp = f"{record.path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(asdict(record), f, indent=1)
+    os.replace(tmp, record.path)
+
+
+def remove(record: PoolRecord) -> None:
+    """Delete a record (its owner does this when it stops)."""
+    try:
+        os.unlink(record.path)
+    except FileNotFoundError:
+        pass
+
+
+def load_all() -> list[PoolRecord]:
+    """Every pool whose owner is alive, oldest first; records of dead owners are removed."""
+    records = []
+    folder = pools_dir()
+    for entry in sorted(os.listdir(folder)):
+        if not entry.endswith(".json"):
+            continue
+        path = os.path.join(folder, entry)
+        try:
+            with open(path, encoding="utf-8") as f:
+                record = PoolRecord(**json.load(f))
+        except (OSError, ValueError, TypeError):
+            continue  # being written, or not ours
+        if record.alive():
+            records.append(record)
+        else:
+            remove(record)
+    return sorted(records, key=lambda r: r.started)
+
+
+def find(name: str) -> PoolRecord | None:
+    """The running pool called ``name``, or None."""
+    return next((r for r in load_all() if r.name == name), None)
+
+
+def stop(record: PoolRecord, timeout: float = 30.0) -> bool:
+    """Ask a pool's owner to stop it (SIGTERM) and wait until it has exited.
+
+    Returns:
+        True when the owner is gone within ``timeout`` (its workers with it).
+    """
+    try:
+        os.kill(record.owner_pid, signal.SIGTERM)
+    except ProcessLookupError:
+        remove(record)
+        return True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not record.alive():
+            remove(record)
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def worker_logs(record: PoolRecord, index: int | None = None, tail: int = 50) -> dict[int, str]:
+    """The last ``tail`` lines of each worker's log (process workers log to files).
+
+    Args:
+        record: The pool.
+        index: Only this worker.
+        tail: Lines per worker.
+
+    Returns:
+        Worker index -> text (empty when the worker keeps no log file).
+    """
+    out: dict[int, str] = {}
+    for worker in record.workers:
+        if index is not None and worker["index"] != index:
+            continue
+        text = ""
+        if worker.get("log"):
+            try:
+                with open(worker["log"], "rb") as f:
+                    text = "\n".join(f.read().decode(errors="replace").splitlines()[-tail:])
+            except OSError:
+                text = ""
+        out[worker["index"]] = text
+    return out

@@ -1,0 +1,128 @@
+"""``openenv-gym ps``, ``stop`` and ``logs``: the pools that ``openenv-gym start`` keeps running.
+
+Pools of every provider are found through their records (:mod:`openenv_gym.cli.pools`);
+``stop`` asks a pool's owner to stop, and the owner stops its workers or containers itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict
+
+from rich.table import Table
+
+from openenv_gym.cli import pools
+from openenv_gym.cli._ui import FAILED, OK, USAGE, console, error
+
+__all__ = ["register"]
+
+
+def _worker_alive(worker: dict) -> bool | None:
+    if worker.get("pid"):
+        return pools._pid_alive(int(worker["pid"]))
+    return None  # containers and actors: their owner watches them
+
+
+def _ps(args: argparse.Namespace) -> int:
+    records = pools.load_all()
+    if args.json:
+        console.print_json(json.dumps([asdict(r) for r in records]))
+        return OK
+    if not records:
+        console.print("no pools running (start one: openenv-gym start ENV -n N)")
+        return OK
+    table = Table(title="openenv_gym pools")
+    for col in ("pool", "env", "provider", "workers", "owner pid", "up", "web"):
+        table.add_column(col, overflow="fold")
+    for r in records:
+        states = [_worker_alive(w) for w in r.workers]
+        down = sum(1 for s in states if s is False)
+        workers = f"{len(states) - down}/{len(states)} up"
+        table.add_row(r.name, r.env, r.provider, workers, str(r.owner_pid),
+                      f"{time.time() - r.started:.0f} s", r.web or "")
+    console.print(table)
+    if args.workers:
+        for r in records:
+            for w in r.workers:
+                ident = f"pid {w['pid']}" if w.get("pid") else f"container {(w.get('container') or '?')[:12]}"
+                console.print(f"{r.name} w{w['index']} {w['address']} {ident}", soft_wrap=True)
+    return OK
+
+
+def _stop(args: argparse.Namespace) -> int:
+    if not args.names and not args.all:
+        return error("name the pools to stop, or pass --all", "see `openenv-gym ps`", USAGE)
+    running = {r.name: r for r in pools.load_all()}
+    unknown = [n for n in args.names if n not in running]
+    if unknown:
+        return error(f"no running pool named {', '.join(map(repr, unknown))}",
+                     f"running: {', '.join(running) or 'none'} (see `openenv-gym ps`)")
+    targets = list(running.values()) if args.all else [running[n] for n in args.names]
+    failed = []
+    for record in targets:
+        if pools.stop(record, timeout=args.timeout):
+            console.print(f"stopped pool {record.name}")
+        else:
+            failed.append(record.name)
+    if failed:
+        return error(f"pools {', '.join(failed)} did not stop within {args.timeout:.0f} s",
+                     "look at their logs (`openenv-gym logs NAME`); their owners may be stuck")
+    if not targets:
+        console.print("no pools running")
+    return OK
+
+
+def _container_logs(container: str, tail: int) -> str:
+    try:
+        import docker
+
+        return docker.from_env().containers.get(container).logs(tail=tail).decode(errors="replace")
+    except Exception as exc:  # the engine or the container may be gone; say so instead
+        return f"(no logs from container {container[:12]}: {exc})"
+
+
+def _logs(args: argparse.Namespace) -> int:
+    record = pools.find(args.name)
+    if record is None:
+        names = ", ".join(r.name for r in pools.load_all()) or "none"
+        return error(f"no running pool named {args.name!r}", f"running: {names} (see `openenv-gym ps`)")
+    if args.worker is not None and args.worker not in {w["index"] for w in record.workers}:
+        return error(f"pool {record.name} has no worker {args.worker}",
+                     f"its workers are 0..{len(record.workers) - 1}", USAGE)
+    texts = pools.worker_logs(record, args.worker, args.tail)
+    for worker in record.workers:
+        if worker["index"] not in texts:
+            continue
+        text = texts[worker["index"]]
+        if not text and worker.get("container"):
+            text = _container_logs(worker["container"], args.tail)
+        console.rule(f"{record.name} w{worker['index']} ({worker['address']})")
+        console.print(text or "(no output yet)", markup=False, highlight=False, soft_wrap=True)
+    return OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ps``, ``stop`` and ``logs``."""
+    p = sub.add_parser("ps", help="list pools started by `openenv-gym start`",
+                       description="List running pools (any provider). Exit code 0.")
+    p.add_argument("--json", action="store_true", help="print the pool records as JSON")
+    p.add_argument("-w", "--workers", action="store_true", help="also list each worker")
+    p.set_defaults(handler=_ps)
+
+    p = sub.add_parser("stop", help="stop pools started by `openenv-gym start`",
+                       description="Stop pools: their owners stop every worker/container. Exit "
+                                   "codes: 0 stopped, 1 unknown or stuck pool, 2 nothing named.")
+    p.add_argument("names", nargs="*", metavar="NAME", help="pool names (see `openenv-gym ps`)")
+    p.add_argument("--all", action="store_true", help="stop every pool")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait per pool")
+    p.set_defaults(handler=_stop)
+
+    p = sub.add_parser("logs", help="show the logs of a pool's workers",
+                       description="Print the last lines of each worker's log. Exit codes: 0 "
+                                   "ok, 1 unknown pool, 2 unknown worker.")
+    p.add_argument("name", metavar="NAME", help="pool name (see `openenv-gym ps`)")
+    p.add_argument("-w", "--worker", type=int, help="only this worker index")
+    p.add_argument("--tail", type=int, default=50, help="lines per worker (default 50)")
+    p.set_defaults(handler=_logs)

@@ -1,0 +1,197 @@
+"""``openenv-gym start ENV -n N``: a long-running pool of workers, optionally with one web page.
+
+The command starts the workers through a provider, prints their addresses, records the pool
+(:mod:`openenv_gym.cli.pools`) so ``ps``/``stop``/``logs`` find it, replaces workers that die,
+and stops everything on Ctrl-C or SIGTERM (what ``openenv-gym stop NAME`` sends). With
+``--web`` it also serves the live view of every worker's sessions on one page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import socket
+import threading
+from typing import Any, Callable, Sequence
+
+from rich.table import Table
+
+from openenv_gym.cli import pools
+from openenv_gym.cli._ui import FAILED, OK, USAGE, console, err_console, error
+from openenv_gym.errors import OpenEnvError
+
+__all__ = ["register", "serve_pool_web", "worker_record"]
+
+#: Seconds between two checks that every worker still runs.
+WATCH_PERIOD = 0.5
+
+
+def worker_record(index: int, worker: Any) -> dict[str, Any]:
+    """What a pool record keeps of one worker (whatever its provider exposes)."""
+    container = getattr(worker, "container_id", None) or getattr(getattr(worker, "container", None), "id", None)
+    return {"index": index, "address": worker.address, "pid": getattr(worker, "pid", None),
+            "container": container, "log": getattr(worker, "log_path", None),
+            "restarts": getattr(worker, "restarts", 0)}
+
+
+def serve_pool_web(workers: Sequence[Any], title: str, port: int = 0,
+                   host: str = "127.0.0.1") -> tuple[str, Callable[[], None]]:
+    """Serve one ``/web`` page for a pool, reading each worker's sessions over its binary path.
+
+    Args:
+        workers: The pool's workers (their ``address`` is read at every refresh: restarts
+            may change it).
+        title: Page heading.
+        port: TCP port (0: any free port).
+        host: Interface (loopback by default).
+
+    Returns:
+        ``(url, stop)``: the page's URL and a function that stops the server.
+
+    Raises:
+        OSError: The port is taken.
+    """
+    import uvicorn
+    from fastapi import FastAPI
+
+    from openenv_gym.server.web import pool_source, web_router
+
+    stopping = threading.Event()
+    app = FastAPI(title=title, docs_url=None, redoc_url=None)
+    source = pool_source([(f"w{i}", (lambda w=w: w.address)) for i, w in enumerate(workers)])
+    app.include_router(web_router(source, stopping, title=title))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="pool-web",
+                              daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        stopping.set()  # open event streams end now, so the server can shut down at once
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+    return f"http://{host}:{sock.getsockname()[1]}/web", stop
+
+
+def _table(record: pools.PoolRecord) -> Table:
+    table = Table(title=f"pool {record.name}: {len(record.workers)} × {record.env} on {record.provider}")
+    for col in ("worker", "address", "pid / container", "log"):
+        table.add_column(col, overflow="fold")
+    for w in record.workers:
+        ident = str(w["pid"]) if w.get("pid") else (w.get("container") or "")[:12]
+        table.add_row(f"w{w['index']}", w["address"], ident, w.get("log") or "")
+    return table
+
+
+def _start(args: argparse.Namespace) -> int:
+    from openenv_gym.catalog import get_env_info
+    from openenv_gym.providers import get_provider
+
+    try:
+        info = get_env_info(args.env)
+    except OpenEnvError as exc:
+        return error(str(exc), "see `openenv-gym list`", USAGE)
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+        assert isinstance(env_kwargs, dict)
+    except (ValueError, AssertionError):
+        return error(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}",
+                     "e.g. --env-kwargs '{\"max_steps\": 10}'", USAGE)
+    if args.n < 1:
+        return error(f"-n must be at least 1, got {args.n}", code=USAGE)
+    name = args.name or f"{info.name}-{secrets.token_hex(3)}"
+    if not pools.valid_name(name):
+        return error(f"pool name {name!r} is not valid",
+                     "use lowercase letters, digits, '_', '.', '-' (up to 63)", USAGE)
+    if pools.find(name):
+        return error(f"a pool named {name!r} is already running",
+                     f"choose another --name, or stop it: openenv-gym stop {name}", USAGE)
+    try:
+        provider = get_provider(args.provider, untrusted=info.untrusted)
+    except (OpenEnvError, ValueError) as exc:
+        return error(str(exc), "see `openenv-gym doctor` for what can run here")
+
+    with err_console.status(f"starting {args.n} × {info.name} on provider {provider.name}…"):
+        try:
+            workers = provider.start(info.name, args.n, env_kwargs, pool=name)
+        except (OpenEnvError, TypeError) as exc:
+            return error(f"the pool did not start: {exc}",
+                         f"`openenv-gym doctor` checks what {info.name} needs")
+    stop_web: Callable[[], None] | None = None
+    record = pools.PoolRecord(name=name, env=info.name, provider=provider.name,
+                              owner_pid=os.getpid(),
+                              workers=[worker_record(i, w) for i, w in enumerate(workers)])
+    try:
+        if args.web:
+            try:
+                record.web, stop_web = serve_pool_web(workers, f"openenv_gym pool {name}",
+                                                      args.web_port)
+            except OSError as exc:
+                return error(f"cannot serve the web view on port {args.web_port}: {exc}",
+                             "pick a free port with --web-port N, or --web-port 0 for any")
+        pools.save(record)
+        console.print(_table(record))
+        if record.web:
+            console.print(f"web view: {record.web}")
+        console.print(f"pool {name} is running; stop it with Ctrl-C or "
+                      f"`openenv-gym stop {name}`", soft_wrap=True)
+        _watch(workers, record)
+    finally:
+        if stop_web:
+            stop_web()
+        provider.stop_all(workers)
+        pools.remove(record)
+    console.print(f"pool {name} stopped")
+    return OK
+
+
+def _watch(workers: Sequence[Any], record: pools.PoolRecord) -> None:
+    """Block until SIGTERM/SIGINT, replacing workers that die meanwhile."""
+    done = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while not done.wait(WATCH_PERIOD):
+            for i, worker in enumerate(workers):
+                if done.is_set() or worker.alive():
+                    continue
+                err_console.print(f"worker w{i} died; restarting it")
+                try:
+                    worker.restart()
+                except OpenEnvError as exc:
+                    err_console.print(f"[red]worker w{i} could not restart:[/red] {exc}")
+                    continue
+                record.workers[i] = worker_record(i, worker)
+                pools.save(record)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``start``."""
+    p = sub.add_parser(
+        "start", help="start a long-running pool of workers and print their addresses",
+        description="Start N workers of ENV and keep them running until Ctrl-C or "
+                    "`openenv-gym stop NAME`; dead workers are replaced. Exit codes: 0 stopped "
+                    "normally, 1 the pool could not start, 2 bad arguments.")
+    p.add_argument("env", help="name or id, e.g. echo or OpenEnv/Echo-v0")
+    p.add_argument("-n", "--num-workers", dest="n", type=int, default=1,
+                   help="number of workers (default 1)")
+    p.add_argument("--provider", default="auto", choices=["auto", "process", "docker", "ray"],
+                   help="where workers run (default auto: docker when an engine is reachable)")
+    p.add_argument("--name", help="pool name for ps/stop/logs (default ENV-<random>)")
+    p.add_argument("--env-kwargs", default="{}", help="JSON object of env keyword arguments")
+    p.add_argument("--web", action="store_true", help="serve one live web page for the pool")
+    p.add_argument("--web-port", type=int, default=0, help="port of that page (default: any free)")
+    p.set_defaults(handler=_start)
