@@ -1,0 +1,156 @@
+"""``RemoteVecEnv``: a Stable-Baselines3 ``VecEnv`` over a pool of remote workers.
+
+It is a thin SB3 face on :class:`~openenv_gym.vector.RemoteVectorEnv` run in ``SAME_STEP``
+autoreset mode: SB3's ``terminal_observation`` and ``TimeLimit.truncated`` come from the
+per-env results of each step; the pool, fan-out and worker restarts are the vector env's.
+
+Example:
+    >>> from stable_baselines3 import PPO
+    >>> from openenv_gym.sb3 import RemoteVecEnv
+    >>> venv = RemoteVecEnv("OpenEnv/Gym-v0", num_envs=2, env_id="CartPole-v1", provider="process")
+    >>> model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=1).learn(128)
+    >>> venv.close()
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from stable_baselines3.common.vec_env.base_vec_env import (
+    VecEnv,
+    VecEnvIndices,
+    VecEnvObs,
+    VecEnvStepReturn,
+)
+
+from openenv_gym.vector.env import RemoteVectorEnv
+
+__all__ = ["RemoteVecEnv"]
+
+
+class RemoteVecEnv(VecEnv):
+    """``num_envs`` remote envs as one SB3 ``VecEnv`` (PPO, A2C, DQN, SAC, VecMonitor, ...).
+
+    Args:
+        env: Catalog name or id (``"OpenEnv/Gym-v0"``, ``"echo"``).
+        num_envs: Number of sub-envs.
+        provider: ``"auto"``, ``"process"``, ``"docker"`` or ``"ray"``.
+        envs_per_worker: Sub-envs each worker hosts.
+        on_worker_error: ``"restart"`` (default) or ``"raise"`` (see ``RemoteVectorEnv``).
+        step_timeout: Seconds a worker may take for one step.
+        provider_options: Keyword arguments for the provider.
+        max_episode_steps: Truncate episodes after this many steps.
+        render_mode: Render mode of every sub-env.
+        **env_kwargs: Keyword arguments for each sub-env's constructor in the workers.
+    """
+
+    def __init__(self, env: str, num_envs: int = 1, *, provider: str = "auto",
+                 envs_per_worker: int = 1, on_worker_error: str = "restart",
+                 step_timeout: float = 60.0, provider_options: dict[str, Any] | None = None,
+                 max_episode_steps: int | None = None, render_mode: str | None = None,
+                 **env_kwargs: Any) -> None:
+        self.venv = RemoteVectorEnv(
+            num_envs, env, provider=provider, envs_per_worker=envs_per_worker,
+            autoreset_mode=AutoresetMode.SAME_STEP, on_worker_error=on_worker_error,
+            step_timeout=step_timeout, provider_options=provider_options,
+            max_episode_steps=max_episode_steps, render_mode=render_mode, **env_kwargs)
+        self._render_mode = render_mode
+        super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
+        self._actions: Any = None
+
+    @property
+    def workers(self) -> list[Any]:
+        """The workers of the underlying pool."""
+        return self.venv.workers
+
+    def reset(self) -> VecEnvObs:
+        """Reset every env with the seeds/options set by ``seed()``/``set_options()`` (used once)."""
+        options = self._options[0] if all(o == self._options[0] for o in self._options) else None
+        if options is None:
+            # Per-env options differ: reset env by env through masks, as SB3 promises them.
+            for i, opts in enumerate(self._options):
+                mask = np.zeros(self.num_envs, dtype=np.bool_)
+                mask[i] = True
+                obs, infos = self.venv.reset(seed=self._seeds, options={**opts, "reset_mask": mask})
+        else:
+            obs, infos = self.venv.reset(seed=self._seeds, options=options or None)
+        self.reset_infos = _split_infos(infos, self.num_envs)
+        self._reset_seeds()
+        self._reset_options()
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Send the actions to the workers without waiting."""
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Gather the step; ended envs carry ``terminal_observation`` and ``TimeLimit.truncated``."""
+        self.venv._gather()
+        venv = self.venv
+        dones = venv._terminations | venv._truncations
+        infos: list[dict[str, Any]] = []
+        for i in range(self.num_envs):
+            final = venv.last_final.get(i)
+            if final is not None:
+                info = dict(final[1])
+                info["terminal_observation"] = final[0]
+                self.reset_infos[i] = venv.last_env_infos[i]
+            else:
+                info = dict(venv.last_env_infos[i])
+            info["TimeLimit.truncated"] = bool(venv._truncations[i] and not venv._terminations[i])
+            infos.append(info)
+        return venv._obs.batch(True), venv._rewards.astype(np.float32), dones, infos
+
+    def close(self) -> None:
+        """Stop every worker."""
+        self.venv.close()
+
+    def _indices(self, indices: VecEnvIndices) -> list[int]:
+        return list(self._get_indices(indices))
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """Read an attribute of the remote envs (``render_mode`` is answered locally)."""
+        if attr_name == "render_mode":
+            return [self._render_mode] * len(self._indices(indices))
+        values = self.venv.get_attr(attr_name)
+        return [values[i] for i in self._indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set an attribute of the remote envs."""
+        targets = set(self._indices(indices))
+        current = self.venv.get_attr(attr_name) if len(targets) < self.num_envs else [None] * self.num_envs
+        self.venv.set_attr(attr_name, [value if i in targets else current[i] for i in range(self.num_envs)])
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        """Call a method of the remote envs; results must cross the wire."""
+        values = self.venv.call(method_name, *method_args, **method_kwargs)
+        return [values[i] for i in self._indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+        """Always False: remote envs are not wrapped on this side (wrap the VecEnv instead)."""
+        return [False] * len(self._indices(indices))
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """Frames of every env (``render_mode="rgb_array"``)."""
+        frames = self.venv.render()
+        return list(frames) if frames is not None else [None] * self.num_envs
+
+
+def _split_infos(infos: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """Gymnasium's batched info dict -> SB3's list of per-env dicts."""
+    out: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, value in infos.items():
+        if key.startswith("_"):
+            continue
+        mask = infos.get(f"_{key}")
+        for i in _where(mask, n):
+            out[i][key] = _split_infos(value, n)[i] if isinstance(value, dict) else value[i]
+    return out
+
+
+def _where(mask: Any, n: int) -> Iterable[int]:
+    return range(n) if mask is None else (i for i in range(n) if mask[i])

@@ -1,0 +1,159 @@
+"""The worker pool behind a vector env: which env lives on which worker, and the fan-out.
+
+Each worker hosts a contiguous group of sub-envs (one session each). One vector operation
+sends ONE ``batch`` message to every worker involved, then gathers the replies: the
+workers compute concurrently while the trainer waits on sockets, with no thread or
+process per env on the trainer's side (measured faster than a thread per worker here,
+see ``benchmarks/RESULTS.md``). A worker that fails is reported per worker, never raised
+mid-gather, so the replies of the healthy workers are always read and every connection
+stays in frame.
+
+Example:
+    >>> from openenv_gym.providers import get_provider
+    >>> pool = WorkerPool(get_provider("process"), "echo", num_envs=3, envs_per_worker=2)
+    >>> pool.groups
+    [[0, 1], [2]]
+    >>> replies = pool.exchange({w: [{"op": "reset"} for _ in g] for w, g in enumerate(pool.groups)})
+    >>> [len(r) for r in replies.values()]
+    [2, 1]
+    >>> pool.close()
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Union
+
+from openenv_gym.client.transport import BinaryClient
+from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
+from openenv_gym.providers.base import Provider, Worker
+
+__all__ = ["WorkerPool", "WorkerFailure"]
+
+
+class WorkerFailure:
+    """What went wrong with one worker during an exchange (kept, not raised).
+
+    Args:
+        worker: The worker's index in the pool.
+        error: The exception the exchange hit (crash, timeout, lost connection).
+    """
+
+    def __init__(self, worker: int, error: Exception) -> None:
+        self.worker = worker
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"WorkerFailure(worker={self.worker}, error={self.error!r})"
+
+
+Reply = Union[list[dict[str, Any]], WorkerFailure]
+
+
+class WorkerPool:
+    """``ceil(num_envs / envs_per_worker)`` workers of one env, and a session per sub-env.
+
+    Args:
+        provider: Where the workers run.
+        env: Catalog name of the env.
+        num_envs: Number of sub-envs.
+        envs_per_worker: Sub-envs each worker hosts (the last may host fewer).
+        env_kwargs: Keyword arguments for every sub-env's constructor.
+        timeout: Seconds a worker may take to answer one exchange.
+    """
+
+    def __init__(self, provider: Provider, env: str, num_envs: int, envs_per_worker: int = 1,
+                 env_kwargs: dict[str, Any] | None = None, timeout: float = 60.0) -> None:
+        self.provider = provider
+        self.num_envs = num_envs
+        self.timeout = timeout
+        n_workers = math.ceil(num_envs / envs_per_worker)
+        self.groups: list[list[int]] = [
+            list(range(w * envs_per_worker, min(num_envs, (w + 1) * envs_per_worker)))
+            for w in range(n_workers)
+        ]
+        #: Worker index of each sub-env.
+        self.worker_of: list[int] = [w for w, group in enumerate(self.groups) for _ in group]
+        #: Session id of each sub-env on its worker (None: no session yet, or lost).
+        self.sids: list[str | None] = [None] * num_envs
+        self.workers: list[Worker] = provider.start(env, n_workers, env_kwargs or {})
+        self.clients = [BinaryClient(w.address, timeout) for w in self.workers]
+
+    def request(self, worker: int, message: dict[str, Any]) -> dict[str, Any]:
+        """One plain request to one worker (spec, health)."""
+        return self.clients[worker].request(message)
+
+    def exchange(self, calls: dict[int, list[dict[str, Any]]],
+                 timeout: float | None = None) -> dict[int, Reply]:
+        """Send each worker its calls as one ``batch`` message, then gather every reply.
+
+        Args:
+            calls: Worker index -> the sub-requests for it, in order.
+            timeout: Seconds each worker may take (default: the pool's).
+
+        Returns:
+            Worker index -> its sub-replies (each ``{"ok": ..., ...}``, in order), or a
+            :class:`WorkerFailure` when the worker crashed, hung or is unreachable.
+        """
+        self.send(calls, timeout)
+        return self.receive(list(calls))
+
+    def send(self, calls: dict[int, list[dict[str, Any]]], timeout: float | None = None) -> dict[int, WorkerFailure]:
+        """First half of :meth:`exchange`: send without waiting.
+
+        Returns:
+            The workers whose send already failed (leave them out of :meth:`receive`).
+        """
+        self._send_failed: dict[int, WorkerFailure] = {}
+        self._sizes = {w: len(batch) for w, batch in calls.items()}
+        for w, batch in calls.items():
+            try:
+                self.clients[w].send({"op": "batch", "calls": batch}, timeout)
+            except (WorkerError, OSError) as exc:
+                self._send_failed[w] = WorkerFailure(w, exc)
+        return self._send_failed
+
+    def receive(self, workers: list[int]) -> dict[int, Reply]:
+        """Second half of :meth:`exchange`: gather the replies of ``workers``, in order."""
+        failed = getattr(self, "_send_failed", {})
+        out: dict[int, Reply] = {}
+        for w in workers:
+            if w in failed:
+                out[w] = failed[w]
+                continue
+            try:
+                out[w] = self.clients[w].receive()["results"]
+            except (WorkerError, ProtocolError, OSError) as exc:
+                out[w] = WorkerFailure(w, exc)
+            except OpenEnvError as exc:
+                # The whole batch was refused (e.g. a reply the wire cannot carry): the
+                # worker is fine and in frame; every sub-request gets that error.
+                out[w] = [{"ok": False, "error": error_to_wire(exc)}] * self._sizes.get(w, 1)
+        self._send_failed = {}
+        return out
+
+    def restart(self, worker: int) -> None:
+        """Replace a failed worker with a fresh one; its sub-envs lose their sessions."""
+        self.clients[worker].drop()
+        self.workers[worker].restart()
+        self.clients[worker].address = self.workers[worker].address
+        for i in self.groups[worker]:
+            self.sids[i] = None
+
+    def describe(self, worker: int, error: Exception) -> str:
+        """One line naming the worker, its envs and what happened, plus its log tail."""
+        envs = self.groups[worker]
+        text = f"worker {worker} (envs {envs[0]}..{envs[-1]}) failed: {error}"
+        try:
+            tail = self.workers[worker].logs(tail=5).strip()
+        except Exception:  # logs are a courtesy; a vanished container must not mask the error
+            tail = ""
+        return f"{text}\nlast worker log lines:\n{tail}" if tail else text
+
+    def close(self) -> None:
+        """Drop every connection and stop every worker (safe to call twice)."""
+        for client in self.clients:
+            client.drop()
+        if self.workers:
+            self.provider.stop_all(self.workers)
+        self.workers, self.clients = [], []
