@@ -1,0 +1,112 @@
+"""RemoteVectorEnv's API beyond stepping: partial reset, call/attrs, render, bad input, close."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import openenv_gym  # noqa: F401
+from openenv_gym.errors import InvalidActionError, InvalidRequestError
+from openenv_gym.vector import RemoteVectorEnv
+from vector_helpers import assert_same, local_sync
+
+
+def test_partial_reset_touches_only_masked_envs(provider: str) -> None:
+    envs = RemoteVectorEnv(3, "gym", env_id="CartPole-v1", provider=provider,
+                           autoreset_mode="disabled", max_episode_steps=50)
+    local = local_sync(3, AutoresetMode.DISABLED, max_steps=50)
+    try:
+        assert_same(envs.reset(seed=5), local.reset(seed=5))
+        for _ in range(3):
+            assert_same(envs.step(np.array([0, 1, 0])), local.step(np.array([0, 1, 0])))
+        before = envs.step(np.array([1, 1, 1]))[0]
+        local.step(np.array([1, 1, 1]))
+        mask = np.array([False, True, False])
+        obs, info = envs.reset(seed=[None, 42, None], options={"reset_mask": mask})
+        want_obs, want_info = local.reset(seed=[None, 42, None], options={"reset_mask": mask})
+        assert_same((obs, info), (want_obs, want_info))
+        np.testing.assert_array_equal(obs[[0, 2]], before[[0, 2]])  # untouched envs keep their state
+        assert not np.array_equal(obs[1], before[1])
+        assert_same(envs.step(np.array([0, 0, 0])), local.step(np.array([0, 0, 0])))
+        with pytest.raises(ValueError, match="at least one True"):
+            envs.reset(options={"reset_mask": np.zeros(3, dtype=bool)})
+        with pytest.raises(TypeError, match="dtype=np.bool_"):
+            envs.reset(options={"reset_mask": np.ones(3, dtype=int)})
+    finally:
+        envs.close()
+        local.close()
+
+
+def test_disabled_mode_refuses_to_step_an_ended_env(provider: str) -> None:
+    envs = RemoteVectorEnv(2, "gym", env_id="CartPole-v1", provider=provider,
+                           autoreset_mode=AutoresetMode.DISABLED, max_episode_steps=2)
+    try:
+        envs.reset(seed=0)
+        envs.step(np.array([0, 0]))
+        _, _, _, truncated, _ = envs.step(np.array([0, 0]))
+        assert truncated.all()
+        with pytest.raises(InvalidRequestError, match="reset_mask"):
+            envs.step(np.array([0, 0]))
+        envs.reset(options={"reset_mask": np.array([True, True])})
+        envs.step(np.array([0, 0]))
+    finally:
+        envs.close()
+
+
+def test_call_get_set_attr_render_and_bad_action(provider: str) -> None:
+    envs = RemoteVectorEnv(3, "OpenEnv/Gym-v0", env_id="CartPole-v1", provider=provider,
+                           envs_per_worker=2, render_mode="rgb_array")
+    try:
+        # Attributes work before the first reset, as on SyncVectorEnv.
+        assert envs.get_attr("env_id") == ("CartPole-v1",) * 3
+        envs.set_attr("tag", [1, 2, 3])
+        assert envs.get_attr("tag") == (1, 2, 3)
+        envs.set_attr("tag", "same")
+        assert envs.call("tag") == ("same",) * 3
+        envs.reset(seed=1)
+        frames = envs.render()
+        assert len(frames) == 3 and frames[0].shape == (400, 600, 3) and frames[0].dtype == np.uint8
+        with pytest.raises(ValueError, match="length equal"):
+            envs.set_attr("tag", [1, 2])
+        with pytest.raises(InvalidActionError, match="env 1"):
+            envs.step(np.array([0, 5, 0]))
+        # The rejected env did not step; everything keeps working.
+        obs, *_ = envs.step(np.array([1, 1, 1]))
+        assert obs.shape == (3, 4)
+    finally:
+        envs.close()
+
+
+def test_bad_arguments_are_typed_errors() -> None:
+    with pytest.raises(InvalidRequestError, match="num_envs"):
+        RemoteVectorEnv(0, "gym", provider="process")
+    with pytest.raises(InvalidRequestError, match="envs_per_worker"):
+        RemoteVectorEnv(2, "gym", provider="process", envs_per_worker=0)
+    with pytest.raises(InvalidRequestError, match="autoreset_mode"):
+        RemoteVectorEnv(2, "gym", provider="process", autoreset_mode="sometimes")
+    with pytest.raises(InvalidRequestError, match="on_worker_error"):
+        RemoteVectorEnv(2, "gym", provider="process", on_worker_error="ignore")
+    envs = RemoteVectorEnv(2, "gym", provider="process")
+    try:
+        with pytest.raises(gym.error.ResetNeeded):
+            envs.step(np.array([0, 0]))
+    finally:
+        envs.close()
+
+
+def test_make_vec_entry_point_and_close_stops_every_worker(provider: str) -> None:
+    envs = gym.make_vec("openenv_gym:OpenEnv/Gym-v0", num_envs=5, env_id="CartPole-v1",
+                        provider=provider, envs_per_worker=2)
+    assert isinstance(envs, RemoteVectorEnv)
+    assert envs.spec is not None and envs.spec.id == "OpenEnv/Gym-v0"
+    assert [len(g) for g in envs.pool.groups] == [2, 2, 1]
+    workers = list(envs.workers)
+    assert len(workers) == 3 and all(w.alive() for w in workers)
+    envs.reset(seed=0)
+    envs.close()
+    assert not any(w.alive() for w in workers)
+    envs.close()  # twice is fine
+    with pytest.raises(gym.error.ClosedEnvironmentError):
+        envs.reset()

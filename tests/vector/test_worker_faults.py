@@ -1,0 +1,89 @@
+"""A worker killed or hung mid-rollout: only its envs are truncated and flagged; the rest go on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import openenv_gym  # noqa: F401
+from openenv_gym.errors import WorkerCrashedError, WorkerError
+from openenv_gym.vector import RemoteVectorEnv
+from vector_helpers import freeze_worker, kill_worker
+
+N, PER_WORKER = 4, 2
+
+
+def _envs(provider: str, mode: AutoresetMode, **kwargs) -> RemoteVectorEnv:
+    return RemoteVectorEnv(N, "gym", env_id="CartPole-v1", provider=provider,
+                           envs_per_worker=PER_WORKER, autoreset_mode=mode, **kwargs)
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP], ids=lambda m: m.name)
+def test_killed_worker_is_replaced_and_only_its_envs_truncate(provider: str, mode: AutoresetMode) -> None:
+    envs = _envs(provider, mode)
+    try:
+        envs.reset(seed=0)
+        ones = np.ones(N, dtype=np.int64)
+        for _ in range(3):
+            envs.step(ones * 0)
+        victim = envs.workers[1]
+        before = envs.step(ones)[0]
+        kill_worker(victim)
+        obs, rewards, terminated, truncated, infos = envs.step(ones * 0)
+
+        hit = np.array([False, False, True, True])  # worker 1 hosts envs 2 and 3
+        np.testing.assert_array_equal(truncated, hit)
+        np.testing.assert_array_equal(terminated, [False] * N)
+        np.testing.assert_array_equal(infos["_worker_restarted"], hit)
+        assert infos["worker_restarted"][hit].all()
+        assert all("worker 1" in text for text in infos["worker_error"][hit])
+        np.testing.assert_array_equal(rewards, [1.0, 1.0, 0.0, 0.0])
+        assert victim.alive() and victim.restarts == 1
+        if mode is AutoresetMode.SAME_STEP:
+            # The last observation closes the episode; the new episode already started.
+            final = infos["final_obs"]
+            np.testing.assert_array_equal(final[2], before[2])
+            assert infos["final_info"]["worker_restarted"][2]
+        else:
+            np.testing.assert_array_equal(obs[hit], before[hit])  # the last obs it had
+            # NEXT_STEP: the next step starts the fresh episodes on the new worker.
+            obs, rewards, terminated, truncated, infos = envs.step(ones * 0)
+            np.testing.assert_array_equal(rewards, [1.0, 1.0, 0.0, 0.0])
+            assert not truncated.any() and "worker_restarted" not in infos
+            assert np.all(np.abs(obs[hit]) < 0.05)  # CartPole's reset state
+        # The next episodes run on both workers.
+        for _ in range(5):
+            obs, rewards, terminated, truncated, infos = envs.step(ones * 0)
+            assert "worker_restarted" not in infos
+            assert (rewards[hit] == 1.0).all() or (terminated | truncated).any()
+    finally:
+        workers = list(envs.workers)
+        envs.close()
+    assert not any(w.alive() for w in workers)
+
+
+def test_hung_worker_times_out_and_is_replaced(provider: str) -> None:
+    envs = _envs(provider, AutoresetMode.NEXT_STEP, step_timeout=1.5)
+    try:
+        envs.reset(seed=0)
+        freeze_worker(envs.workers[0])
+        _, _, _, truncated, infos = envs.step(np.zeros(N, dtype=np.int64))
+        np.testing.assert_array_equal(truncated, [True, True, False, False])
+        assert "did not answer" in infos["worker_error"][0]
+        obs, rewards, *_ = envs.step(np.zeros(N, dtype=np.int64))
+        np.testing.assert_array_equal(rewards, [0.0, 0.0, 1.0, 1.0])  # fresh episodes start
+    finally:
+        envs.close()
+
+
+def test_on_worker_error_raise(provider: str) -> None:
+    envs = _envs(provider, AutoresetMode.NEXT_STEP, on_worker_error="raise")
+    try:
+        envs.reset(seed=0)
+        kill_worker(envs.workers[0])
+        with pytest.raises(WorkerError, match=r"(?s)worker 0 \(envs 0..1\).*on_worker_error") as info:
+            envs.step(np.zeros(N, dtype=np.int64))
+        assert isinstance(info.value, WorkerCrashedError)
+    finally:
+        envs.close()

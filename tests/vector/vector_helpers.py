@@ -1,0 +1,58 @@
+"""Helpers for the vector tests: a reference SyncVectorEnv, deep comparison, killing workers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+MAX_STEPS = 12
+
+
+def local_sync(n: int, mode: gym.vector.AutoresetMode, max_steps: int = MAX_STEPS) -> gym.vector.SyncVectorEnv:
+    """Gymnasium's own SyncVectorEnv over local CartPole with short episodes."""
+    return gym.vector.SyncVectorEnv(
+        [lambda: gym.make("CartPole-v1", max_episode_steps=max_steps)] * n, autoreset_mode=mode)
+
+
+def assert_same(a: Any, b: Any, where: str = "") -> None:
+    """Deep equality of step results (arrays, dicts, object arrays, scalars)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), f"{where}: keys {a.keys()} != {b.keys()}"
+        for k in a:
+            assert_same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, (tuple, list)):
+        assert isinstance(b, (tuple, list)) and len(a) == len(b), f"{where}: {a!r} != {b!r}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{where}[{i}]")
+    elif isinstance(a, np.ndarray) and a.dtype == object:
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{where}[{i}]")
+    elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        np.testing.assert_array_equal(a, b, err_msg=where)
+        assert np.asarray(a).dtype == np.asarray(b).dtype, f"{where}: {np.asarray(a).dtype} != {np.asarray(b).dtype}"
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+def kill_worker(worker: Any) -> None:
+    """SIGKILL a process worker, ``docker kill`` a container worker."""
+    container_id = getattr(worker, "container_id", None)
+    if container_id:
+        subprocess.run(["docker", "kill", container_id], check=True, capture_output=True, timeout=30)
+    else:
+        os.kill(worker.pid, signal.SIGKILL)
+
+
+def freeze_worker(worker: Any) -> None:
+    """Make a worker hang without dying (SIGSTOP / ``docker pause``)."""
+    container_id = getattr(worker, "container_id", None)
+    if container_id:
+        subprocess.run(["docker", "pause", container_id], check=True, capture_output=True, timeout=30)
+    else:
+        os.kill(worker.pid, signal.SIGSTOP)
