@@ -1,0 +1,364 @@
+"""Run an untrusted command in a child process with a deadline, rlimits and an output cap.
+
+The one helper the Coding and Git environments share. Each child gets a session (and so a
+process group) of its own — never the worker's — so a timeout, or code that signals its
+own group, takes down the child and everything it started while the worker keeps serving.
+Output is read with ``selectors`` in the calling thread; past the cap it is drained and
+dropped (a truncation marker is appended), and a child that keeps flooding far past the
+cap is killed instead of burning its whole timeout.
+
+Limits are applied *inside* the child (``resource.setrlimit`` in a Python prelude, or
+``ulimit`` in a shell prefix) rather than through ``preexec_fn``, which is unsafe in the
+threaded worker.
+
+Example:
+    >>> result = run([sys.executable, "-c", "print('hi')"], timeout=5.0)
+    >>> result.stdout, result.exit_code, result.timed_out
+    ('hi\\n', 0, False)
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Mapping, Sequence
+
+__all__ = ["Limits", "ExecResult", "Child", "run", "minimal_environ", "python_argv",
+           "TRUNCATION_MARK"]
+
+#: Appended to a stream whose output went past the cap.
+TRUNCATION_MARK = "\n[... output truncated at {limit} bytes ...]\n"
+#: Appended when a child kept writing far past the cap and was killed for it.
+FLOOD_MARK = "\n[... process killed: it kept writing past the output cap ...]\n"
+#: A child may write this many times the cap (then dropped) before it is killed.
+FLOOD_FACTOR = 64
+
+_RLIMITS: dict[str, int] = {
+    "cpu_seconds": resource.RLIMIT_CPU,
+    "memory_bytes": resource.RLIMIT_AS,
+    "file_size_bytes": resource.RLIMIT_FSIZE,
+    "processes": resource.RLIMIT_NPROC,
+    "open_files": resource.RLIMIT_NOFILE,
+}
+_ULIMIT_FLAGS: dict[str, tuple[str, int]] = {  # name -> (bash flag, unit divisor)
+    "cpu_seconds": ("-t", 1),
+    "memory_bytes": ("-v", 1024),
+    "file_size_bytes": ("-f", 1024),
+    "processes": ("-u", 1),
+    "open_files": ("-n", 1),
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one child process (``None`` leaves a limit as inherited).
+
+    Args:
+        cpu_seconds: CPU time (RLIMIT_CPU).
+        memory_bytes: Address space (RLIMIT_AS).
+        file_size_bytes: Largest file the child may write (RLIMIT_FSIZE).
+        processes: Processes the child's user may own (RLIMIT_NPROC). The kernel counts
+            every process of the user, so this is an *extra* budget added to the count of
+            the user's processes visible when the child starts. Root ignores it.
+        open_files: Open file descriptors (RLIMIT_NOFILE).
+
+    Example:
+        >>> Limits(cpu_seconds=2, open_files=64).shell_prefix()
+        'ulimit -t 2 -n 64 2>/dev/null'
+    """
+
+    cpu_seconds: int | None = 10
+    memory_bytes: int | None = 1 << 30
+    file_size_bytes: int | None = 16 << 20
+    processes: int | None = 64
+    open_files: int | None = 256
+
+    def resolved(self) -> dict[str, int]:
+        """The absolute limits to set now (the process budget turned into an RLIMIT_NPROC)."""
+        out = {k: v for k, v in asdict(self).items() if v is not None}
+        if "processes" in out:
+            out["processes"] += _user_process_count()
+        return out
+
+    def apply(self, values: Mapping[str, int] | None = None) -> None:
+        """Set the limits on the calling process (run this inside the child).
+
+        Args:
+            values: What :meth:`resolved` returned in the parent (default: resolve here).
+        """
+        for name, value in (values if values is not None else self.resolved()).items():
+            which = _RLIMITS[name]
+            _, hard = resource.getrlimit(which)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (value, value))
+
+    def shell_prefix(self) -> str:
+        """A bash ``ulimit`` command that applies the limits to the shell and its children."""
+        parts = []
+        for name, value in asdict(self).items():
+            if value is None:
+                continue
+            flag, unit = _ULIMIT_FLAGS[name]
+            if name == "processes":
+                value += _user_process_count()
+            parts.append(f"{flag} {max(1, value // unit)}")
+        # A limit above the inherited hard limit fails; the rest still apply.
+        return "ulimit " + " ".join(parts) + " 2>/dev/null" if parts else ":"
+
+
+def _user_process_count() -> int:
+    uid = os.getuid()
+    count = 0
+    try:
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    count += entry.stat().st_uid == uid
+                except OSError:
+                    pass
+    except OSError:
+        return 0
+    return count
+
+
+@dataclass
+class ExecResult:
+    """What a child did.
+
+    Attributes:
+        stdout: Captured standard output (capped; decoded as UTF-8 with replacement).
+        stderr: Captured standard error (empty when merged into stdout).
+        exit_code: The exit status; ``-N`` when killed by signal N.
+        timed_out: Killed at the wall-clock deadline.
+        wall_time: Seconds from start to exit.
+        truncated: Some output went past the cap and was dropped.
+    """
+
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int = 0
+    timed_out: bool = False
+    wall_time: float = 0.0
+    truncated: bool = False
+
+
+@dataclass(eq=False)  # identity matters: selectors compare the data they hold
+class _Stream:
+    limit: int
+    data: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - max(room, 0))
+
+    def text(self) -> str:
+        out = self.data.decode("utf-8", errors="replace")
+        return out + TRUNCATION_MARK.format(limit=self.limit) if self.dropped else out
+
+
+def minimal_environ(**extra: str) -> dict[str, str]:
+    """A small, predictable environment for a child (no secrets of the worker leak in).
+
+    Args:
+        **extra: Variables to add or override.
+    """
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONIOENCODING": "utf-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "TMPDIR": extra.get("HOME", "/tmp"),
+    }
+    env.update(extra)
+    return env
+
+
+class Child:
+    """A running child in its own session whose output is collected with a cap.
+
+    Args:
+        argv: The command.
+        cwd: Working directory.
+        env: Its whole environment (see :func:`minimal_environ`).
+        output_limit: Bytes kept per stream.
+        merge_stderr: Send stderr into stdout (one stream, like a terminal).
+        pass_fds: Extra descriptors the child inherits.
+    """
+
+    def __init__(self, argv: Sequence[str], *, cwd: str | None = None,
+                 env: Mapping[str, str] | None = None, output_limit: int = 65536,
+                 merge_stderr: bool = False, pass_fds: Sequence[int] = ()) -> None:
+        self.output_limit = output_limit
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            list(argv), cwd=cwd, env=dict(env) if env is not None else minimal_environ(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            start_new_session=True, pass_fds=tuple(pass_fds), close_fds=True,
+        )
+        self.pid = self.proc.pid
+        self.out = _Stream(output_limit)
+        self.err = _Stream(output_limit)
+        self._sel = selectors.DefaultSelector()
+        for pipe, stream in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
+            if pipe is not None:
+                os.set_blocking(pipe.fileno(), False)
+                self._sel.register(pipe, selectors.EVENT_READ, stream)
+        self.flooded = False
+        self.result: ExecResult | None = None
+
+    def watch(self, fd: int, limit: int = 65536) -> "_Stream":
+        """Also collect a descriptor of the parent's (a status pipe) while pumping.
+
+        Returns:
+            The buffer its bytes accumulate in (``.data``).
+        """
+        stream = _Stream(limit)
+        os.set_blocking(fd, False)
+        self._sel.register(fd, selectors.EVENT_READ, stream)
+        return stream
+
+    def reset_output(self) -> None:
+        """Forget the output collected so far (a persistent child between requests)."""
+        self.out = _Stream(self.output_limit)
+        self.err = _Stream(self.output_limit)
+        for key in list(self._sel.get_map().values()):
+            if key.fileobj is self.proc.stdout:
+                self._sel.modify(key.fileobj, selectors.EVENT_READ, self.out)
+            elif key.fileobj is self.proc.stderr:
+                self._sel.modify(key.fileobj, selectors.EVENT_READ, self.err)
+        self.flooded = False
+
+    def snapshot(self, exit_code: int = 0) -> ExecResult:
+        """The output collected so far, for a child that keeps running."""
+        return ExecResult(stdout=self.out.text(), stderr=self.err.text(), exit_code=exit_code,
+                          wall_time=time.monotonic() - self.started,
+                          truncated=bool(self.out.dropped or self.err.dropped))
+
+    def exited(self) -> bool:
+        """Whether the child has exited, without reaping it (its pid stays reserved)."""
+        if self.result is not None:
+            return True
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        return info is not None and info.si_pid == self.pid
+
+    def pump(self, deadline: float, until: Callable[[], bool] | None = None) -> bool:
+        """Read output until the child exits, ``until()`` is true, or the deadline passes.
+
+        Returns:
+            True when it stopped because of the exit or ``until``; False at the deadline.
+        """
+        while True:
+            if until is not None and until():
+                self.drain()
+                return True
+            if self.exited():
+                self.drain()
+                return True
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            self._read(min(deadline - now, 0.05))
+            if self.out.dropped + self.err.dropped > FLOOD_FACTOR * self.output_limit:
+                self.flooded = True
+                return True
+
+    def _read(self, wait: float) -> bool:
+        got = False
+        for key, _ in self._sel.select(wait):
+            try:
+                chunk = os.read(key.fd, 65536)
+            except BlockingIOError:
+                continue
+            if chunk:
+                key.data.add(chunk)
+                got = True
+            else:
+                self._sel.unregister(key.fileobj)
+        return got
+
+    def drain(self) -> None:
+        """Read what is already in the pipes without waiting."""
+        while self._sel.get_map() and self._read(0):
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL the child's whole process group (safe: the leader is not reaped yet)."""
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def finish(self, timed_out: bool = False) -> ExecResult:
+        """Kill what is left of the group, reap the child and return the result (once)."""
+        if self.result is not None:
+            return self.result
+        self.kill()  # also stops background processes it left behind
+        code = self.proc.wait()
+        wall = time.monotonic() - self.started
+        self.drain()
+        for key in list(self._sel.get_map().values()):
+            self._sel.unregister(key.fileobj)
+        self._sel.close()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        stdout = self.out.text() + (FLOOD_MARK if self.flooded else "")
+        self.result = ExecResult(stdout=stdout, stderr=self.err.text(), exit_code=code,
+                                 timed_out=timed_out, wall_time=wall,
+                                 truncated=bool(self.out.dropped or self.err.dropped))
+        return self.result
+
+
+def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
+        env: Mapping[str, str] | None = None, output_limit: int = 65536,
+        merge_stderr: bool = False, pass_fds: Sequence[int] = ()) -> ExecResult:
+    """Run a command to completion or until its wall-clock deadline.
+
+    Args:
+        argv: The command (limits are the caller's prelude: see :class:`Limits`).
+        timeout: Wall-clock seconds; then the whole process group is killed.
+        cwd: Working directory.
+        env: Its whole environment (default :func:`minimal_environ`).
+        output_limit: Bytes kept per stream.
+        merge_stderr: Send stderr into stdout.
+        pass_fds: Extra descriptors the child inherits.
+
+    Returns:
+        The :class:`ExecResult`.
+
+    Raises:
+        OSError: The command could not be started (missing executable, bad cwd).
+    """
+    child = Child(argv, cwd=cwd, env=env, output_limit=output_limit, merge_stderr=merge_stderr,
+                  pass_fds=pass_fds)
+    finished = child.pump(child.started + timeout)
+    return child.finish(timed_out=not finished)
+
+
+def python_argv(prelude_limits: Limits, script: str, *args: str) -> list[str]:
+    """``python -I -c`` that applies ``prelude_limits`` and then runs ``script``.
+
+    The script sees ``sys.argv[1:] == args``; one interpreter start, no files.
+    """
+    pairs = [(_RLIMITS[k], v) for k, v in prelude_limits.resolved().items()]
+    prelude = ("import resource as _r\n"
+               f"for _w, _v in {pairs!r}:\n"
+               "    _h = _r.getrlimit(_w)[1]\n"
+               "    _r.setrlimit(_w, (_v, _v) if _h == _r.RLIM_INFINITY else (min(_v, _h), _h))\n"
+               "del _r\n")
+    return [sys.executable, "-I", "-c", prelude + script, *args]
+

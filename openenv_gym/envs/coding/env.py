@@ -1,0 +1,223 @@
+"""``OpenEnv/Coding-v0``: run untrusted Python with limits; reward by exit code or by tests.
+
+Free-form mode (``task=None``): each step runs the action's code in a fresh child
+process (or, with ``persistent=True``, as a cell of one interpreter kept for the episode);
+reward is 1 on a clean exit, else 0 — or whatever a server-side ``reward_fn`` returns.
+
+Task mode (``task="humaneval"`` samples one of 164 problems at reset with the env's
+``np_random``; ``task="humaneval/17"`` picks one): the action completes the prompt, and
+reward is the fraction of the problem's checks that pass, each run on its own (see
+:mod:`openenv_gym.envs.coding.humaneval`). The episode terminates when all pass or after
+``max_attempts`` steps. An empty completion is not run and scores 0.
+
+Example:
+    >>> env = CodingEnv(task="humaneval/0")
+    >>> obs, info = env.reset(seed=0)
+    >>> info["task_id"], obs.tests_total
+    ('HumanEval/0', 7)
+    >>> from openenv_gym.envs.coding.humaneval import get_problem
+    >>> action = env.parse_action({"code": get_problem(0).canonical_solution})
+    >>> obs, reward, terminated, truncated, info = env.step(action)
+    >>> reward, terminated
+    (1.0, True)
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import fields
+from typing import Any, Callable
+
+from openenv_gym.envs._exec import ExecResult, Limits
+from openenv_gym.envs.base import Environment
+from openenv_gym.envs.coding.humaneval import NUM_PROBLEMS, Problem, get_problem
+from openenv_gym.envs.coding.models import CodeAction, CodeObservation
+from openenv_gym.envs.coding.sandbox import Repl, Sandbox
+from openenv_gym.models import State
+
+__all__ = ["CodingEnv", "RewardFn"]
+
+#: ``reward_fn(action, observation) -> float``, called in the worker after each step.
+RewardFn = Callable[[CodeAction, CodeObservation], float]
+
+TASKS = ("humaneval",)
+
+
+class CodingEnv(Environment):
+    """Runs Python from the agent in a fresh, limited child process per step.
+
+    Args:
+        task: ``None`` (free-form), ``"humaneval"`` (a random problem per episode) or
+            ``"humaneval/N"`` (problem N).
+        max_attempts: Task mode: steps per episode before it terminates.
+        step_timeout: Wall-clock seconds per step when the action sets no timeout.
+        max_timeout: Cap on a step's timeout, whatever the action asks.
+        per_check_timeout: Task mode: seconds each check may take.
+        persistent: Free-form: keep one interpreter per episode (REPL-like).
+        reward_fn: Free-form: ``"module:function"`` (or a callable, in-process) returning
+            the reward from ``(action, observation)``.
+        memory_mb: Address-space limit of the child.
+        output_limit: Bytes kept of stdout and of stderr.
+        limits: Other :class:`~openenv_gym.envs._exec.Limits` fields to override.
+        render_mode: ``"ansi"`` renders the last output.
+    """
+
+    action_model = CodeAction
+    observation_model = CodeObservation
+    untrusted = True
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, task: str | None = None, max_attempts: int = 1, step_timeout: float = 10.0,
+                 max_timeout: float = 60.0, per_check_timeout: float = 3.0,
+                 persistent: bool = False, reward_fn: str | RewardFn | None = None,
+                 memory_mb: int = 1024, output_limit: int = 65536,
+                 limits: dict[str, int | None] | None = None,
+                 render_mode: str | None = None) -> None:
+        super().__init__(render_mode=render_mode)
+        self._fixed_problem = _parse_task(task)
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        if not 0 < step_timeout <= max_timeout:
+            raise ValueError(f"need 0 < step_timeout <= max_timeout, got {step_timeout} and {max_timeout}")
+        if persistent and task is not None:
+            raise ValueError("persistent=True is for free-form mode; task mode runs every "
+                             "attempt in a fresh process")
+        unknown = set(limits or {}) - {f.name for f in fields(Limits)}
+        if unknown:
+            raise ValueError(f"unknown limits {sorted(unknown)}; known: "
+                             f"{[f.name for f in fields(Limits)]}")
+        self.task = task
+        self.max_attempts = max_attempts
+        self.step_timeout = float(step_timeout)
+        self.max_timeout = float(max_timeout)
+        self.per_check_timeout = float(per_check_timeout)
+        self.persistent = persistent
+        self.reward_fn = _load_reward_fn(reward_fn)
+        self.limits = Limits(**{"memory_bytes": memory_mb << 20, **(limits or {})})
+        self.sandbox = Sandbox(self.limits, output_limit)
+        self.repl = Repl(self.sandbox) if persistent else None
+        self.problem: Problem | None = None
+        self.attempts = 0
+        self._last = CodeObservation()
+
+    # -- episode -------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode: a fresh empty directory (and interpreter), maybe a new problem.
+
+        Args:
+            seed: Seeds ``np_random`` (which picks the problem with ``task="humaneval"``).
+            options: ``{"problem": N}`` picks problem N for this episode (task mode).
+
+        Returns:
+            The observation (the prompt in task mode) and ``info`` with ``task_id``.
+        """
+        super().reset(seed=seed)
+        self.sandbox.fresh_workdir()
+        self.attempts = 0
+        if self.task is not None:
+            index = (options or {}).get("problem", self._fixed_problem)
+            if index is None:
+                index = int(self.np_random.integers(NUM_PROBLEMS))
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < NUM_PROBLEMS:
+                raise ValueError(f"options['problem'] must be an int in 0..{NUM_PROBLEMS - 1}, got {index!r}")
+            self.problem = get_problem(index)
+        if self.repl is not None:
+            self.repl.start()
+        self._last = self._observe(ExecResult(), passed=0)
+        return self._last, self._info()
+
+    def step(self, action: CodeAction):
+        """Run the code (free-form) or test the completion (task mode).
+
+        Returns:
+            ``(observation, reward, terminated, truncated, info)``.
+        """
+        timeout = min(action.timeout or self.step_timeout, self.max_timeout)
+        self.attempts += 1
+        if self.problem is not None:
+            return self._step_task(action, timeout)
+        if self.repl is not None:
+            result = self.repl.run_cell(action.code, timeout)
+        else:
+            result = self.sandbox.run_code(action.code, timeout)
+        obs = self._last = self._observe(result, passed=0)
+        if self.reward_fn is not None:
+            reward = float(self.reward_fn(action, obs))
+        else:
+            reward = 1.0 if result.exit_code == 0 and not result.timed_out else 0.0
+        return obs, reward, False, False, self._info(result)
+
+    def _step_task(self, action: CodeAction, timeout: float):
+        problem = self.problem
+        assert problem is not None
+        if not action.code.strip():
+            result = ExecResult(stderr="empty completion: nothing was run; it scores 0\n", exit_code=1)
+            passed: set[int] = set()
+        else:
+            result, passed = self.sandbox.run_checks(problem.prompt + action.code, problem, timeout,
+                                                     min(self.per_check_timeout, timeout))
+        obs = self._last = self._observe(result, passed=len(passed))
+        reward = len(passed) / problem.num_checks
+        terminated = len(passed) == problem.num_checks or self.attempts >= self.max_attempts
+        return obs, reward, terminated, False, self._info(result)
+
+    def _observe(self, result: ExecResult, passed: int) -> CodeObservation:
+        return CodeObservation(
+            stdout=result.stdout, stderr=result.stderr, exit_code=max(-255, min(255, result.exit_code)),
+            timed_out=result.timed_out, wall_time=result.wall_time,
+            prompt=self.problem.prompt if self.problem else "",
+            tests_passed=passed, tests_total=self.problem.num_checks if self.problem else 0,
+        )
+
+    def _info(self, result: ExecResult | None = None) -> dict[str, Any]:
+        info: dict[str, Any] = {"attempt": self.attempts}
+        if self.problem is not None:
+            info["task_id"] = self.problem.task_id
+            info["entry_point"] = self.problem.entry_point
+        if result is not None:
+            info["output_truncated"] = result.truncated
+        return info
+
+    def render(self) -> str:
+        """The last step's output as text (``render_mode="ansi"``)."""
+        obs = self._last
+        text = obs.stdout + (f"\n[stderr]\n{obs.stderr}" if obs.stderr else "")
+        return text + f"\n[exit {obs.exit_code}{', timed out' if obs.timed_out else ''}]"
+
+    def state(self) -> State:
+        return State(task=self.task, task_id=self.problem.task_id if self.problem else None,
+                     attempts=self.attempts, max_attempts=self.max_attempts,
+                     persistent=self.persistent)
+
+    def close(self) -> None:
+        """Kill the interpreter (if any) and remove the env's folder."""
+        if self.repl is not None:
+            self.repl.stop()
+        self.sandbox.close()
+        super().close()
+
+
+def _parse_task(task: str | None) -> int | None:
+    if task is None:
+        return None
+    name, _, number = task.partition("/")
+    if name not in TASKS:
+        raise ValueError(f"unknown task {task!r}; use None (free-form), 'humaneval' or 'humaneval/N'")
+    if not number:
+        return None
+    if not number.isdigit() or not 0 <= int(number) < NUM_PROBLEMS:
+        raise ValueError(f"task {task!r}: N must be 0..{NUM_PROBLEMS - 1}")
+    return int(number)
+
+
+def _load_reward_fn(spec: str | RewardFn | None) -> RewardFn | None:
+    if spec is None or callable(spec):
+        return spec
+    module, _, attr = str(spec).partition(":")
+    if not module or not attr:
+        raise ValueError(f"reward_fn must be 'module:function', got {spec!r}")
+    fn = getattr(importlib.import_module(module), attr)
+    if not callable(fn):
+        raise ValueError(f"reward_fn {spec!r} is not callable")
+    return fn
