@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "openenv_gym.cli.bench",
     "openenv_gym.cli.doctor",
     "openenv_gym.cli.init",
+    "openenv_gym.cli.docker",
 )
 
 

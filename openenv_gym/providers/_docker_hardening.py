@@ -32,9 +32,11 @@ HARDENING: dict[str, Any] = {
     "security_opt": ["no-new-privileges"],
     "read_only": True,
     # The only writable places; size-limited so a runaway env cannot fill the host's disk.
+    # /tmp is noexec (Docker's default); /workspace, the env's own work area, may hold
+    # programs it runs. (Docker 20.10 ignores a tmpfs "mode": ownership is set instead.)
     "tmpfs": {
-        "/tmp": "rw,nosuid,nodev,size=64m,mode=1777",
-        "/workspace": "rw,nosuid,nodev,size=256m,mode=1777",
+        "/tmp": "rw,nosuid,nodev,size=64m",
+        "/workspace": f"rw,nosuid,nodev,exec,size=256m,uid={CONTAINER_UID},gid={CONTAINER_UID}",
     },
     "mem_limit": "1g",
     "memswap_limit": "1g",  # equal to mem_limit: no swap, so a memory bomb is OOM-killed

@@ -43,7 +43,7 @@ from openenv_gym.errors import ProviderUnavailableError
 __all__ = [
     "BuildResult", "DEFAULT_BASE_IMAGE", "IMAGE_REPO", "PYTHON_VERSION", "base_candidates",
     "build_image", "ensure_base", "env_code_missing", "find_image", "image_tag",
-    "local_base_tag", "requirements",
+    "local_base_tag", "prune_old", "requirements",
 ]
 
 #: The public base image the Dockerfile defaults to (its Python must match PYTHON_VERSION).
@@ -58,7 +58,12 @@ Progress = Callable[[str], None]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _SOURCE_ROOT = _PACKAGE_DIR.parent
-CONTAINERS_DIR = Path(os.environ.get("OPENENV_GYM_CONTAINERS_DIR", _SOURCE_ROOT / "containers"))
+
+
+def containers_dir() -> Path:
+    """The folder with the Dockerfile and build-base.sh (``$OPENENV_GYM_CONTAINERS_DIR``)."""
+    return Path(os.environ.get("OPENENV_GYM_CONTAINERS_DIR") or _SOURCE_ROOT / "containers")
+
 _build_lock = threading.Lock()
 
 
@@ -96,7 +101,7 @@ def _sha(parts: Iterable[bytes]) -> str:
 
 
 def _dockerfile() -> Path:
-    path = CONTAINERS_DIR / "Dockerfile"
+    path = containers_dir() / "Dockerfile"
     if not path.is_file():
         raise ProviderUnavailableError(
             f"no Dockerfile at {path}: images are built from a source checkout of openenv_gym "
@@ -230,7 +235,7 @@ def _build_self_wheel(src_hash: str, progress: Progress) -> Path:
 
 def local_base_tag() -> str:
     """Tag of the locally built Debian base (hash of its build script)."""
-    script = CONTAINERS_DIR / "build-base.sh"
+    script = containers_dir() / "build-base.sh"
     digest = _sha([script.read_bytes()])[:12] if script.is_file() else "unknown"
     return f"{IMAGE_REPO}/base:bookworm-{digest}"
 
@@ -275,7 +280,7 @@ def ensure_base(client: Any, progress: Progress = lambda _: None) -> tuple[str, 
         progress(f"cannot pull {configured} ({str(exc).splitlines()[0][:120]}); "
                  "building a local Debian base")
     tag = local_base_tag()
-    script = CONTAINERS_DIR / "build-base.sh"
+    script = containers_dir() / "build-base.sh"
     if not script.is_file():
         raise ProviderUnavailableError(f"cannot pull {configured} and {script} is missing: build "
                                        "from a source checkout or set OPENENV_GYM_BASE_IMAGE")
@@ -373,7 +378,6 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
             _link_tree(self_dir, Path(ctx) / "self")
             _docker_build(client, ctx, tag, base[0], info.name, no_cache, progress)
         image = client.images.get(tag)
-        _prune_old(client, info, tag)
         return BuildResult(info.name, tag, image.attrs.get("Size", 0),
                            time.monotonic() - started, True)
 
@@ -406,14 +410,21 @@ def _docker_build(client: Any, ctx: str, tag: str, base: str, env: str, no_cache
                 progress(line[:100])
 
 
-def _prune_old(client: Any, info: EnvInfo, keep: str) -> None:
-    """Remove older tags of the same env image (images in use by a container stay)."""
+def prune_old(client: Any, info: EnvInfo, keep: str) -> list[str]:
+    """Remove older tags of ``info``'s image; returns the removed tags.
+
+    Not done by builds themselves: another process may be about to start a container from
+    an older tag (old tags share every layer but the last, small one).
+    """
     import docker.errors
 
+    removed: list[str] = []
     for image in client.images.list(name=f"{IMAGE_REPO}/{info.name}"):
         for tag in image.tags:
             if tag != keep and tag.startswith(f"{IMAGE_REPO}/{info.name}:"):
                 try:
                     client.images.remove(tag)
+                    removed.append(tag)
                 except docker.errors.APIError:
                     pass  # in use or already gone
+    return removed

@@ -100,9 +100,18 @@ class DockerWorker(Worker):
     def _spawn(self) -> None:
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)
-        self.container = self.client.containers.run(
-            self.image, self.command, name=self.name, detach=True, labels=self.labels,
-            volumes={self.folder: {"bind": SOCKET_DIR, "mode": "rw"}}, **self.run_options)
+        import docker.errors
+
+        try:
+            # create + start, not run: run() would try to pull a missing image from a registry.
+            self.container = self.client.containers.create(
+                self.image, self.command, name=self.name, detach=True, labels=self.labels,
+                volumes={self.folder: {"bind": SOCKET_DIR, "mode": "rw"}}, **self.run_options)
+        except docker.errors.ImageNotFound:
+            raise ProviderUnavailableError(
+                f"image {self.image} vanished from the Docker engine (removed by `docker rmi` "
+                f"or an image prune?); rebuild it with `openenv-gym build {self.env}`") from None
+        self.container.start()
         try:
             wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
         except WorkerError:

@@ -1,0 +1,188 @@
+"""``openenv-gym build`` and ``openenv-gym docker ps | stop | logs``: images and containers.
+
+Every command acts only on images and containers carrying openenv_gym's labels. (The
+top-level ``ps``/``stop``/``logs`` act on pools started by ``openenv-gym start``; the
+``docker`` group sees every worker container, including those of a plain ``gym.make``.)
+
+Example:
+    $ openenv-gym build echo gym          # offline, progress + summary table
+    $ openenv-gym docker ps               # our containers, their owners and states
+    $ openenv-gym docker stop             # remove containers whose owner is gone
+    $ openenv-gym docker stop --all       # remove all of ours
+    $ openenv-gym docker logs openenv-gym-123-p1-docker-w0 --tail 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from openenv_gym.errors import OpenEnvError
+
+__all__ = ["register"]
+
+
+def _client(console: Console) -> Any | None:
+    from openenv_gym.providers.docker import DockerProvider
+
+    ok, reason = DockerProvider.available()
+    if not ok:
+        console.print(f"[red]error:[/red] {reason}")
+        return None
+    import docker
+
+    return docker.from_env(timeout=120)
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.0f} MB"
+
+
+def _build(args: argparse.Namespace) -> int:
+    from openenv_gym.catalog import all_envs, get_env_info
+    from openenv_gym.providers._docker_images import build_image, env_code_missing, prune_old
+
+    console = Console(stderr=True)
+    client = _client(console)
+    if client is None:
+        return 1
+    try:
+        infos = [get_env_info(e) for e in args.envs] if args.envs else [
+            i for i in all_envs() if env_code_missing(i) is None]
+    except OpenEnvError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    table = Table(title="openenv_gym images")
+    for col in ("env", "image", "size", "time", "status"):
+        table.add_column(col)
+    failed = 0
+    with Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[env]:<8}"),
+                  TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=False) as progress:
+        for info in infos:
+            task = progress.add_task("resolving inputs", env=info.name, total=None)
+            started = time.monotonic()
+
+            def say(line: str, task: Any = task) -> None:
+                progress.update(task, description=line[:90])
+
+            try:
+                result = build_image(client, info, progress=say, no_cache=args.no_cache)
+            except OpenEnvError as exc:
+                failed += 1
+                progress.update(task, description="[red]failed", total=1, completed=1)
+                table.add_row(info.name, "-", "-", f"{time.monotonic() - started:.1f} s",
+                              f"[red]failed: {str(exc)[:300]}")
+                continue
+            if args.prune:
+                prune_old(client, info, result.tag)
+            status = "built" if result.built else "up to date"
+            progress.update(task, description=f"[green]{status}", total=1, completed=1)
+            table.add_row(info.name, result.tag, _size(result.size),
+                          f"{time.monotonic() - started:.1f} s", status)
+    Console().print(table)
+    return 1 if failed else 0
+
+
+def _ours(client: Any) -> list[Any]:
+    from openenv_gym.providers._docker_owner import project_filter
+
+    return client.containers.list(all=True, filters=project_filter())
+
+
+def _ps(args: argparse.Namespace) -> int:
+    from openenv_gym.providers._docker_owner import (
+        LABEL_ENV, LABEL_HOST, LABEL_OWNER_PID, LABEL_POOL, host_id, stale,
+    )
+
+    console = Console()
+    client = _client(Console(stderr=True))
+    if client is None:
+        return 1
+    table = Table(title="openenv_gym containers")
+    for col in ("name", "env", "pool", "owner", "status", "image"):
+        table.add_column(col)
+    here = host_id()
+    for c in _ours(client):
+        owner = c.labels.get(LABEL_OWNER_PID, "?")
+        if c.labels.get(LABEL_HOST) != here:
+            owner += " (other host)"
+        elif stale(c, here):
+            owner += " [red](gone)"
+        image = c.attrs.get("Config", {}).get("Image", "")
+        table.add_row(c.name, c.labels.get(LABEL_ENV, ""), c.labels.get(LABEL_POOL, ""), owner,
+                      c.status, image)
+    console.print(table)
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from openenv_gym.providers._docker_owner import stale
+
+    console = Console()
+    client = _client(Console(stderr=True))
+    if client is None:
+        return 1
+    ours = _ours(client)
+    if args.names:
+        chosen = [c for c in ours if c.name in args.names or c.id.startswith(tuple(args.names))]
+        unknown = [n for n in args.names
+                   if not any(c.name == n or c.id.startswith(n) for c in ours)]
+        for name in unknown:
+            console.print(f"[yellow]not an openenv_gym container: {name}")
+    elif args.all:
+        chosen = ours
+    else:
+        chosen = [c for c in ours if stale(c)]
+    for c in chosen:
+        c.remove(force=True)
+        console.print(f"removed {c.name}")
+    if not chosen:
+        console.print("nothing to stop" + ("" if args.all or args.names else
+                                           " (no container whose owner is gone; --all stops all)"))
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    console = Console(stderr=True)
+    client = _client(console)
+    if client is None:
+        return 1
+    for c in _ours(client):
+        if c.name == args.name or c.id.startswith(args.name):
+            print(c.logs(tail=args.tail).decode(errors="replace"), end="")
+            return 0
+    console.print(f"[red]error:[/red] no openenv_gym container named {args.name!r} "
+                  "(see `openenv-gym docker ps`)")
+    return 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``build`` and the ``docker`` group (``ps``, ``stop``, ``logs``)."""
+    p = sub.add_parser("build", help="build env container images offline (content-hashed tags)")
+    p.add_argument("envs", nargs="*", metavar="ENV",
+                   help="env names or ids (default: every env with code in this checkout)")
+    p.add_argument("--no-cache", action="store_true", help="rebuild every layer")
+    p.add_argument("--prune", action="store_true", help="remove older tags of the built images")
+    p.set_defaults(handler=_build)
+
+    group = sub.add_parser("docker", help="worker containers: docker ps | stop | logs")
+    group.set_defaults(handler=lambda _: (group.print_help(), 2)[1])
+    sub = group.add_subparsers(dest="docker_command", metavar="COMMAND")
+    p = sub.add_parser("ps", help="list openenv_gym worker containers")
+    p.set_defaults(handler=_ps)
+
+    p = sub.add_parser("stop", help="remove openenv_gym containers (default: orphaned ones)")
+    p.add_argument("names", nargs="*", metavar="NAME", help="container names or id prefixes")
+    p.add_argument("--all", action="store_true", help="remove every openenv_gym container")
+    p.set_defaults(handler=_stop)
+
+    p = sub.add_parser("logs", help="print a worker container's output")
+    p.add_argument("name", help="container name or id prefix (see `openenv-gym docker ps`)")
+    p.add_argument("--tail", type=int, default=100, help="last N lines (default 100)")
+    p.set_defaults(handler=_logs)

@@ -1,0 +1,331 @@
+"""The docker provider against a real engine: drop-in behaviour, hardening, limits, cleanup.
+
+Every test here uses real containers built from the real images; they skip without an
+engine (and fail under OPENENV_GYM_REQUIRE_DOCKER=1).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.client.transport import BinaryClient
+from openenv_gym.errors import ProviderUnavailableError, WorkerError
+from openenv_gym.providers._docker_hardening import CONTAINER_UID, container_options
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def client():
+    require_docker()
+    import docker
+
+    c = docker.from_env()
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def provider(client):
+    from openenv_gym.providers.docker import DockerProvider
+
+    return DockerProvider()
+
+
+def _ours(client, **labels):
+    from openenv_gym.providers._docker_owner import project_filter
+
+    return client.containers.list(all=True, filters=project_filter(**labels))
+
+
+def _exec(worker, script: str, timeout: float = 60.0) -> tuple[int, str]:
+    """Run python code in the worker's container as its own (non-root) user."""
+    proc = subprocess.run(["docker", "exec", "-u", f"{CONTAINER_UID}:{CONTAINER_UID}",
+                           worker.container_id, "python", "-c", textwrap.dedent(script)],
+                          capture_output=True, text=True, timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _episode(address: str) -> None:
+    c = BinaryClient(address, 30.0)
+    try:
+        out = c.request({"op": "reset", "seed": 1})
+        out = c.request({"op": "step", "sid": out["sid"], "action": {"message": "again"}})
+        assert out["obs"]["echo"] == "again"
+    finally:
+        c.drop()
+
+
+def test_echo_drop_in_for_process():
+    require_docker()
+    env = gym.make("OpenEnv/Echo-v0", provider="docker")
+    try:
+        assert env.unwrapped.provider_name == "docker"
+        obs, info = env.reset(seed=0)
+        obs, reward, terminated, truncated, info = env.step({"message": "hello"})
+        assert obs["echo"] == "hello" and reward == pytest.approx(0.5)
+    finally:
+        env.close()
+
+
+def test_gym_env_same_trajectory_as_process():
+    require_docker()
+    trajectories = []
+    for provider in ("process", "docker"):
+        env = gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider=provider)
+        try:
+            obs, _ = env.reset(seed=42)
+            rows = [obs]
+            for t in range(20):
+                obs, reward, terminated, truncated, _ = env.step(t % 2)
+                rows.append(obs)
+                if terminated or truncated:
+                    break
+            trajectories.append(np.stack(rows))
+        finally:
+            env.close()
+    np.testing.assert_array_equal(trajectories[0], trajectories[1])
+
+
+def test_close_removes_container(client):
+    before = {c.id for c in _ours(client, **{"openenv-gym.owner-pid": str(os.getpid())})}
+    env = gym.make("OpenEnv/Echo-v0", provider="docker")
+    env.reset(seed=0)
+    mine = [c for c in _ours(client, **{"openenv-gym.owner-pid": str(os.getpid())})
+            if c.id not in before]
+    assert len(mine) == 1 and mine[0].status == "running"
+    labels = mine[0].labels
+    assert labels["openenv-gym.env"] == "echo" and labels["openenv-gym.pool"]
+    env.close()
+    after = {c.id for c in _ours(client, **{"openenv-gym.owner-pid": str(os.getpid())})}
+    assert mine[0].id not in after
+
+
+def test_hardening_applied_and_overridable(client):
+    from openenv_gym.providers.docker import DockerProvider
+
+    p = DockerProvider(container_options={"pids_limit": 64, "mem_limit": "256m"})
+    [w] = p.start("echo")
+    try:
+        host = client.api.inspect_container(w.container_id)["HostConfig"]
+        assert host["PidsLimit"] == 64
+        assert host["Memory"] == host["MemorySwap"] == 256 * 1024 * 1024
+        assert host["CapDrop"] == ["ALL"] and host["ReadonlyRootfs"] is True
+        assert host["NetworkMode"] == "none" and host["Init"] is True
+        assert "no-new-privileges" in host["SecurityOpt"]
+        assert {u["Name"] for u in host["Ulimits"]} == {"nofile", "fsize"}
+    finally:
+        p.stop_all([w])
+    # One source of truth: defaults come from HARDENING, None removes one.
+    assert "network_mode" not in container_options({"network_mode": None})
+
+
+def test_inside_worker_unprivileged_offline_readonly(provider):
+    [w] = provider.start("echo")
+    try:
+        rc, out = _exec(w, """
+            import os, glob
+            def status(pid):
+                return dict(l.split(":", 1) for l in open(f"/proc/{pid}/status") if ":" in l)
+            server = [p.split("/")[2] for p in glob.glob("/proc/[0-9]*/cmdline")
+                      if b"openenv_gym.server" in open(p, "rb").read()]
+            assert server, "server process not found"
+            for pid in (server[0], "self"):
+                s = status(pid)
+                print("uid", s["Uid"].split()[0], "capeff", int(s["CapEff"], 16),
+                      "nnp", s["NoNewPrivs"].strip())
+            ifaces = [l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:]]
+            print("ifaces", ",".join(ifaces))
+            print("routes", len(open("/proc/net/route").readlines()[1:]))
+            try:
+                open("/etc/probe", "w")
+                print("rootfs writable")
+            except OSError as exc:
+                print("rootfs", exc.strerror)
+            root = [l.split() for l in open("/proc/mounts") if l.split()[1] == "/"][-1]
+            print("rootopts", root[3].split(",")[0])
+        """)
+        assert rc == 0, out
+        lines = out.splitlines()
+        for line in lines[:2]:
+            fields = line.split()
+            assert fields[1] != "0", f"runs as root: {line}"
+            assert fields[3] == "0", f"effective capabilities: {line}"
+            assert fields[5] == "1", f"no-new-privileges not set: {line}"
+        assert "ifaces lo" in lines
+        assert "routes 0" in lines
+        assert "rootfs Read-only file system" in lines
+        assert "rootopts ro" in lines
+        # Writable scratch space exists, and it is the size-limited tmpfs.
+        rc, out = _exec(w, "open('/tmp/x', 'w').write('ok'); open('/workspace/x', 'w').write('ok')")
+        assert rc == 0, out
+    finally:
+        provider.stop_all([w])
+
+
+def test_memory_bomb_oom_killed_and_worker_death_replaced():
+    from openenv_gym.providers.docker import DockerProvider
+
+    require_docker()
+    env = gym.make("OpenEnv/Echo-v0", provider="docker",
+                   provider_options={"container_options": {"mem_limit": "160m"}})
+    try:
+        env.reset(seed=0)
+        worker = env.unwrapped._worker
+        # A memory bomb in the container is OOM-killed by the cgroup limit (no swap).
+        rc, out = _exec(worker, """
+            blocks = []
+            while True:
+                blocks.append(bytearray(16 * 1024 * 1024))
+        """)
+        assert rc == 137, (rc, out)  # SIGKILL from the OOM killer
+        # The worker itself dies (the same fate when the OOM killer picks it): the session
+        # gets a clear, typed error, and the next reset runs on a replacement container.
+        old_id = worker.container_id
+        _exec(worker, """
+            import glob, os, signal
+            for p in glob.glob("/proc/[0-9]*/cmdline"):
+                if b"openenv_gym.server" in open(p, "rb").read():
+                    os.kill(int(p.split("/")[2]), signal.SIGKILL)
+        """)
+        deadline = time.monotonic() + 20
+        while worker.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not worker.alive()
+        assert "exit" in worker.exit_reason()
+        with pytest.raises(WorkerError):
+            env.step({"message": "lost"})
+        obs, _ = env.reset(seed=1)
+        assert worker.restarts == 1 and worker.container_id != old_id
+        assert worker.last_exit and "137" in worker.last_exit
+        obs, reward, *_ = env.step({"message": "next"})
+        assert obs["echo"] == "next"
+    finally:
+        env.close()
+    assert isinstance(env.unwrapped, openenv_gym.RemoteEnv)
+    assert DockerProvider.name == "docker"
+
+
+def test_fork_bomb_stops_at_pids_limit_and_worker_is_replaced(client):
+    from openenv_gym.providers.docker import DockerProvider
+
+    p = DockerProvider(container_options={"pids_limit": 48})
+    [w] = p.start("echo")
+    try:
+        rc, out = _exec(w, """
+            import os, time
+            children = 0
+            while True:
+                try:
+                    pid = os.fork()
+                except OSError as exc:
+                    print("fork refused:", exc.strerror, "after", children, flush=True)
+                    break
+                if pid == 0:
+                    time.sleep(600)  # hold the pid: the container is replaced, not waited for
+                    os._exit(0)
+                children += 1
+        """, timeout=120)
+        assert rc == 0, out
+        assert "fork refused: Resource temporarily unavailable" in out, out
+        refused_after = int(out.split("after")[1])
+        assert refused_after < 48
+        stats = client.api.inspect_container(w.container_id)["HostConfig"]
+        assert stats["PidsLimit"] == 48
+        old_id = w.container_id
+        w.restart()  # the bombed container is replaced as a whole (all its processes go)
+        assert w.container_id != old_id and w.alive()
+        _episode(w.address)
+        assert old_id not in {c.id for c in _ours(client)}
+    finally:
+        p.stop_all([w])
+
+
+def test_auto_build_off_names_build_command(tmp_path, monkeypatch):
+    from openenv_gym.providers.docker import DockerProvider
+
+    require_docker()
+    src = Path(__file__).resolve().parents[2] / "containers"
+    for name in ("Dockerfile", "build-base.sh"):
+        shutil.copy2(src / name, tmp_path / name)
+    # Changed inputs (a Dockerfile edit) mean a new tag: the image is "missing".
+    with open(tmp_path / "Dockerfile", "a") as f:
+        f.write(f"# test edit {time.time_ns()}\n")
+    monkeypatch.setenv("OPENENV_GYM_CONTAINERS_DIR", str(tmp_path))
+    p = DockerProvider(auto_build=False)
+    with pytest.raises(ProviderUnavailableError, match="openenv-gym build echo"):
+        p.start("echo")
+
+
+def test_image_option_missing_image_is_clear():
+    from openenv_gym.providers.docker import DockerProvider
+
+    require_docker()
+    p = DockerProvider(image="openenv-gym/does-not-exist:0")
+    with pytest.raises(ProviderUnavailableError, match="not present"):
+        p.start("echo")
+
+
+_OWNER = """
+import sys, time
+import gymnasium as gym, openenv_gym
+env = gym.make("OpenEnv/Echo-v0", provider="docker")
+env.reset(seed=0)
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_owner_sigkilled_leaves_no_container(client):
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root),
+                                                                    os.environ.get("PYTHONPATH")])))
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True,
+                             env=env)
+    try:
+        assert owner.stdout.readline().strip() == "ready"
+        label = {"openenv-gym.owner-pid": str(owner.pid)}
+        assert len(_ours(client, **label)) == 1
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+        deadline = time.monotonic() + 30
+        while _ours(client, **label) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _ours(client, **label) == []
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+
+
+@pytest.mark.slow
+def test_base_image_builds_from_nothing(client):
+    """The registry-free path: a Debian base from mmdebstrap (or debootstrap), imported."""
+    import docker.errors
+
+    tag = f"openenv-gym/base:test-{os.getpid()}"
+    script = Path(__file__).resolve().parents[2] / "containers" / "build-base.sh"
+    try:
+        subprocess.run(["bash", str(script), tag], check=True, timeout=600, capture_output=True)
+        out = client.containers.run(tag, ["sh", "-c", "python3 -m venv --help >/dev/null && "
+                                          "git --version && python3 --version"],
+                                    remove=True, network_mode="none")
+        assert b"git version" in out and b"Python 3.11" in out
+    finally:
+        try:
+            client.images.remove(tag, force=True)
+        except docker.errors.ImageNotFound:
+            pass
