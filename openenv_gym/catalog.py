@@ -38,6 +38,9 @@ class EnvInfo:
         modules: Modules the env needs inside the worker (``doctor`` checks them).
         extra: The pip extra that installs those modules.
         image_packages: Extra Python requirements baked into its container image.
+        container_options: Overrides of the docker provider's hardening defaults for this env
+            (``containers.run`` keyword arguments, e.g. ``{"network_mode": "bridge"}`` for an
+            env that needs a network; ``None`` as a value removes a default).
     """
 
     name: str
@@ -48,6 +51,7 @@ class EnvInfo:
     modules: tuple[str, ...] = ()
     extra: str | None = None
     image_packages: tuple[str, ...] = field(default=())
+    container_options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 
 BUILTIN_ENVS: tuple[EnvInfo, ...] = (
