@@ -282,7 +282,7 @@ class DockerProvider(Provider):
 
     def run_options(self, info: EnvInfo) -> dict[str, Any]:
         """The ``containers.run`` options for ``info``: defaults < env overrides < call overrides."""
-        return container_options(getattr(info, "container_options", None), self.container_options)
+        return container_options(info.container_options, self.container_options)
 
     def start(self, env: str, n: int = 1, env_kwargs: dict[str, Any] | None = None,
               pool: str | None = None) -> list[Worker]:
