@@ -1,0 +1,481 @@
+"""The ``ray`` provider: env workers placed across a Ray cluster by Ray's scheduler.
+
+Each worker is a Ray actor (:class:`ServerHost`) that reserves ``num_cpus`` (and any custom
+resources, e.g. ``{"docker": 1}`` for nodes that run an engine) on the node Ray picks, and
+starts ``python -m openenv_gym.server ENV --tcp-port 0`` there as its own child process.
+Only control goes through Ray (start, health, logs, stop); the data plane stays ours: the
+client talks to the worker's binary TCP address directly, never through Ray's object store.
+
+The server binds 127.0.0.1 unless ``host="node"``: on a single machine (or a test cluster
+built with :class:`ray.cluster_utils.Cluster`) every node is loopback; on a real cluster the
+trainer must reach each node's server port, so ``host="node"`` binds the node's own IP and
+you keep that port range inside the cluster's private network.
+
+A worker whose actor or node dies is re-placed by :meth:`RayWorker.restart` on a node that is
+still alive; its new address is read back from the new actor.
+
+Example:
+    >>> provider = RayProvider(num_cpus=0.5)            # starts a local Ray if none runs
+    >>> [worker] = provider.start("echo")
+    >>> worker.address.startswith("tcp://127.0.0.1:")
+    True
+    >>> provider.close()                                # stops workers, shuts Ray down
+"""
+
+from __future__ import annotations
+
+import os
+
+# Ray reads this on import (facts.md: set it first, or multi-node clusters on one
+# machine refuse to start on some platforms).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+import collections  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from typing import Any, Sequence  # noqa: E402
+
+try:
+    import ray  # noqa: E402
+    from ray.exceptions import GetTimeoutError, RayActorError, RayError  # noqa: E402
+    from ray.util.placement_group import placement_group, remove_placement_group  # noqa: E402
+    from ray.util.scheduling_strategies import (  # noqa: E402
+        NodeAffinitySchedulingStrategy,
+        PlacementGroupSchedulingStrategy,
+    )
+except ImportError as _exc:  # the registry turns this into "pip install 'openenv-gym[ray]'"
+    raise ImportError(f"the ray provider needs Ray: {_exc}") from None
+
+from openenv_gym.errors import ProviderUnavailableError, WorkerError  # noqa: E402
+from openenv_gym.providers.base import Provider, Worker  # noqa: E402
+
+__all__ = ["RayProvider", "RayWorker", "ServerHost", "STRATEGIES"]
+
+#: Placement strategies. SPREAD/DEFAULT schedule each actor on its own; the others reserve
+#: one placement group per pool (one bundle per worker), which Ray re-places on node loss.
+STRATEGIES = ("SPREAD", "DEFAULT", "PACK", "STRICT_PACK", "STRICT_SPREAD")
+_GROUP_STRATEGIES = ("PACK", "STRICT_PACK", "STRICT_SPREAD")
+_READY = re.compile(r"openenv-gym worker ready: .*binary=(\S+)")
+
+
+class ServerHost:
+    """The actor side of a worker: owns one env server process on its node.
+
+    Runs inside a Ray worker process. The server watches this actor's pid
+    (``--owner-pid``), so it exits within a fraction of a second when the actor is killed
+    or its node goes away, even by SIGKILL.
+
+    Args:
+        env: Catalog name.
+        kwargs_json: Env keyword arguments as JSON.
+        host: Interface to bind (``"127.0.0.1"``, or ``"node"`` for the node's IP).
+    """
+
+    def __init__(self, env: str, kwargs_json: str, host: str) -> None:
+        self.env = env
+        self.kwargs_json = kwargs_json
+        self.host = ray.util.get_node_ip_address() if host == "node" else host
+        self.proc: subprocess.Popen | None = None
+        self.lines: collections.deque[str] = collections.deque(maxlen=200)
+        self.address: str | None = None
+        self._ready = threading.Event()
+
+    def start(self, timeout: float) -> dict[str, Any]:
+        """Start the server and wait until it serves.
+
+        Returns:
+            ``address``, ``node_id``, ``node_ip``, ``actor_pid``, ``server_pid``.
+        """
+        from openenv_gym.providers.process import _worker_environ  # same PYTHONPATH rule
+
+        cmd = [sys.executable, "-m", "openenv_gym.server", self.env, "--tcp-port", "0",
+               "--host", self.host, "--env-kwargs", self.kwargs_json,
+               "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     env=_worker_environ())
+        threading.Thread(target=self._pump, daemon=True).start()
+        if not self._ready.wait(timeout) or self.address is None:
+            self.stop()
+            raise WorkerError(f"env server for {self.env!r} did not start within {timeout:.0f} s "
+                              f"on node {ray.util.get_node_ip_address()}.\n{self.logs()}")
+        ctx = ray.get_runtime_context()
+        return {"address": self.address, "node_id": ctx.get_node_id(),
+                "node_ip": ray.util.get_node_ip_address(), "actor_pid": os.getpid(),
+                "server_pid": self.proc.pid}
+
+    def _pump(self) -> None:
+        # A pipe, not a log file: nothing is left behind on the node when the actor dies.
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip()
+            self.lines.append(line)
+            match = _READY.search(line)
+            if match and self.address is None:
+                self.address = match.group(1)
+                self._ready.set()
+        self._ready.set()  # the server exited: stop waiting
+
+    def alive(self, grace: float = 0.1) -> bool:
+        """Whether the server process runs.
+
+        Callers ask right after a call failed; a process killed a moment ago may still be
+        tearing down, so give it ``grace`` seconds to finish dying before calling it alive.
+        """
+        if self.proc is None:
+            return False
+        try:
+            self.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            return True
+        return False
+
+    def logs(self, tail: int = 50) -> str:
+        """The server's last output lines."""
+        return "\n".join(list(self.lines)[-tail:])
+
+    def stop(self) -> None:
+        """Terminate the server (SIGTERM, then SIGKILL after 2 s)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(2.0)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5.0)
+
+
+_ServerHostActor = ray.remote(ServerHost)
+
+
+class RayWorker(Worker):
+    """An env server hosted by a Ray actor somewhere in the cluster.
+
+    Attributes:
+        address: ``tcp://IP:PORT`` of the server (re-read on every restart).
+        node_id: Hex id of the Ray node it runs on.
+        node_ip: That node's IP as Ray sees it.
+        pid: The env server's process id (on its node; the process that serves).
+        actor_pid: The hosting actor's process id (on its node).
+
+    Args:
+        provider: The provider that placed it (holds options and the placement group).
+        env: Catalog name.
+        kwargs_json: Env keyword arguments as JSON.
+        index: Position in its pool (its placement group bundle, if any).
+        pool: Pool name (actor names).
+    """
+
+    def __init__(self, provider: "RayProvider", env: str, kwargs_json: str, index: int,
+                 pool: str) -> None:
+        self.provider = provider
+        self.env = env
+        self.kwargs_json = kwargs_json
+        self.index = index
+        self.pool = pool
+        self.actor: Any = None
+        self.node_id = self.node_ip = ""
+        self.pid = self.actor_pid = 0
+        self._lock = threading.Lock()
+        self._place()
+
+    def _place(self) -> None:
+        p = self.provider
+        options: dict[str, Any] = {"num_cpus": p.num_cpus, "max_restarts": 0,
+                                   "scheduling_strategy": p._strategy_for(self.pool, self.index)}
+        if p.resources:
+            options["resources"] = dict(p.resources)
+        if p.runtime_env:
+            options["runtime_env"] = p.runtime_env
+        actor = _ServerHostActor.options(**options).remote(self.env, self.kwargs_json, p.host)
+        self.actor = actor
+        try:
+            info = ray.get(actor.start.remote(p.startup_timeout), timeout=p.placement_timeout)
+        except GetTimeoutError:
+            ray.kill(actor, no_restart=True)
+            raise WorkerError(
+                f"no Ray node took worker {self.index} of {self.env!r} within "
+                f"{p.placement_timeout:.0f} s: it asks for {p.demand()} and the cluster has "
+                f"{ray.available_resources()} free. Lower num_cpus, add nodes, or stop other "
+                "work.") from None
+        except RayError as exc:
+            ray.kill(actor, no_restart=True)
+            raise WorkerError(f"worker {self.index} of {self.env!r} failed to start on Ray: "
+                              f"{_cause(exc)}") from None
+        self.address = info["address"]
+        self.node_id, self.node_ip = info["node_id"], info["node_ip"]
+        self.pid, self.actor_pid = info["server_pid"], info["actor_pid"]
+
+    def alive(self) -> bool:
+        if self.actor is None:
+            return False
+        try:
+            return bool(ray.get(self.actor.alive.remote(), timeout=self.provider.alive_timeout))
+        except (RayError, GetTimeoutError):
+            return False  # a dead actor, a lost node, or one too slow to answer: replace it
+
+    def restart(self) -> None:
+        with self._lock:
+            self._kill()
+            self.restarts += 1
+            self._place()
+
+    def _kill(self) -> None:
+        if self.actor is None:
+            return
+        try:
+            # A graceful stop lets the server close sessions; the kill covers a hung actor.
+            ray.get(self.actor.stop.remote(), timeout=5.0)
+        except (RayError, GetTimeoutError):
+            pass
+        try:
+            ray.kill(self.actor, no_restart=True)
+        except (RayError, ValueError):
+            pass
+        self.actor = None
+
+    def stop(self) -> None:
+        with self._lock:
+            self._kill()
+        self.provider._forget(self)
+
+    def logs(self, tail: int = 50) -> str:
+        if self.actor is None:
+            return ""
+        try:
+            return str(ray.get(self.actor.logs.remote(tail), timeout=5.0))
+        except (RayError, GetTimeoutError) as exc:
+            return f"(logs unavailable: the actor is gone: {type(exc).__name__})"
+
+
+def _cause(exc: BaseException) -> str:
+    # RayTaskError wraps the actor's exception; show the user the original message.
+    cause = getattr(exc, "cause", None)
+    return str(cause) if cause is not None else str(exc).strip().splitlines()[-1]
+
+
+_connection_lock = threading.Lock()
+_connection_users = 0
+_connected_by_us = False
+
+
+def _acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> bool:
+    """Connect to (or start) Ray once per process; returns whether this call counted a user."""
+    global _connection_users, _connected_by_us
+    with _connection_lock:
+        if not ray.is_initialized():
+            kwargs = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
+            ray.init(address=address, **kwargs)
+            _connected_by_us = True
+        elif not _connected_by_us:
+            return False  # the user's own ray.init: never shut it down for them
+        _connection_users += 1
+        return True
+
+
+def _release_ray() -> None:
+    global _connection_users, _connected_by_us
+    with _connection_lock:
+        _connection_users -= 1
+        if _connection_users == 0 and _connected_by_us:
+            # Terminates a local Ray we started; only disconnects from a running cluster.
+            ray.shutdown()
+            _connected_by_us = False
+
+
+class RayProvider(Provider):
+    """Places workers across a Ray cluster.
+
+    Args:
+        address: Ray cluster to use: None (Ray's default: ``RAY_ADDRESS``, else the latest
+            local cluster, else start one), ``"auto"`` (must exist), ``"local"`` (always
+            start one), ``"HOST:PORT"`` or ``"ray://HOST:10001"``. Ignored when this process
+            already called ``ray.init``.
+        num_cpus: CPUs each worker reserves (fractions allowed).
+        resources: Custom resources each worker needs, e.g. ``{"docker": 1}`` to land only
+            on nodes started with ``--resources='{"docker": 8}'``.
+        strategy: One of :data:`STRATEGIES`. SPREAD (default) puts workers on different
+            nodes where it can; PACK fills as few nodes as possible; STRICT_* insist.
+        node_id: Pin every worker to this node (soft: a restart after that node is lost
+            goes elsewhere).
+        host: ``"127.0.0.1"`` (default; single machine) or ``"node"`` (bind each node's IP,
+            for trainers on another machine: keep those ports inside a private network).
+        runtime_env: Ray runtime env for the actors (e.g. ``{"pip": ["openenv-gym"]}`` when
+            nodes do not have the package installed).
+        startup_timeout: Seconds the env server may take to start once placed.
+        placement_timeout: Seconds to wait for Ray to place a worker and its server to start.
+        alive_timeout: Seconds :meth:`RayWorker.alive` waits for the actor to answer.
+        init_kwargs: Extra arguments for ``ray.init`` (e.g. ``num_cpus`` for a local start).
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, *, num_cpus: float = 1.0,
+                 resources: dict[str, float] | None = None, strategy: str = "SPREAD",
+                 node_id: str | None = None, host: str = "127.0.0.1",
+                 runtime_env: dict[str, Any] | None = None, startup_timeout: float = 60.0,
+                 placement_timeout: float = 120.0, alive_timeout: float = 5.0,
+                 init_kwargs: dict[str, Any] | None = None) -> None:
+        strategy = strategy.upper()
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown Ray placement strategy {strategy!r}; use one of "
+                             f"{', '.join(STRATEGIES)}")
+        if node_id is not None and strategy in _GROUP_STRATEGIES:
+            raise ValueError(f"node_id pins workers to one node; it cannot be combined with "
+                             f"strategy={strategy!r} (use SPREAD or DEFAULT)")
+        if num_cpus < 0:
+            raise ValueError(f"num_cpus must be >= 0, got {num_cpus}")
+        self.address = address
+        self.num_cpus = float(num_cpus)
+        self.resources = dict(resources or {})
+        self.strategy = strategy
+        self.node_id = node_id
+        self.host = host
+        self.runtime_env = runtime_env
+        self.startup_timeout = startup_timeout
+        self.placement_timeout = placement_timeout
+        self.alive_timeout = alive_timeout
+        self.init_kwargs = dict(init_kwargs or {})
+        self._holds_ray = False
+        self._connected = False
+        self._groups: dict[str, Any] = {}
+        self._workers: list[RayWorker] = []
+        self._lock = threading.Lock()
+
+    def connect(self) -> None:
+        """Connect to the cluster (or start a local one). Called by :meth:`start`."""
+        with self._lock:
+            if not self._connected:
+                self._holds_ray = _acquire_ray(self.address, self.init_kwargs)
+                self._connected = True
+
+    def demand(self) -> dict[str, float]:
+        """The resources one worker reserves."""
+        return {"CPU": self.num_cpus, **self.resources}
+
+    def _check_feasible(self) -> None:
+        # Fail at once with the reason instead of letting Ray wait forever for a node
+        # that will never exist.
+        demand = {k: v for k, v in self.demand().items() if v > 0}
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        if self.node_id is not None and not any(n["NodeID"] == self.node_id for n in nodes):
+            raise ValueError(f"no live Ray node has id {self.node_id!r}; live nodes: "
+                             f"{[n['NodeID'] for n in nodes]}")
+        if not any(all(n["Resources"].get(k, 0) >= v for k, v in demand.items()) for n in nodes):
+            offered = [{k: v for k, v in n["Resources"].items() if not k.startswith("node:")}
+                       for n in nodes]
+            raise ProviderUnavailableError(
+                f"no node of the Ray cluster can host a worker asking for {demand}; nodes offer "
+                f"{offered}. Start nodes with those resources (`ray start --resources=...`) or "
+                "ask for less (num_cpus=, resources=).")
+
+    def _strategy_for(self, pool: str, index: int) -> Any:
+        group = self._groups.get(pool)
+        if group is not None:
+            return PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index)
+        if self.node_id is not None:
+            return NodeAffinitySchedulingStrategy(self.node_id, soft=True)
+        return self.strategy
+
+    def start(self, env: str, n: int = 1, env_kwargs: dict[str, Any] | None = None,
+              pool: str | None = None) -> list[Worker]:
+        """Place ``n`` workers of ``env`` on the cluster and wait until all serve.
+
+        Args:
+            env: Catalog name.
+            n: Number of workers.
+            env_kwargs: JSON-serializable keyword arguments for the env.
+            pool: Pool name; generated when omitted.
+
+        Returns:
+            The workers, in order.
+
+        Raises:
+            ProviderUnavailableError: No node can ever host a worker of this shape.
+            WorkerError: A worker could not be placed or its server failed to start.
+        """
+        self.connect()
+        self._check_feasible()
+        pool = pool or f"p{time.time_ns() % 10**10:x}"
+        if self.strategy in _GROUP_STRATEGIES:
+            self._reserve(pool, n)
+        try:
+            return super().start(env, n, env_kwargs, pool)
+        except BaseException:
+            self._release_group(pool)
+            raise
+
+    def _reserve(self, pool: str, n: int) -> None:
+        bundle = {k: v for k, v in self.demand().items() if v > 0} or {"CPU": 0.001}
+        group = placement_group([dict(bundle) for _ in range(n)], strategy=self.strategy,
+                                name=f"openenv-gym-{pool}")
+        try:
+            ray.get(group.ready(), timeout=self.placement_timeout)
+        except GetTimeoutError:
+            remove_placement_group(group)
+            raise WorkerError(
+                f"Ray could not reserve {n} x {bundle} with strategy {self.strategy} within "
+                f"{self.placement_timeout:.0f} s (free: {ray.available_resources()}). "
+                "Use fewer workers, a softer strategy (PACK, SPREAD) or more nodes.") from None
+        self._groups[pool] = group  # bundle i hosts worker i of this pool
+
+    def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
+        try:
+            kwargs_json = json.dumps(env_kwargs)
+        except TypeError as exc:
+            raise TypeError(f"env kwargs must be JSON-serializable to reach a worker: {exc}") from None
+        worker = RayWorker(self, env, kwargs_json, index, pool)
+        with self._lock:
+            self._workers.append(worker)
+        return worker
+
+    def _forget(self, worker: RayWorker) -> None:
+        with self._lock:
+            if worker in self._workers:
+                self._workers.remove(worker)
+            pools_in_use = {w.pool for w in self._workers}
+        for pool in [p for p in self._groups if p not in pools_in_use]:
+            self._release_group(pool)
+
+    def _release_group(self, pool: str) -> None:
+        group = self._groups.pop(pool, None)
+        if group is None:
+            return
+        try:
+            remove_placement_group(group)
+        except RayError:
+            pass
+
+    def stop_all(self, workers: Sequence[Worker]) -> None:
+        """Stop workers; once none of this provider's workers is left, release Ray too
+        (``RemoteEnv.close`` and the vector env's close end here)."""
+        super().stop_all(workers)
+        with self._lock:
+            idle = not self._workers
+        if idle:
+            self.close()
+
+    def close(self) -> None:
+        """Stop every worker this provider placed, free its placement groups, and release Ray
+        (shut down if this process started or connected it and no other provider uses it)."""
+        with self._lock:
+            workers = list(self._workers)
+        if workers:
+            super().stop_all(workers)
+        for pool in list(self._groups):
+            self._release_group(pool)
+        with self._lock:
+            holds, self._holds_ray, self._connected = self._holds_ray, False, False
+        if holds:
+            _release_ray()
+
+    def __enter__(self) -> "RayProvider":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,185 @@
+"""The ray provider on a real 3-node Ray cluster (``ray.cluster_utils.Cluster`` on loopback).
+
+Placement is checked against the node each worker really runs on; the shared behaviour tests
+of every provider run here with ``provider="ray"``; a node removed mid-rollout has its
+workers re-placed while the vector env carries on; nothing is left running afterwards.
+One cluster serves the whole module (starting one takes several seconds).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import openenv_gym
+from openenv_gym.client.transport import BinaryClient
+from openenv_gym.errors import ProviderUnavailableError, WorkerError
+
+pytest.importorskip("ray")
+
+from openenv_gym.providers.ray import RayProvider  # noqa: E402
+
+
+@pytest.fixture
+def provider(ray_cluster) -> str:
+    """The shared behaviour tests below run with this provider: ray, on the module's cluster."""
+    return "ray"
+
+
+def _shared(relpath: str, names: list[str]) -> None:
+    # The behaviour every provider must show lives with the core tests; collecting the same
+    # functions here runs them against provider="ray" (the fixture above).
+    path = Path(__file__).parent.parent / relpath
+    spec = importlib.util.spec_from_file_location(f"shared_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    for name in names:
+        globals()[name] = getattr(module, name)
+
+
+_shared("client/test_remote_env.py", [
+    "test_echo_episode_through_gym_make", "test_check_env_passes_for_echo",
+    "test_remote_trajectories_equal_local", "echo_env",
+    "test_malformed_actions_are_typed_errors_and_session_continues",
+    "test_action_outside_space_is_rejected_for_space_envs", "test_bad_env_kwargs_fail_with_the_worker_log",
+])
+_shared("client/test_worker_faults.py", [
+    "test_killed_worker_raises_clearly_within_timeout_then_reset_recovers",
+    "test_stuck_worker_times_out", "test_unknown_op_and_wrong_field_types_are_typed",
+])
+
+
+def _nodes(ray_cluster, workers: list) -> list[str]:
+    return [ray_cluster.node_name(w.node_id) for w in workers]
+
+
+def test_custom_resource_places_workers_only_on_nodes_that_offer_it(ray_cluster) -> None:
+    provider = RayProvider(num_cpus=0.5, resources={"docker": 1})
+    workers = provider.start("echo", 4)
+    try:
+        names = _nodes(ray_cluster, workers)
+        assert set(names) <= {"node_a", "node_b"} and "head" not in names
+        for w in workers:
+            assert w.address.startswith("tcp://127.0.0.1:")
+            assert BinaryClient(w.address, 10).request({"op": "health"})["env"] == "echo"
+    finally:
+        provider.stop_all(workers)
+
+
+def test_zone_resource_pins_workers_to_one_node(ray_cluster) -> None:
+    provider = RayProvider(num_cpus=0.25, resources={"zone_b": 0.1})
+    workers = provider.start("echo", 3)
+    try:
+        assert _nodes(ray_cluster, workers) == ["node_b"] * 3
+    finally:
+        provider.stop_all(workers)
+
+
+def test_strict_spread_puts_each_worker_on_its_own_node(ray_cluster) -> None:
+    provider = RayProvider(num_cpus=0.5, strategy="STRICT_SPREAD")
+    workers = provider.start("echo", 3)
+    try:
+        assert sorted(_nodes(ray_cluster, workers)) == ["head", "node_a", "node_b"]
+    finally:
+        provider.stop_all(workers)
+    import ray
+
+    # The pool's placement group is released with its last worker.
+    groups = ray.util.placement_group_table().values()
+    assert all(g["state"] == "REMOVED" for g in groups if g["name"].startswith("openenv-gym-"))
+
+
+def test_pack_fills_one_node_and_node_id_pins(ray_cluster) -> None:
+    provider = RayProvider(num_cpus=1, strategy="PACK")
+    workers = provider.start("echo", 3)
+    try:
+        assert len(set(_nodes(ray_cluster, workers))) == 1
+    finally:
+        provider.stop_all(workers)
+    pinned = RayProvider(num_cpus=0.5, node_id=ray_cluster.node_a.node_id)
+    workers = pinned.start("echo", 2)
+    try:
+        assert _nodes(ray_cluster, workers) == ["node_a", "node_a"]
+    finally:
+        pinned.stop_all(workers)
+
+
+def test_impossible_placement_is_a_clear_error_at_once(ray_cluster) -> None:
+    start = time.monotonic()
+    with pytest.raises(ProviderUnavailableError, match=r"no node of the Ray cluster.*'gpu_box'"):
+        RayProvider(resources={"gpu_box": 1}).start("echo")
+    with pytest.raises(ProviderUnavailableError, match="'CPU': 64"):
+        RayProvider(num_cpus=64).start("echo")
+    assert time.monotonic() - start < 10
+    with pytest.raises(ValueError, match="unknown Ray placement strategy 'ROUND'"):
+        RayProvider(strategy="round")
+    with pytest.raises(ValueError, match="no live Ray node has id 'ffff'"):
+        RayProvider(node_id="ffff").start("echo")
+    with pytest.raises(WorkerError, match="max_steps must be >= 1"):
+        RayProvider(num_cpus=0.5).start("echo", 2, {"max_steps": 0})
+
+
+def test_stop_ends_actor_and_server_processes(ray_cluster, procs) -> None:
+    provider = RayProvider(num_cpus=0.5)
+    workers = provider.start("echo", 3)
+    pids = {w.pid for w in workers} | {w.actor_pid for w in workers}
+    assert procs.running(pids) == pids and len(pids) == 6
+    provider.stop_all(workers)
+    assert not procs.wait_gone({w.pid for w in workers}, 10), "env servers still running after stop"
+    assert all(not w.alive() for w in workers)
+
+
+def test_node_lost_mid_rollout_replaces_its_workers_and_the_rollout_continues(ray_cluster, procs) -> None:
+    """Drives the rollout through the vector env (gym.make_vec), which restarts failed workers."""
+    extra = ray_cluster.cluster.add_node(num_cpus=4, resources={"docker": 4})
+    ray_cluster.extra.append(extra)
+    ray_cluster.cluster.wait_for_nodes()
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=6, env_id="CartPole-v1", provider="ray",
+                        step_timeout=20.0,
+                        provider_options={"num_cpus": 0.5, "resources": {"docker": 1}})
+    try:
+        pool = envs.unwrapped._pool if hasattr(envs.unwrapped, "_pool") else envs._pool
+        workers = pool.workers
+        placed = _nodes(ray_cluster, workers)
+        doomed = {i for i, name in enumerate(placed) if name == "extra0"}
+        assert doomed and set(placed) <= {"node_a", "node_b", "extra0"}, placed
+        doomed_pids = {workers[i].pid for i in doomed}
+
+        envs.action_space.seed(0)
+        envs.reset(seed=0)
+        for _ in range(5):
+            envs.step(envs.action_space.sample())
+        ray_cluster.cluster.remove_node(extra)
+
+        # Each lost worker's envs are flagged once, at the step where its loss shows
+        # (the servers on the lost node exit within moments of each other).
+        expected = sorted(i for w in doomed for i in pool.groups[w])
+        flagged: list[int] = []
+        deadline = time.monotonic() + 60
+        while sorted(flagged) != expected and time.monotonic() < deadline:
+            obs, rewards, terms, truncs, infos = envs.step(envs.action_space.sample())
+            if "_worker_restarted" in infos:
+                now = [int(i) for i in np.flatnonzero(infos["_worker_restarted"])]
+                assert all(truncs[i] for i in now) and not set(now) & set(flagged)
+                assert "worker" in str(infos["worker_error"][now[0]])
+                flagged += now
+        assert sorted(flagged) == expected
+        assert not procs.wait_gone(doomed_pids, 5)
+
+        # Re-placed on surviving nodes; the other workers were left alone.
+        after = _nodes(ray_cluster, pool.workers)
+        assert all(after[i] in {"node_a", "node_b"} for i in doomed)
+        assert [w.restarts for w in pool.workers] == [int(i in doomed) for i in range(len(workers))]
+        for _ in range(30):
+            obs, rewards, terms, truncs, infos = envs.step(envs.action_space.sample())
+            assert "_worker_restarted" not in infos
+            assert envs.observation_space.contains(obs)
+    finally:
+        envs.close()
+    assert not procs.wait_gone({w.pid for w in pool.workers}, 10)
