@@ -1,0 +1,121 @@
+"""Text <-> env glue: completions become actions, observations become text for the model.
+
+An LLM writes text; our envs take structured actions (``{"code": ...}`` for Coding,
+``{"message": ...}`` for Echo). :func:`default_action_fn` picks the right shape for a
+catalog env, and :func:`default_observation_fn` renders an observation as the text a
+multi-turn rollout feeds back to the model. Pass your own functions to the adapter to
+change either.
+
+Example:
+    >>> to_action = default_action_fn("coding")
+    >>> to_action("```python\\nprint(1)\\n```")
+    {'code': 'print(1)\\n'}
+    >>> completion_text([{"role": "assistant", "content": "hi"}])
+    'hi'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Mapping
+
+from gymnasium import spaces
+
+from openenv_gym.spaces import UnicodeText
+
+__all__ = [
+    "ActionFn",
+    "ObservationFn",
+    "completion_text",
+    "extract_code",
+    "default_action_fn",
+    "default_observation_fn",
+    "text_field",
+]
+
+#: ``action_fn(completion_text) -> action`` in the env's action format.
+ActionFn = Callable[[str], Any]
+#: ``observation_fn(observation) -> text`` shown to the model on the next turn.
+ObservationFn = Callable[[Any], str]
+
+_FENCE = re.compile(r"```[ \t]*(?:python|py|bash|sh|shell)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a TRL completion: a string, or the last message of a conversation."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion:
+        last = completion[-1]
+        if isinstance(last, Mapping):
+            content = last.get("content", "")
+            if isinstance(content, list):  # typed content blocks
+                return "".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
+            return str(content)
+    return "" if completion is None else str(completion)
+
+
+def extract_code(text: str) -> str:
+    """The first fenced code block of ``text`` (`` ```python ... ``` ``), else ``text`` itself.
+
+    Models asked for code often wrap it in a fence; a bare completion (HumanEval style,
+    continuing the prompt) is used as it is.
+    """
+    match = _FENCE.search(text)
+    if match is None:
+        return text
+    code = match.group(1)
+    return code if code.endswith("\n") else code + "\n"
+
+
+def text_field(action_space: spaces.Space) -> str:
+    """The first text field of a Dict action space (the one a completion fills)."""
+    if isinstance(action_space, spaces.Dict):
+        for name, sub in action_space.spaces.items():
+            if isinstance(sub, (UnicodeText, spaces.Text)):
+                return name
+    raise ValueError(f"action space {action_space} has no text field; pass action_fn=... "
+                     "to turn completions into actions")
+
+
+def default_action_fn(env: str, action_space: spaces.Space | None = None) -> ActionFn:
+    """How a completion becomes an action for ``env``.
+
+    Args:
+        env: Catalog name (``"coding"``, ``"echo"``, ``"git"``, ...).
+        action_space: The env's action space, used to find the text field of other envs.
+
+    Returns:
+        Coding: ``{"code": extract_code(text)}``; Git: ``{"command": first code block or
+        the text, stripped}``; others: ``{<first text field>: text}``.
+    """
+    if env == "coding":
+        return lambda text: {"code": extract_code(text)}
+    if env == "git":
+        field = text_field(action_space) if action_space is not None else "command"
+        return lambda text: {field: extract_code(text).strip()}
+    if action_space is None:
+        raise ValueError(f"no default action format for env {env!r} without its action space")
+    field = text_field(action_space)
+    return lambda text: {field: text}
+
+
+def default_observation_fn(env: str) -> ObservationFn:
+    """How an observation becomes text for the model's next turn.
+
+    Returns:
+        A function joining the observation's text fields (``stdout``/``stderr``/``output``
+        first), plus ``exit_code`` and checks passed when the observation has them.
+    """
+    preferred = ("output", "stdout", "stderr", "echo", "message", "instruction")
+
+    def render(obs: Any) -> str:
+        if not isinstance(obs, Mapping):
+            return str(obs)
+        parts = [str(obs[k]) for k in preferred if isinstance(obs.get(k), str) and obs[k]]
+        for key in ("exit_code", "tests_passed", "checks_passed"):
+            if key in obs:
+                parts.append(f"[{key}: {int(obs[key])}]")
+        return "\n".join(parts) + "\n"
+
+    return render

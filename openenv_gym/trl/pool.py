@@ -1,0 +1,366 @@
+"""``EnvPool``: many sandboxed episodes at once over a pool of openenv_gym workers.
+
+The pool starts ``num_workers`` workers of one env through a provider (process, docker,
+ray) and runs episodes on them from a thread pool: ``concurrency`` lanes per worker, each
+lane with its own connection and session. :meth:`EnvPool.run` takes a batch of scripted
+episodes (reset, then a list of actions) and hands them out to free lanes as they free
+up, so one slow episode (a test suite that takes seconds) holds one lane, not the batch.
+:meth:`EnvPool.open` leases sessions for multi-turn episodes driven from outside (the
+GRPO rollout generates each next action), and :meth:`EnvPool.step_many` steps them
+concurrently.
+
+Faults never raise out of a batch: an episode that exceeds ``episode_timeout`` or whose
+worker dies gets the failure reward (see :class:`~openenv_gym.trl.outcome.FailurePolicy`),
+its reason is logged on the ``openenv_gym.trl`` logger and counted in :attr:`EnvPool.stats`,
+and the worker is replaced so the next batch finds it healthy.
+
+Example:
+    >>> pool = EnvPool("echo", num_workers=2, provider="process")
+    >>> outcomes = pool.run([EpisodeJob([{"message": "hi"}]), EpisodeJob([{"message": "hello"}])])
+    >>> [round(o.reward, 1) for o in outcomes]
+    [0.2, 0.5]
+    >>> pool.close()
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from openenv_gym.catalog import get_env_info
+from openenv_gym.client.transport import BinaryClient
+from openenv_gym.errors import (
+    OpenEnvError,
+    ProtocolError,
+    SessionNotFoundError,
+    WorkerError,
+    WorkerTimeoutError,
+)
+from openenv_gym.providers import get_provider
+from openenv_gym.providers.base import Worker
+from openenv_gym.spaces import from_wire, space_from_dict
+from openenv_gym.trl.outcome import REWARD_MODES, EpisodeOutcome, FailurePolicy, FailureReward
+
+__all__ = ["EnvPool", "EpisodeJob", "Episode"]
+
+logger = logging.getLogger("openenv_gym.trl")
+
+
+@dataclass
+class EpisodeJob:
+    """A scripted episode: reset, then take ``actions`` in order until the episode ends.
+
+    Args:
+        actions: The actions (dicts in the env's action format, e.g. ``{"code": ...}``).
+        options: ``reset(options=...)`` (e.g. ``{"problem": 17}`` for Coding's task mode).
+        seed: ``reset(seed=...)``.
+    """
+
+    actions: Sequence[Any]
+    options: Optional[dict[str, Any]] = None
+    seed: Optional[int] = None
+    #: Free-form tag carried to logs (e.g. the batch index).
+    tag: Any = field(default=None, compare=False)
+
+
+class _Failure(Exception):
+    """Internal: an episode failed with a known kind (never leaves this module)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Episode:
+    """A session leased from an :class:`EnvPool` for one episode at a time.
+
+    Obtained from :meth:`EnvPool.open`; drive it with :meth:`reset` and :meth:`step` (or
+    many at once with :meth:`EnvPool.reset_many` / :meth:`EnvPool.step_many`). Failures
+    do not raise: they end the episode and are recorded in :attr:`outcome`.
+
+    Attributes:
+        outcome: What the current episode produced so far.
+    """
+
+    def __init__(self, pool: "EnvPool", worker: int) -> None:
+        self.pool = pool
+        self.worker = worker
+        self._client = BinaryClient(pool.workers[worker].address, pool.step_timeout)
+        self._generation = pool._generations[worker]
+        self._sid: Optional[str] = None
+        self._deadline = 0.0
+        self.outcome = EpisodeOutcome(worker=worker)
+
+    # -- requests ------------------------------------------------------------------------
+    def _request(self, message: dict[str, Any]) -> dict[str, Any]:
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Failure("timeout", f"episode exceeded episode_timeout={self.pool.episode_timeout}s")
+        if self._generation != self.pool._generations[self.worker]:
+            raise _Failure("crash", f"worker {self.worker} was restarted mid-episode (another "
+                                    "episode on it timed out or crashed)")
+        if self._client.address != self.pool.workers[self.worker].address:
+            self._client.drop()
+            self._client.address = self.pool.workers[self.worker].address
+        try:
+            return self._client.request(message, timeout=min(self.pool.step_timeout, remaining))
+        except WorkerTimeoutError:
+            raise _Failure("timeout", f"episode exceeded episode_timeout={self.pool.episode_timeout}s "
+                                      f"(worker {self.worker} gave no answer in time)") from None
+        except SessionNotFoundError as exc:
+            raise _Failure("crash", f"session lost on worker {self.worker}: {exc}") from None
+        except (WorkerError, ProtocolError, OSError) as exc:
+            raise _Failure("crash", f"worker {self.worker} failed: {exc}") from None
+        except OpenEnvError as exc:
+            raise _Failure("env_error", f"{type(exc).__name__}: {exc}") from None
+
+    def _fail(self, failure: _Failure) -> EpisodeOutcome:
+        out = self.outcome
+        out.failure, out.message = failure.kind, str(failure)
+        out.reward = self.pool.policy.reward_for(failure.kind)
+        self.pool._record_failure(self, failure)
+        self._sid = None
+        return out
+
+    # -- episode -------------------------------------------------------------------------
+    def reset(self, options: Optional[dict[str, Any]] = None, seed: Optional[int] = None) -> EpisodeOutcome:
+        """Start a new episode (its budget of ``episode_timeout`` seconds starts now).
+
+        Returns:
+            The fresh :attr:`outcome` (its ``observations[0]`` is the reset observation;
+            on failure, ``failure`` is set).
+        """
+        self._deadline = time.monotonic() + self.pool.episode_timeout
+        self._generation = self.pool._generations[self.worker]
+        self.outcome = EpisodeOutcome(worker=self.worker)
+        request: dict[str, Any] = {"op": "reset", "seed": seed, "options": options}
+        if self._sid is not None:
+            request["sid"] = self._sid  # reuse the session: no new env on the worker
+        try:
+            try:
+                reply = self._request(request)
+            except _Failure as failure:
+                if "sid" not in request or failure.kind != "crash":
+                    raise
+                request.pop("sid")
+                reply = self._request(request)
+        except _Failure as failure:
+            return self._fail(failure)
+        self._sid = reply["sid"]
+        self.outcome.observations.append(from_wire(reply["obs"], self.pool.observation_space))
+        self.outcome.infos.append(reply.get("info", {}))
+        return self.outcome
+
+    def step(self, action: Any) -> EpisodeOutcome:
+        """Take one step; a no-op when the episode is already over.
+
+        Returns:
+            The updated :attr:`outcome`; ``outcome.reward`` holds the env's reward so far
+            (per the pool's ``reward_mode``) or the failure reward.
+        """
+        out = self.outcome
+        if out.done:
+            return out
+        if self._sid is None:
+            return self._fail(_Failure("env_error", "step() before a successful reset()"))
+        try:
+            reply = self._request({"op": "step", "sid": self._sid, "action": action})
+        except _Failure as failure:
+            return self._fail(failure)
+        out.rewards.append(float(reply["reward"]))
+        out.observations.append(from_wire(reply["obs"], self.pool.observation_space))
+        out.infos.append(reply.get("info", {}))
+        out.terminated, out.truncated = bool(reply["terminated"]), bool(reply["truncated"])
+        out.reward = out.env_reward(self.pool.reward_mode)
+        return out
+
+    def finish(self, truncated: bool = True) -> EpisodeOutcome:
+        """End the episode from outside (e.g. a turn limit): the env's reward so far stands."""
+        out = self.outcome
+        if not out.done:
+            out.truncated = truncated
+            out.reward = out.env_reward(self.pool.reward_mode)
+        return out
+
+    def close(self) -> None:
+        """Close the session on the worker and the connection (safe to call twice)."""
+        if self._sid is not None and self._generation == self.pool._generations[self.worker]:
+            try:
+                self._client.request({"op": "close", "sid": self._sid}, timeout=5.0)
+            except (OpenEnvError, OSError):
+                pass  # the worker may be gone; closing must not fail
+        self._sid = None
+        self._client.drop()
+
+
+class EnvPool:
+    """``num_workers`` workers of one env and the threads that run episodes on them.
+
+    Args:
+        env: Catalog name or id (``"coding"``, ``"OpenEnv/Git-v0"``).
+        num_workers: Workers to start.
+        provider: ``"auto"`` (default), ``"process"``, ``"docker"`` or ``"ray"``.
+        concurrency: Episodes each worker runs at once (lanes per worker).
+        episode_timeout: Wall-clock seconds one episode may take, reset to end, before
+            it fails with ``"timeout"`` and its worker is replaced.
+        step_timeout: Cap on one request (also bounded by what is left of the episode).
+        failure_reward: Reward of failed episodes (see
+            :class:`~openenv_gym.trl.outcome.FailurePolicy`); default ``0.0``.
+        reward_mode: ``"return"`` (sum of step rewards, default) or ``"final"`` (last
+            step's reward).
+        provider_options: Keyword arguments for the provider (docker limits, ...).
+        **env_kwargs: Keyword arguments for the env in every worker (``task=...``).
+
+    Attributes:
+        stats: Counter of ``"episodes"`` run and of each failure kind.
+        failures: The last failed outcomes (newest last, at most 100).
+    """
+
+    def __init__(self, env: str, num_workers: int = 4, *, provider: str = "auto",
+                 concurrency: int = 1, episode_timeout: float = 120.0, step_timeout: float = 120.0,
+                 failure_reward: FailureReward = 0.0, reward_mode: str = "return",
+                 provider_options: Optional[dict[str, Any]] = None, **env_kwargs: Any) -> None:
+        if not isinstance(num_workers, int) or num_workers < 1:
+            raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
+        if not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
+        for name, value in (("episode_timeout", episode_timeout), ("step_timeout", step_timeout)):
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        if reward_mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode={reward_mode!r}; use one of {list(REWARD_MODES)}")
+        self.info = get_env_info(env)
+        self.policy = FailurePolicy(failure_reward)
+        self.reward_mode = reward_mode
+        self.episode_timeout = float(episode_timeout)
+        self.step_timeout = float(step_timeout)
+        self.concurrency = concurrency
+        self.stats: Counter[str] = Counter()
+        self.failures: list[EpisodeOutcome] = []
+        self._provider = get_provider(provider, untrusted=self.info.untrusted, **(provider_options or {}))
+        self.provider_name = self._provider.name
+        self.workers: list[Worker] = self._provider.start(self.info.name, num_workers, dict(env_kwargs))
+        self._generations = [0] * num_workers
+        self._locks = [threading.Lock() for _ in range(num_workers)]
+        self._stats_lock = threading.Lock()
+        self._next_worker = itertools.count()
+        self._executor = ThreadPoolExecutor(max_workers=num_workers * concurrency,
+                                            thread_name_prefix="openenv-trl")
+        try:
+            spec = BinaryClient(self.workers[0].address, self.step_timeout).request({"op": "spec"})["spec"]
+        except BaseException:
+            self.close()
+            raise
+        self.spec: dict[str, Any] = spec
+        self.action_space = space_from_dict(spec["action_space"])
+        self.observation_space = space_from_dict(spec["observation_space"])
+        # One long-lived lane per (worker, slot): its session is reused across episodes.
+        self._lanes: "queue.SimpleQueue[Episode]" = queue.SimpleQueue()
+        for _ in range(concurrency):
+            for w in range(num_workers):
+                self._lanes.put(Episode(self, w))
+
+    @property
+    def num_workers(self) -> int:
+        """How many workers the pool runs."""
+        return len(self.workers)
+
+    # -- scripted episodes ---------------------------------------------------------------
+    def run(self, jobs: Sequence[EpisodeJob]) -> list[EpisodeOutcome]:
+        """Run every job on a free lane, concurrently; never raises for an episode's fault.
+
+        Args:
+            jobs: The episodes to run.
+
+        Returns:
+            One :class:`~openenv_gym.trl.outcome.EpisodeOutcome` per job, in order.
+        """
+        return list(self._executor.map(self._run_one, jobs))
+
+    def _run_one(self, job: EpisodeJob) -> EpisodeOutcome:
+        lane = self._lanes.get()  # blocks until a lane is free: at most concurrency per worker
+        try:
+            out = lane.reset(job.options, job.seed)
+            for action in job.actions:
+                if out.done:
+                    break
+                out = lane.step(action)
+            if not out.done:
+                out = lane.finish(truncated=False)
+            with self._stats_lock:
+                self.stats["episodes"] += 1
+            return out
+        finally:
+            self._lanes.put(lane)
+
+    # -- externally driven episodes (multi-turn rollouts) ---------------------------------
+    def open(self, n: int) -> list[Episode]:
+        """Lease ``n`` sessions, spread round-robin over the workers.
+
+        Close them with :meth:`Episode.close` (or :meth:`close_many`) when done.
+        """
+        return [Episode(self, next(self._next_worker) % self.num_workers) for _ in range(n)]
+
+    def reset_many(self, episodes: Sequence[Episode], options: Sequence[Optional[dict[str, Any]]],
+                   seeds: Sequence[Optional[int]]) -> list[EpisodeOutcome]:
+        """Reset every episode concurrently (``options[i]``/``seeds[i]`` for episode i)."""
+        return list(self._executor.map(lambda a: a[0].reset(a[1], a[2]), zip(episodes, options, seeds)))
+
+    def step_many(self, episodes: Sequence[Episode], actions: Sequence[Any]) -> list[EpisodeOutcome]:
+        """Step every episode with its action concurrently; ended episodes are left as they are."""
+        return list(self._executor.map(lambda a: a[0].step(a[1]), zip(episodes, actions)))
+
+    def close_many(self, episodes: Sequence[Episode]) -> None:
+        """Close the sessions of leased episodes and count them."""
+        for ep in episodes:
+            ep.close()
+        with self._stats_lock:
+            self.stats["episodes"] += len(episodes)
+
+    # -- faults ----------------------------------------------------------------------------
+    def _record_failure(self, episode: Episode, failure: _Failure) -> None:
+        with self._stats_lock:
+            self.stats[failure.kind] += 1
+            self.failures = (self.failures + [episode.outcome])[-100:]
+        logger.warning("episode on worker %d failed (%s): %s; reward %r", episode.worker,
+                       failure.kind, failure, episode.outcome.reward)
+        if failure.kind in ("timeout", "crash"):
+            self._replace_worker(episode.worker, episode._generation)
+
+    def _replace_worker(self, w: int, seen_generation: int) -> None:
+        # A stuck worker may still be running the step that timed out: replace it rather
+        # than let the next episode queue behind it. Episodes sharing it see a "crash".
+        with self._locks[w]:
+            if self._generations[w] != seen_generation:
+                return  # another lane already replaced it
+            self._generations[w] += 1
+            try:
+                self.workers[w].restart()
+            except Exception as exc:  # keep the pool usable; the next request reports it
+                logger.error("could not restart worker %d: %s", w, exc)
+
+    def close(self) -> None:
+        """Stop the threads and every worker (safe to call twice)."""
+        executor = getattr(self, "_executor", None)
+        if executor is not None:
+            executor.shutdown(wait=True)
+        if getattr(self, "workers", None):
+            self._provider.stop_all(self.workers)
+            self.workers = []
+
+    def __enter__(self) -> "EnvPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"EnvPool(env={self.info.name!r}, provider={self.provider_name!r}, "
+                f"num_workers={self.num_workers}, concurrency={self.concurrency})")

@@ -1,0 +1,155 @@
+"""``EnvRollout``: a multi-turn ``rollout_func`` for TRL's GRPOTrainer, over an :class:`EnvPool`.
+
+Each prompt of the batch becomes one episode on its own session. Turn by turn, the
+trainer's own generation path (transformers ``generate`` or vLLM, whatever the
+``GRPOConfig`` chose) writes the next action for every live episode in one batch, the pool
+steps all of them concurrently, and each observation is appended to that episode's token
+stream with ``env_mask = 0`` (so the loss only trains on the model's tokens). Episodes end
+when the env says so, after ``max_turns``, when the completion reaches
+``max_completion_length``, or when they fail (failure reward, logged reason).
+
+The episode's reward travels to GRPO in the ``openenv_reward`` field; pass
+:func:`episode_reward` (or ``rollout.reward_func``) as the reward function.
+
+Example:
+    >>> pool = EnvPool("coding", num_workers=4, persistent=True)            # doctest: +SKIP
+    >>> rollout = EnvRollout(pool, max_turns=3)                              # doctest: +SKIP
+    >>> trainer = GRPOTrainer(model, reward_funcs=[episode_reward], rollout_func=rollout,
+    ...                       args=config, train_dataset=ds, processing_class=tokenizer)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Callable, Optional, Sequence
+
+from openenv_gym.trl.formats import (
+    ActionFn,
+    ObservationFn,
+    default_action_fn,
+    default_observation_fn,
+)
+from openenv_gym.trl.outcome import EpisodeOutcome
+from openenv_gym.trl.pool import EnvPool
+
+__all__ = ["EnvRollout", "episode_reward", "prompt_seed", "REWARD_FIELD"]
+
+#: The rollout output field carrying each episode's reward to the reward functions.
+REWARD_FIELD = "openenv_reward"
+
+
+def prompt_seed(prompt: Any) -> int:
+    """A stable seed from the prompt's text, so every completion of a GRPO group sees the same task."""
+    return int.from_bytes(hashlib.sha256(repr(prompt).encode()).digest()[:4], "little")
+
+
+def episode_reward(prompts: Any = None, completions: Any = None, openenv_reward: Any = None,
+                   **kwargs: Any) -> list[Optional[float]]:
+    """Reward function returning the episode rewards an :class:`EnvRollout` produced, unchanged."""
+    if openenv_reward is None:
+        raise KeyError("no 'openenv_reward' field: use episode_reward with rollout_func=EnvRollout(...)")
+    return list(openenv_reward)
+
+
+class EnvRollout:
+    """``GRPOTrainer(rollout_func=EnvRollout(pool))``: multi-turn episodes, stepped concurrently.
+
+    Args:
+        pool: The workers hosting the episodes.
+        max_turns: Model turns per episode at most (the episode is then truncated and
+            keeps the env's reward so far).
+        action_fn: ``text -> action`` for each model turn.
+        observation_fn: ``observation -> text`` fed back after each env step.
+        options_fn: ``prompt -> reset options`` (choose the task from the prompt).
+        seed_fn: ``prompt -> reset seed``; default :func:`prompt_seed` (same prompt, same task).
+        show_reset_observation: Append the reset observation's text to the prompt (for
+            envs that pose the task at reset, like Git's instruction).
+
+    Attributes:
+        last_outcomes: The episodes of the last call.
+    """
+
+    def __init__(self, pool: EnvPool, *, max_turns: int = 4, action_fn: Optional[ActionFn] = None,
+                 observation_fn: Optional[ObservationFn] = None,
+                 options_fn: Optional[Callable[[Any], Optional[dict[str, Any]]]] = None,
+                 seed_fn: Optional[Callable[[Any], Optional[int]]] = prompt_seed,
+                 show_reset_observation: bool = False) -> None:
+        if not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
+        self.pool = pool
+        self.max_turns = max_turns
+        self.action_fn = action_fn or default_action_fn(pool.info.name, pool.action_space)
+        self.observation_fn = observation_fn or default_observation_fn(pool.info.name)
+        self.options_fn = options_fn
+        self.seed_fn = seed_fn
+        self.show_reset_observation = show_reset_observation
+        self.reward_func = episode_reward
+        self.last_outcomes: list[EpisodeOutcome] = []
+
+    # TRL reads a callable's __name__ in some log paths.
+    __name__ = "openenv_rollout"
+
+    def __call__(self, prompts: Sequence[Any], trainer: Any) -> dict[str, Any]:
+        """Run one episode per prompt; returns TRL's rollout dict plus ``openenv_reward``."""
+        tokenizer = getattr(trainer, "_tokenizer", None) or trainer.processing_class
+        budget = int(trainer.max_completion_length)
+        prompt_ids = [_encode_prompt(tokenizer, p) for p in prompts]
+        episodes = self.pool.open(len(prompts))
+        try:
+            options = [self.options_fn(p) if self.options_fn else None for p in prompts]
+            seeds = [self.seed_fn(p) if self.seed_fn else None for p in prompts]
+            outcomes = self.pool.reset_many(episodes, options, seeds)
+            if self.show_reset_observation:
+                for i, out in enumerate(outcomes):
+                    if out.ok and out.observations:
+                        prompt_ids[i] = prompt_ids[i] + _encode(tokenizer, self.observation_fn(out.observations[0]))
+            completion_ids: list[list[int]] = [[] for _ in prompts]
+            env_mask: list[list[int]] = [[] for _ in prompts]
+            live = [i for i, out in enumerate(outcomes) if not out.done]
+            for _turn in range(self.max_turns):
+                if not live:
+                    break
+                inputs = [prompt_ids[i] + completion_ids[i] for i in live]
+                generated, _ = trainer._generate_single_turn(inputs, None, {}, 1)
+                actions = []
+                for i, ids in zip(live, generated):
+                    ids = list(ids)[: budget - len(completion_ids[i])]
+                    completion_ids[i] += ids
+                    env_mask[i] += [1] * len(ids)
+                    actions.append(self.action_fn(tokenizer.decode(ids, skip_special_tokens=True)))
+                stepped = self.pool.step_many([episodes[i] for i in live], actions)
+                still = []
+                for i, out in zip(live, stepped):
+                    outcomes[i] = out
+                    if out.done or len(completion_ids[i]) >= budget:
+                        continue
+                    feedback = _encode(tokenizer, self.observation_fn(out.observations[-1]))
+                    feedback = feedback[: budget - len(completion_ids[i])]
+                    completion_ids[i] += feedback
+                    env_mask[i] += [0] * len(feedback)
+                    if len(completion_ids[i]) < budget:
+                        still.append(i)
+                live = still
+            for i, ep in enumerate(episodes):
+                outcomes[i] = ep.finish(truncated=True) if not outcomes[i].done else outcomes[i]
+        finally:
+            self.pool.close_many(episodes)
+        for i in range(len(prompts)):
+            if not completion_ids[i]:  # failed at reset: TRL needs at least one token
+                completion_ids[i], env_mask[i] = [tokenizer.eos_token_id], [0]
+        self.last_outcomes = outcomes
+        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None,
+                "env_mask": env_mask, REWARD_FIELD: [o.reward for o in outcomes]}
+
+
+def _encode(tokenizer: Any, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _encode_prompt(tokenizer: Any, prompt: Any) -> list[int]:
+    if isinstance(prompt, str):
+        return list(tokenizer(prompt)["input_ids"])
+    ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
+    if isinstance(ids, dict) or hasattr(ids, "keys"):
+        ids = ids["input_ids"]
+    return list(ids)
