@@ -114,7 +114,7 @@ def check_port(port: int = 8000) -> list[Check]:
         except OSError:
             return [Check(f"port {port}", "warn", "in use on 127.0.0.1",
                           f"`openenv-gym serve ENV --port N` with another N; `ss -ltnp | grep :{port}` shows who holds it")]
-    return [Check(f"port {port}", "ok", "free on 127.0.0.1 (openenv-gym serve's default)")]
+    return [Check(f"port {port}", "ok", "free on 127.0.0.1")]
 
 
 def check_docker() -> list[Check]:
@@ -197,17 +197,21 @@ def check_envs() -> list[Check]:
     return out
 
 
-CHECKS: tuple[Callable[[], list[Check]], ...] = (
+CHECKS: tuple[Callable[..., list[Check]], ...] = (
     check_python, check_packages, check_runtime_dir, check_port, check_docker, check_ray, check_envs,
 )
 
 
-def run_checks() -> list[Check]:
-    """Every check, in order; a check that crashes becomes a failed finding."""
+def run_checks(port: int = 8000) -> list[Check]:
+    """Every check, in order; a check that crashes becomes a failed finding.
+
+    Args:
+        port: The HTTP port to check is free (``openenv-gym serve --port``).
+    """
     out: list[Check] = []
     for check in CHECKS:
         try:
-            out.extend(check())
+            out.extend(check(port) if check is check_port else check())
         except Exception as exc:  # doctor must report, not crash
             out.append(Check(check.__name__.removeprefix("check_"), "fail",
                              f"{type(exc).__name__}: {exc}", "report this as a bug"))
@@ -216,7 +220,7 @@ def run_checks() -> list[Check]:
 
 def _doctor(args: argparse.Namespace) -> int:
     with console.status("checking…") if not args.json else contextlib.nullcontext():
-        checks = run_checks()
+        checks = run_checks(args.port)
     failed = any(c.status == "fail" for c in checks)
     if args.json:
         console.print_json(json.dumps([asdict(c) for c in checks]))
@@ -241,4 +245,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "codes: 0 the core works (warnings allowed), 1 something "
                                    "the core needs is missing.")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.add_argument("--port", type=int, default=8000,
+                   help="HTTP port you will serve on, checked to be free (default 8000)")
     p.set_defaults(handler=_doctor)

@@ -1,0 +1,102 @@
+"""The CLI's shape and the quick commands: help, exit codes, list, doctor, bench."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from cli_helpers import run, run_json
+
+COMMANDS = ("list", "serve", "start", "ps", "stop", "logs", "bench", "doctor", "init")
+
+
+def test_help_lists_every_command_and_no_command_is_a_usage_error() -> None:
+    out = run("--help")
+    assert out.returncode == 0
+    for command in COMMANDS:
+        assert command in out.stdout
+    assert run().returncode == 2
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_exit_codes_or_usage(command: str) -> None:
+    out = run(command, "--help")
+    assert out.returncode == 0 and "usage: openenv-gym " + command in out.stdout
+
+
+def test_unknown_option_is_a_usage_error() -> None:
+    out = run("list", "--no-such-option")
+    assert out.returncode == 2 and "unrecognized arguments" in out.stderr
+
+
+def test_list_shows_builtin_envs_and_where_they_run() -> None:
+    out = run("list")
+    assert out.returncode == 0
+    assert "OpenEnv/Echo-v0" in out.stdout and "OpenEnv/Gym-v0" in out.stdout
+    assert "process" in out.stdout
+
+
+def test_doctor_reports_python_packages_envs_and_exits_zero_when_core_works() -> None:
+    findings = run_json("doctor", "--json")
+    by_area = {f["area"]: f for f in findings}
+    assert by_area["python"]["status"] == "ok"
+    assert by_area["package gymnasium"]["status"] == "ok"
+    assert by_area["env echo"]["status"] == "ok" and "process" in by_area["env echo"]["detail"]
+    assert "docker engine" in by_area and "ray" in by_area
+    assert all(f["fix"] for f in findings if f["status"] != "ok"), "every problem names its fix"
+    table = run("doctor")
+    assert table.returncode == 0 and "checks:" in table.stdout
+
+
+def test_doctor_names_the_fix_for_a_port_in_use() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        findings = run_json("doctor", "--json", "--port", str(port))
+    check = next(f for f in findings if f["area"] == f"port {port}")
+    assert check["status"] == "warn" and "--port" in check["fix"]
+
+
+def test_doctor_names_the_fix_when_no_docker_engine_answers() -> None:
+    out = run("doctor", "--json", env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    assert out.returncode == 0  # Docker is optional: a warning, not a failure
+    import json
+
+    check = next(f for f in json.loads(out.stdout) if f["area"] == "docker engine")
+    assert check["status"] == "warn" and "dockerd" in check["fix"]
+
+
+def test_bench_prints_steps_per_second_and_latency_percentiles(provider: str) -> None:
+    result = run_json("bench", "echo", "--provider", provider, "--steps", "60", "--warmup", "5",
+                      "--action", '{"message": "hi"}', "--json")
+    assert result["provider"] == provider and result["steps"] == 60
+    assert result["steps_per_s"] > 0
+    lat = result["latency_ms"]
+    assert 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"]
+    # echo truncates after 100 steps: 65 steps of one env end no episode
+    assert result["episodes"] == 0
+
+
+def test_bench_vector_env_and_table_output(provider: str) -> None:
+    out = run("bench", "gym", "--provider", provider, "--num-envs", "2", "--steps", "40",
+              "--warmup", "5", "--env-kwargs", '{"env_id": "CartPole-v1"}')
+    assert out.returncode == 0, out.stderr
+    assert "env-steps/s" in out.stdout and "p99" in out.stdout and "num_envs=2" in out.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ("bench", "no-such-env"),
+    ("bench", "echo", "--env-kwargs", "not json"),
+    ("bench", "echo", "--steps", "0"),
+])
+def test_bench_bad_arguments_are_usage_errors(args: tuple[str, ...]) -> None:
+    out = run(*args)
+    assert out.returncode == 2 and "error:" in out.stderr
+
+
+def test_bench_failure_in_the_env_exits_one_with_the_reason() -> None:
+    out = run("bench", "echo", "--provider", "process", "--steps", "5",
+              "--action", '{"message": 5}')
+    assert out.returncode == 1 and "InvalidActionError" in out.stderr

@@ -1,0 +1,151 @@
+"""``start``, ``ps``, ``logs``, ``stop`` and ``serve`` on real workers, through the real command."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+from cli_helpers import end, run, run_json, spawn, wait_for
+from openenv_gym.client.transport import BinaryClient
+
+
+def _pool_name() -> str:
+    return f"t-{uuid.uuid4().hex[:8]}"
+
+
+def _pid_gone(pid: int, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_start_ps_logs_stop_a_pool(provider: str, tmp_path) -> None:
+    name, log = _pool_name(), str(tmp_path / "start.log")
+    proc = spawn("start", "echo", "-n", "2", "--provider", provider, "--name", name,
+                 "--env-kwargs", '{"max_steps": 3}', log=log)
+    try:
+        wait_for(rf"pool {name} is running", log, proc, timeout=180)
+        with open(log) as f:
+            printed = f.read()
+        assert "w0" in printed and "w1" in printed and "unix://" in printed
+
+        [record] = [r for r in run_json("ps", "--json") if r["name"] == name]
+        assert record["env"] == "echo" and record["provider"] == provider
+        assert record["owner_pid"] == proc.pid and len(record["workers"]) == 2
+        assert run("ps").returncode == 0 and name in run("ps").stdout
+
+        # The printed addresses serve episodes (the env kwargs reached the workers).
+        for worker in record["workers"]:
+            client = BinaryClient(worker["address"], timeout=30)
+            sid = client.request({"op": "reset", "seed": 0})["sid"]
+            for _ in range(3):
+                out = client.request({"op": "step", "sid": sid, "action": {"message": "hey"}})
+            assert out["obs"]["echo"] == "hey" and out["truncated"]
+            client.drop()
+
+        logs = run("logs", name, "-w", "1")
+        assert logs.returncode == 0 and "w1" in logs.stdout and "worker ready" in logs.stdout
+        assert run("logs", name, "-w", "7").returncode == 2
+
+        stopped = run("stop", name)
+        assert stopped.returncode == 0 and f"stopped pool {name}" in stopped.stdout
+        assert proc.wait(30) == 0
+        assert name not in [r["name"] for r in run_json("ps", "--json")]
+        for worker in record["workers"]:
+            if worker.get("pid"):
+                assert _pid_gone(worker["pid"])
+            assert not os.path.exists(worker["address"].removeprefix("unix://"))
+        if provider == "docker":
+            import docker
+
+            client = docker.from_env()
+            assert not client.containers.list(all=True, filters={"label": f"openenv-gym.pool={name}"})
+    finally:
+        end(proc)
+
+
+def test_start_replaces_a_worker_that_dies(tmp_path) -> None:
+    name, log = _pool_name(), str(tmp_path / "start.log")
+    proc = spawn("start", "echo", "--provider", "process", "--name", name, log=log)
+    try:
+        wait_for(rf"pool {name} is running", log, proc)
+        [record] = [r for r in run_json("ps", "--json") if r["name"] == name]
+        old = record["workers"][0]["pid"]
+        os.kill(old, signal.SIGKILL)
+        wait_for("worker w0 died; restarting it", log, proc)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            [record] = [r for r in run_json("ps", "--json") if r["name"] == name]
+            if record["workers"][0]["pid"] != old:
+                break
+            time.sleep(0.1)
+        worker = record["workers"][0]
+        assert worker["pid"] != old and worker["restarts"] == 1
+        client = BinaryClient(worker["address"], timeout=30)
+        assert client.request({"op": "health"})["status"] == "ok"
+        client.drop()
+    finally:
+        assert end(proc) == 0  # SIGTERM is a normal stop
+
+
+@pytest.mark.parametrize("args", [
+    ("start", "no-such-env"),
+    ("start", "echo", "-n", "0"),
+    ("start", "echo", "--env-kwargs", "[1]"),
+    ("start", "echo", "--name", "Bad Name!"),
+    ("stop",),
+])
+def test_start_and_stop_usage_errors(args: tuple[str, ...]) -> None:
+    out = run(*args)
+    assert out.returncode == 2 and "error:" in out.stderr
+
+
+def test_stop_and_logs_of_an_unknown_pool_fail_with_what_is_running() -> None:
+    for args in (("stop", "no-such-pool"), ("logs", "no-such-pool")):
+        out = run(*args)
+        assert out.returncode == 1 and "openenv-gym ps" in out.stderr
+
+
+def test_start_refuses_a_name_already_running_and_a_bad_env_kwarg(tmp_path) -> None:
+    name, log = _pool_name(), str(tmp_path / "start.log")
+    proc = spawn("start", "echo", "--provider", "process", "--name", name, log=log)
+    try:
+        wait_for(rf"pool {name} is running", log, proc)
+        again = run("start", "echo", "--provider", "process", "--name", name)
+        assert again.returncode == 2 and "already running" in again.stderr
+    finally:
+        end(proc)
+    broken = run("start", "echo", "--provider", "process", "--env-kwargs", '{"max_steps": 0}')
+    assert broken.returncode == 1 and "max_steps" in broken.stderr
+
+
+def test_serve_answers_http_and_web_and_exits_on_sigterm(tmp_path) -> None:
+    log = str(tmp_path / "serve.log")
+    proc = spawn("serve", "echo", "--port", "0", log=log)
+    try:
+        http = wait_for(r"http=(http://127\.0\.0\.1:\d+)", log, proc).group(1)
+        body = json.dumps({}).encode()
+        req = urllib.request.Request(f"{http}/reset", body, {"content-type": "application/json"})
+        sid = json.load(urllib.request.urlopen(req, timeout=10))["session_id"]
+        body = json.dumps({"session_id": sid, "action": {"message": "web"}}).encode()
+        req = urllib.request.Request(f"{http}/step", body, {"content-type": "application/json"})
+        assert json.load(urllib.request.urlopen(req, timeout=10))["observation"]["echo"] == "web"
+        page = urllib.request.urlopen(f"{http}/web", timeout=10).read().decode()
+        assert "EventSource" in page
+        state = json.load(urllib.request.urlopen(f"{http}/web/state", timeout=10))
+        assert state["sessions"][0]["history"][0]["action"] == "message: web"
+    finally:
+        # uvicorn re-raises SIGTERM after its graceful shutdown: -15 is a clean exit here.
+        assert end(proc) in (0, -signal.SIGTERM)
+    assert run("serve", "no-such-env").returncode == 2
