@@ -144,3 +144,20 @@ def test_user_file_indicators_are_computed_when_absent(tmp_path: Path) -> None:
     k = DEFAULT_INDICATORS.index("cci_30")
     close_only = compute_indicators({"close": env.data.close[:, 0]}, ["cci_30"])[:, 0]
     assert not np.allclose(env.data.indicators[:, k, 0], close_only)
+
+
+def test_default_data_is_skfolios_sp500_set() -> None:
+    from skfolio.datasets import load_sp500_dataset, load_sp500_index as skfolio_index
+
+    from openenv_gym.envs.finrl.data import load_sp500_index
+
+    prices = load_sp500_dataset()
+    data = load_market_data(None)
+    assert data.tickers == tuple(prices.columns)
+    np.testing.assert_array_equal(data.close, prices.to_numpy())
+    assert load_sp500_index().equals(skfolio_index().iloc[:, 0])
+
+
+def test_unknown_indicator_is_named() -> None:
+    with pytest.raises(InvalidDataError, match="indicator 'no_such_thing' is neither"):
+        FinRLEnv(tickers=["AAPL"], indicators=("macd", "no_such_thing"))

@@ -32,7 +32,8 @@ import numpy as np
 from openenv_gym.envs.finrl.indicators import DEFAULT_INDICATORS, compute_indicators, turbulence
 from openenv_gym.errors import InvalidDataError
 
-__all__ = ["MarketData", "SPLITS", "REQUIRED_COLUMNS", "load_market_data", "read_long_format"]
+__all__ = ["MarketData", "SPLITS", "REQUIRED_COLUMNS", "load_market_data", "load_sp500_index",
+           "read_long_format"]
 
 #: Date windows (inclusive) of the named splits: FinRL's tutorial periods.
 SPLITS: dict[str, tuple[str, str]] = {
@@ -125,41 +126,109 @@ def _source_key(data_path: str | None) -> tuple:
     return (path, stat.st_mtime_ns, stat.st_size)
 
 
+@dataclass(frozen=True)
+class _Table:
+    """A whole source, before choosing tickers: wide ``(T, D)`` arrays per column."""
+
+    dates: np.ndarray
+    tickers: tuple[str, ...]
+    columns: dict[str, np.ndarray]  # close (always), open/high/low/volume, given indicators
+    turbulence: np.ndarray  # given by the file, else empty
+
+
 @functools.lru_cache(maxsize=8)
 def _load_tickers(source: tuple, tickers: tuple[str, ...] | None, names: tuple[str, ...]) -> MarketData:
-    full = _load_source(source, names)
+    table = _load_source(source)
     if tickers is None:
-        chosen = list(range(len(full.tickers)))
+        chosen = list(range(len(table.tickers)))
     else:
-        unknown = [t for t in tickers if t not in full.tickers]
+        unknown = [t for t in tickers if t not in table.tickers]
         if unknown or not tickers:
             raise InvalidDataError(f"tickers {unknown or '[]'} are not in the data; available: "
-                                   f"{', '.join(full.tickers)}")
-        chosen = [full.tickers.index(t) for t in tickers]
-    close = full.close[:, chosen]
+                                   f"{', '.join(table.tickers)}")
+        chosen = [table.tickers.index(t) for t in tickers]
+    close = table.columns["close"][:, chosen]
+    ind = np.stack([_indicators(source, j, names) for j in chosen], axis=2)
     # Turbulence depends on the set of stocks, so it is computed after choosing them,
     # unless the user's file brings its own.
-    turb = full.turbulence if full.turbulence.size else turbulence(close)
-    return MarketData(full.dates, tuple(full.tickers[i] for i in chosen), close,
-                      full.indicators[:, :, chosen], names, turb)
+    turb = table.turbulence if table.turbulence.size else turbulence(close)
+    return MarketData(table.dates, tuple(table.tickers[i] for i in chosen), close, ind, names, turb)
+
+
+@functools.lru_cache(maxsize=256)
+def _indicators(source: tuple, column: int, names: tuple[str, ...]) -> np.ndarray:
+    """``(T, K)`` indicators of one ticker: given columns as they are, the rest computed."""
+    table = _load_source(source)
+    out = np.empty((len(table.dates), len(names)))
+    computed = [k for k, n in enumerate(names) if n not in table.columns]
+    if computed:
+        series = {c: table.columns[c][:, column] for c in _NUMERIC if c in table.columns}
+        out[:, computed] = compute_indicators(series, [names[k] for k in computed])
+    for k, n in enumerate(names):
+        if n in table.columns:
+            out[:, k] = table.columns[n][:, column]
+    return out
 
 
 @functools.lru_cache(maxsize=4)
-def _load_source(source: tuple, names: tuple[str, ...]) -> MarketData:
+def _load_source(source: tuple) -> _Table:
     if source == ("sp500",):
-        return _load_sp500(names)
-    return _from_long(read_long_format(source[0]), names, source[0])
+        return _load_sp500()
+    return _from_long(read_long_format(source[0]), source[0])
 
 
-def _load_sp500(names: tuple[str, ...]) -> MarketData:
-    from skfolio.datasets import load_sp500_dataset
+def _load_sp500() -> _Table:
+    import pandas as pd
 
-    prices = load_sp500_dataset().sort_index()
-    close = prices.to_numpy(dtype=np.float64)
-    ind = np.stack([compute_indicators({"close": close[:, j]}, names) for j in range(close.shape[1])],
-                   axis=2)
-    return MarketData(prices.index.to_numpy().astype("datetime64[D]"), tuple(map(str, prices.columns)),
-                      close, ind, names, np.zeros(0))
+    path = _skfolio_data_file("sp500_dataset.csv.gz")
+    if path is None:  # an unusual skfolio layout: take the slow, public way
+        from skfolio.datasets import load_sp500_dataset
+
+        prices = load_sp500_dataset()
+    else:
+        prices = pd.read_csv(path, index_col=0)
+        prices.index = pd.to_datetime(prices.index, format="%Y-%m-%d")
+    prices = prices.sort_index()
+    return _Table(prices.index.to_numpy().astype("datetime64[D]"), tuple(map(str, prices.columns)),
+                  {"close": prices.to_numpy(dtype=np.float64)}, np.zeros(0))
+
+
+def _skfolio_data_file(name: str) -> str | None:
+    """Path of a CSV shipped in skfolio's wheel, found without importing skfolio.
+
+    ``import skfolio`` pulls in scikit-learn and scipy (about 5 s); a worker only needs
+    the file. skfolio's ``load_*`` functions read the same file.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("skfolio")
+    if spec is None or not spec.submodule_search_locations:
+        raise InvalidDataError("the default FinRL-v0 data ships with skfolio: pip install "
+                               "'openenv-gym[finrl]' (or pass data_path=)")
+    for root in spec.submodule_search_locations:
+        path = os.path.join(root, "datasets", "data", name)
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def load_sp500_index():  # -> pandas.Series
+    """skfolio's S&P 500 index series (daily adjusted closes, 1990-01-02..2022-12-28).
+
+    Returns:
+        A pandas Series indexed by date.
+    """
+    import pandas as pd
+
+    path = _skfolio_data_file("sp500_index.csv.gz")
+    if path is None:
+        from skfolio.datasets import load_sp500_index as load
+
+        frame = load()
+    else:
+        frame = pd.read_csv(path, index_col=0)
+        frame.index = pd.to_datetime(frame.index, format="%Y-%m-%d")
+    return frame.iloc[:, 0].sort_index()
 
 
 def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
@@ -231,34 +300,34 @@ def _first_bad(path: str, frame, bad, column: str, problem: str) -> None:
                                f"value {frame[column].iloc[row]!r} {problem}")
 
 
-def _from_long(frame, names: tuple[str, ...], path: str) -> MarketData:
+def _from_long(frame, path: str) -> _Table:
     import pandas as pd
 
-    for col in [n for n in names if n in frame.columns] + (["turbulence"] if "turbulence" in frame else []):
-        frame[col] = pd.to_numeric(frame[col], errors="coerce")
     tickers = tuple(sorted(frame["tic"].unique()))
     dates = np.sort(frame["date"].unique()).astype("datetime64[D]")
-
-    def wide(col: str) -> np.ndarray:
-        return frame.pivot(index="date", columns="tic", values=col)[list(tickers)].to_numpy(np.float64)
-
-    ohlcv = {col: wide(col) for col in _NUMERIC}
-    given = [n for n in names if n in frame.columns]
-    ind = np.empty((len(dates), len(names), len(tickers)))
-    computed = [n for n in names if n not in given]
-    for j in range(len(tickers)):
-        if computed:
-            ind[:, [names.index(n) for n in computed], j] = compute_indicators(
-                {col: ohlcv[col][:, j] for col in _NUMERIC}, computed)
-    for n in given:
-        values = wide(n)
-        if not np.isfinite(values).all():
-            raise InvalidDataError(f"data_path {path!r}: indicator column {n!r} has missing or "
-                                   "non-numeric values; fill them or drop the column to have it computed")
-        ind[:, names.index(n), :] = values
+    extra = [c for c in frame.columns if c not in REQUIRED_COLUMNS and c != "turbulence"]
+    columns: dict[str, np.ndarray] = {}
+    for col in (*_NUMERIC, *extra):
+        values = pd.to_numeric(frame[col], errors="coerce") if col in extra else frame[col]
+        wide = pd.DataFrame({"date": frame["date"], "tic": frame["tic"], "v": values}).pivot(
+            index="date", columns="tic", values="v")[list(tickers)].to_numpy(np.float64)
+        if col in extra and not np.isfinite(wide).all():
+            continue  # not a usable indicator column; asking for it by name will fail below
+        columns[col] = wide
+    bad = [c for c in extra if c not in columns and _is_indicator_like(frame[c])]
+    if bad:
+        raise InvalidDataError(f"data_path {path!r}: column(s) {', '.join(map(repr, bad))} have missing "
+                               "or non-numeric values; fill them, or drop them to have indicators computed")
     turb = np.zeros(0)
     if "turbulence" in frame.columns:
-        turb = frame.groupby("date")["turbulence"].first().to_numpy(np.float64)
+        turb = pd.to_numeric(frame.groupby("date")["turbulence"].first(), errors="coerce").to_numpy(np.float64)
         if not np.isfinite(turb).all():
-            raise InvalidDataError(f"data_path {path!r}: column 'turbulence' has missing values")
-    return MarketData(dates, tickers, ohlcv["close"], ind, names, turb)
+            raise InvalidDataError(f"data_path {path!r}: column 'turbulence' has missing or non-numeric values")
+    return _Table(dates, tickers, columns, turb)
+
+
+def _is_indicator_like(series) -> bool:
+    # Mostly-numeric columns are meant as indicators; text columns (sector, name) are not.
+    import pandas as pd
+
+    return bool(pd.to_numeric(series, errors="coerce").notna().mean() > 0.5)

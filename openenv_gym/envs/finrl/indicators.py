@@ -21,6 +21,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from openenv_gym.errors import InvalidDataError
+
 __all__ = ["DEFAULT_INDICATORS", "TURBULENCE_WINDOW", "compute_indicators", "turbulence"]
 
 #: FinRL's ``INDICATORS`` (finrl/config.py).
@@ -53,7 +55,15 @@ def compute_indicators(ohlcv: Mapping[str, np.ndarray], names: Sequence[str]) ->
         "volume": ohlcv.get("volume", np.full_like(close, np.nan)),
     })
     wrapped = stockstats.wrap(frame)
-    out = pd.DataFrame({name: wrapped[name] for name in names})
+    columns = {}
+    for name in names:
+        try:
+            columns[name] = wrapped[name]
+        except Exception as exc:  # stockstats raises KeyError/ValueError/... for unknown names
+            raise InvalidDataError(f"indicator {name!r} is neither a column of the data nor a stockstats "
+                                   f"indicator ({type(exc).__name__}: {exc}); FinRL's defaults are "
+                                   f"{', '.join(DEFAULT_INDICATORS)}") from None
+    out = pd.DataFrame(columns, index=frame.index)
     out = out.replace([np.inf, -np.inf], np.nan).ffill().bfill().fillna(0.0)
     return out.to_numpy(dtype=np.float64)
 
