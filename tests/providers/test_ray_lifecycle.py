@@ -1,0 +1,55 @@
+"""A Ray the provider starts itself is shut down with its last worker, leaving no process.
+
+Runs without the shared cluster: the provider calls ``ray.init(address="local")`` here.
+"""
+
+from __future__ import annotations
+
+import os
+
+import gymnasium as gym
+import pytest
+
+import openenv_gym  # noqa: F401  (registers the ids)
+
+ray = pytest.importorskip("ray")
+
+
+def test_local_ray_started_by_the_provider_is_gone_after_the_last_close(procs) -> None:
+    if ray.is_initialized():
+        ray.shutdown()
+    before = procs.descendants(os.getpid())
+    options = {"address": "local", "num_cpus": 0.5, "init_kwargs": {"num_cpus": 2}}
+    first = gym.make("OpenEnv/Echo-v0", provider="ray", provider_options=options)
+    second = gym.make("OpenEnv/Echo-v0", provider="ray", provider_options=options)
+    try:
+        assert ray.is_initialized()
+        started = procs.descendants(os.getpid()) - before
+        servers = {first.unwrapped._worker.pid, second.unwrapped._worker.pid}
+        assert servers <= started  # the env servers run under the Ray we started
+        first.reset(seed=0)
+        second.reset(seed=0)
+        first.close()
+        # Ray stays up while another env still uses it.
+        assert ray.is_initialized()
+        assert second.step({"message": "still"})[0]["echo"] == "still"
+    finally:
+        first.close()
+        second.close()
+    assert not ray.is_initialized()
+    leftover = procs.wait_gone(started, 20)
+    assert not leftover, f"still running after close: {sorted(leftover)}"
+
+
+def test_users_own_ray_is_left_running() -> None:
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        env = gym.make("OpenEnv/Echo-v0", provider="ray", provider_options={"num_cpus": 0.5})
+        env.reset(seed=0)
+        env.close()
+        assert ray.is_initialized()
+        assert ray.get(ray.put(7)) == 7
+    finally:
+        ray.shutdown()
