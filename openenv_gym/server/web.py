@@ -315,8 +315,7 @@ def web_router(source: Source, stopping: threading.Event | None = None,
     def state() -> dict[str, Any]:
         return source(None)
 
-    @router.get("/web/events", summary="The web view's updates (Server-Sent Events)")
-    async def events(request: Request) -> StreamingResponse:
+    async def events(request):  # annotated below: Request lives in this function's scope
         known = request.headers.get("last-event-id") or None
 
         async def stream() -> Any:
@@ -335,4 +334,6 @@ def web_router(source: Source, stopping: threading.Event | None = None,
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store"})
 
+    events.__annotations__ = {"request": Request, "return": StreamingResponse}
+    router.get("/web/events", summary="The web view's updates (Server-Sent Events)")(events)
     return router
