@@ -1,0 +1,131 @@
+"""Atari-v0: a remote ALE game is frame-for-frame the local one, raw or preprocessed."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+ale_py = pytest.importorskip("ale_py")
+pytest.importorskip("cv2")
+
+import openenv_gym  # noqa: E402,F401
+from openenv_gym.envs.atari.env import AtariEnv, make_ale_env  # noqa: E402
+from openenv_gym.errors import InvalidRequestError, UnknownEnvironmentError  # noqa: E402
+
+gym.register_envs(ale_py)
+
+
+def _assert_same_rollout(remote: gym.Env, local: gym.Env, seed: int, steps: int) -> None:
+    a, ia = remote.reset(seed=seed)
+    b, ib = local.reset(seed=seed)
+    np.testing.assert_array_equal(a, b)
+    assert ia["lives"] == ib["lives"]
+    rng = np.random.default_rng(seed)
+    for t in range(steps):
+        action = int(rng.integers(local.action_space.n))
+        ra, rb = remote.step(action), local.step(action)
+        np.testing.assert_array_equal(ra[0], rb[0], err_msg=f"frame differs at step {t}")
+        assert (ra[1], ra[2], ra[3]) == (float(rb[1]), rb[2], rb[3]), f"step {t}"
+        assert ra[4]["lives"] == rb[4]["lives"] and ra[4]["frame_number"] == rb[4]["frame_number"]
+        if ra[2] or ra[3]:
+            break
+
+
+def test_remote_frames_equal_local_ale(provider: str) -> None:
+    # Sticky actions on (v5's 0.25): the seeded RNG inside ALE must agree too.
+    remote = gym.make("OpenEnv/Atari-v0", provider=provider, game="pong", render_mode="rgb_array")
+    local = gym.make("ALE/Pong-v5", render_mode="rgb_array")
+    try:
+        assert remote.observation_space == local.observation_space
+        assert remote.action_space == local.action_space
+        for seed in (0, 7):
+            _assert_same_rollout(remote, local, seed, 200)
+        np.testing.assert_array_equal(remote.render(), local.render())
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_remote_preprocessed_equals_local_gymnasium_wrappers(provider: str) -> None:
+    kwargs = dict(frameskip=4, noop_max=30, terminal_on_life_loss=True, clip_rewards=True)
+    remote = gym.make("OpenEnv/Atari-v0", provider=provider, game="breakout", preprocess=True,
+                      frame_stack=4, **kwargs)
+    local = gym.make("ALE/Breakout-v5", frameskip=1)
+    local = gym.wrappers.AtariPreprocessing(local, noop_max=30, frame_skip=4, terminal_on_life_loss=True)
+    local = gym.wrappers.FrameStackObservation(
+        gym.wrappers.TransformReward(local, lambda r: float(np.sign(r))), 4)
+    try:
+        assert remote.observation_space.shape == (4, 84, 84)
+        assert remote.observation_space.dtype == np.uint8
+        for seed in (0, 1):
+            _assert_same_rollout(remote, local, seed, 200)
+    finally:
+        remote.close()
+        local.close()
+
+
+@pytest.mark.parametrize("obs_type, shape", [("grayscale", (210, 160)), ("ram", (128,))])
+def test_obs_types_and_options_match_ale(obs_type: str, shape: tuple[int, ...]) -> None:
+    env = AtariEnv(game="Pong", obs_type=obs_type, frameskip=2, repeat_action_probability=0.0,
+                   full_action_space=True, mode=1, difficulty=1)
+    local = gym.make("ALE/Pong-v5", obs_type=obs_type, frameskip=2, repeat_action_probability=0.0,
+                     full_action_space=True, mode=1, difficulty=1)
+    assert env.observation_space.shape == shape and env.action_space.n == 18
+    _assert_same_rollout(env, local, 3, 50)
+    assert env.get_action_meanings()[:3] == ["NOOP", "FIRE", "UP"]
+
+
+def test_passes_gymnasium_env_checker() -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(AtariEnv(game="pong", preprocess=True, frame_stack=2, render_mode="rgb_array"))
+
+
+def test_bad_arguments_are_named() -> None:
+    with pytest.raises(UnknownEnvironmentError, match="did you mean pong"):
+        AtariEnv(game="pongg")
+    with pytest.raises(InvalidRequestError, match="preprocess=True"):
+        AtariEnv(game="pong", frame_stack=4)
+    with pytest.raises(InvalidRequestError, match="rgb screens"):
+        make_ale_env("pong", obs_type="ram", preprocess=True)
+
+
+def test_every_bundled_rom_name_resolves() -> None:
+    from openenv_gym.envs.atari.games import available_games, rom_id
+
+    ids = [k for k in gym.registry if k.startswith("ALE/") and k.endswith("-v5")]
+    assert {rom_id(k) for k in ids} <= set(available_games())
+    assert rom_id("TicTacToe3D") == "tic_tac_toe_3d"
+
+
+def test_make_vec_preprocessed(provider: str) -> None:
+    pytest.importorskip("openenv_gym.vector.env")
+    envs = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider=provider, game="pong",
+                        preprocess=True, frame_stack=4, envs_per_worker=1)
+    try:
+        obs, _ = envs.reset(seed=[1, 2])
+        assert obs.shape == (2, 4, 84, 84) and obs.dtype == np.uint8
+        local = make_ale_env("pong", preprocess=True, frame_stack=4)
+        np.testing.assert_array_equal(obs[1], local.reset(seed=2)[0])
+        for _ in range(20):
+            obs, rewards, *_ = envs.step(np.array([0, 3]))
+        assert obs.shape == (2, 4, 84, 84)
+    finally:
+        envs.close()
+
+
+def test_sb3_ppo_cnn_runs_on_remote_pong(provider: str) -> None:
+    sb3_vec = pytest.importorskip("openenv_gym.sb3")
+    from stable_baselines3 import PPO
+
+    vec = sb3_vec.RemoteVecEnv("OpenEnv/Atari-v0", num_envs=2, provider=provider, game="pong",
+                               preprocess=True, frame_stack=4)
+    try:
+        model = PPO("CnnPolicy", vec, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")
+        model.learn(64)
+        assert model.num_timesteps >= 64
+        actions, _ = model.predict(vec.reset(), deterministic=True)
+        assert actions.shape == (2,)
+    finally:
+        vec.close()
