@@ -113,22 +113,24 @@ class RemoteVecEnv(VecEnv):
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """Read an attribute of the remote envs (``render_mode`` is answered locally)."""
+        targets = self._indices(indices)
         if attr_name == "render_mode":
-            return [self._render_mode] * len(self._indices(indices))
-        values = self.venv.get_attr(attr_name)
-        return [values[i] for i in self._indices(indices)]
+            return [self._render_mode] * len(targets)
+        subs = self.venv._per_env(lambda i, sid: {"op": "get_attr", "sid": sid, "name": attr_name}, targets)
+        return [s["value"] for s in subs]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        """Set an attribute of the remote envs."""
-        targets = set(self._indices(indices))
-        current = self.venv.get_attr(attr_name) if len(targets) < self.num_envs else [None] * self.num_envs
-        self.venv.set_attr(attr_name, [value if i in targets else current[i] for i in range(self.num_envs)])
+        """Set an attribute of the remote envs in ``indices``."""
+        self.venv._per_env(lambda i, sid: {"op": "set_attr", "sid": sid, "name": attr_name, "value": value},
+                           self._indices(indices))
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
-        """Call a method of the remote envs; results must cross the wire."""
-        values = self.venv.call(method_name, *method_args, **method_kwargs)
-        return [values[i] for i in self._indices(indices)]
+        """Call a method of the remote envs in ``indices``; arguments and results cross the wire."""
+        subs = self.venv._per_env(lambda i, sid: {"op": "call", "sid": sid, "name": method_name,
+                                                  "args": list(method_args), "kwargs": method_kwargs},
+                                  self._indices(indices))
+        return [s["value"] for s in subs]
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
         """Always False: remote envs are not wrapped on this side (wrap the VecEnv instead)."""

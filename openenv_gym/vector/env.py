@@ -31,7 +31,9 @@ from openenv_gym.catalog import get_env_info
 from openenv_gym.errors import (
     InvalidRequestError,
     OpenEnvError,
+    WorkerCrashedError,
     WorkerError,
+    WorkerTimeoutError,
     error_from_wire,
 )
 from openenv_gym.providers import get_provider
@@ -411,8 +413,17 @@ class RemoteVectorEnv(VectorEnv):
     def _worker_error(self, failure: WorkerFailure) -> WorkerError:
         text = self.pool.describe(failure.worker, failure.error)
         cls = type(failure.error) if isinstance(failure.error, WorkerError) else WorkerError
+        if cls is not WorkerTimeoutError and not self._alive(failure.worker):
+            # A dead worker may surface as a refused send or a reset read: name it one way.
+            cls = WorkerCrashedError
         return cls(f"{text}\n(on_worker_error='raise'; pass on_worker_error='restart' to replace "
                    "failed workers and continue with truncated episodes)")
+
+    def _alive(self, worker: int) -> bool:
+        try:
+            return bool(self.pool.workers[worker].alive())
+        except Exception:  # an engine that cannot answer counts as a dead worker
+            return False
 
     def _handle_failure(self, failure: WorkerFailure, reset_targets: set[int] = frozenset()) -> list[int]:
         """Replace a failed worker (or raise); its envs not being reset are marked lost."""
@@ -437,23 +448,31 @@ class RemoteVectorEnv(VectorEnv):
             for i, sub in self._reset_envs(missing, [None] * self.num_envs, None).items():
                 self._obs.write(i, sub["obs"])
 
-    def _per_env(self, make: Any) -> tuple[Any, ...]:
-        """Send ``make(i, sid)`` to every env, one batch per worker; values in env order."""
+    def _per_env(self, make: Any, indices: Sequence[int] | None = None) -> tuple[Any, ...]:
+        """Send ``make(i, sid)`` to each env (all, or ``indices``), one batch per worker.
+
+        Returns:
+            The sub-replies, in the order of ``indices`` (env order by default).
+        """
         self._discard_pending()
         self._ensure_sessions()
         pool = self.pool
-        calls = {w: [make(i, pool.sids[i]) for i in group] for w, group in enumerate(pool.groups)}
-        values: list[Any] = [None] * self.num_envs
+        targets = list(range(self.num_envs)) if indices is None else [int(i) for i in indices]
+        order: dict[int, list[int]] = {}
+        for i in targets:
+            order.setdefault(pool.worker_of[i], []).append(i)
+        calls = {w: [make(i, pool.sids[i]) for i in envs] for w, envs in order.items()}
+        values: dict[int, Any] = {}
         for w, reply in pool.exchange(calls).items():
             if isinstance(reply, WorkerFailure):
                 error = self._worker_error(reply)
                 self._handle_failure(reply)
                 raise error
-            for i, sub in zip(pool.groups[w], reply):
+            for i, sub in zip(order[w], reply):
                 if not sub["ok"]:
                     raise _env_error(i, sub)
                 values[i] = sub
-        return tuple(values)
+        return tuple(values[i] for i in targets)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call a method (or read an attribute) of every sub-env in its worker.
