@@ -1,0 +1,185 @@
+"""Vector-env throughput: RemoteVectorEnv beside Gymnasium's AsyncVectorEnv and SB3's SubprocVecEnv.
+
+Random actions, env-steps/s = vector steps x num_envs / wall time (construction, reset and a
+short warm-up excluded), one run per row; every row of a suite runs in the same process
+one after another, so compare the ratios printed against each suite's reference.
+
+Suites:
+    cartpole  Gym-v0 CartPole-v1, num_envs=8: ours (envs_per_worker 1, 4, 8) vs AsyncVectorEnv
+              n=8 (shared memory) vs SB3 SubprocVecEnv n=8.
+    heavy     Atari-v0 pong (= ALE/Pong-v5, 210x160 RGB) n=2 vs AsyncVectorEnv n=2.
+    scaling   num_envs 1..64: ours on 2 workers (one per core) and one worker per env,
+              vs AsyncVectorEnv n.
+    fanout    how one vector step reaches the workers: send-all-then-gather on one thread
+              (what RemoteVectorEnv does) vs a thread per worker, 8 workers.
+
+    python benchmarks/bench_vector.py                    # every suite
+    python benchmarks/bench_vector.py --suite cartpole --seconds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+
+import openenv_gym  # noqa: F401  (registers the ids)
+
+WARMUP = 20
+
+
+def rate_gym(make: Callable[[], Any], seconds: float) -> float:
+    """Env-steps/s of a Gymnasium VectorEnv under random actions."""
+    venv = make()
+    try:
+        n = venv.num_envs
+        actions = [venv.action_space.sample() for _ in range(256)]
+        venv.reset(seed=0)
+        for i in range(WARMUP):
+            venv.step(actions[i])
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            for i in range(16):
+                venv.step(actions[(steps + i) % 256])
+            steps += 16
+        return steps * n / (time.perf_counter() - start)
+    finally:
+        venv.close()
+
+
+def rate_sb3(make: Callable[[], Any], seconds: float) -> float:
+    """Env-steps/s of an SB3 VecEnv under random actions."""
+    venv = make()
+    try:
+        n = venv.num_envs
+        actions = np.random.default_rng(0).integers(0, venv.action_space.n, size=(256, n))
+        venv.seed(0)
+        venv.reset()
+        for i in range(WARMUP):
+            venv.step(actions[i])
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            for i in range(16):
+                venv.step(actions[(steps + i) % 256])
+            steps += 16
+        return steps * n / (time.perf_counter() - start)
+    finally:
+        venv.close()
+
+
+def ours(n: int, per_worker: int, provider: str, env: str = "OpenEnv/Gym-v0", **kwargs: Any) -> Callable[[], Any]:
+    kwargs = kwargs or {"env_id": "CartPole-v1"}
+    return lambda: gym.make_vec(env, num_envs=n, provider=provider, envs_per_worker=per_worker, **kwargs)
+
+
+def async_env(env_id: str, n: int) -> Callable[[], Any]:
+    return lambda: gym.make_vec(env_id, n, vectorization_mode="async", vector_kwargs={"shared_memory": True})
+
+
+def report(rows: list[tuple[str, float]], reference: str) -> None:
+    ref = dict(rows)[reference]
+    for name, value in rows:
+        print(f"  {name:48s} {value:10.0f}   {value / ref:5.2f}x", flush=True)
+
+
+def suite_cartpole(seconds: float, provider: str) -> None:
+    print(f"# (a) CartPole-v1, num_envs=8, provider={provider}; ratio vs AsyncVectorEnv n=8")
+    rows = [("AsyncVectorEnv n=8 (shm)", rate_gym(async_env("CartPole-v1", 8), seconds))]
+    for k in (1, 4, 8):
+        rows.append((f"RemoteVectorEnv n=8 envs_per_worker={k}", rate_gym(ours(8, k, provider), seconds)))
+    try:
+        from stable_baselines3.common.env_util import make_vec_env
+        from stable_baselines3.common.vec_env import SubprocVecEnv
+
+        from openenv_gym.sb3 import RemoteVecEnv
+
+        rows.append(("SB3 SubprocVecEnv n=8", rate_sb3(
+            lambda: make_vec_env("CartPole-v1", n_envs=8, vec_env_cls=SubprocVecEnv), seconds)))
+        rows.append(("SB3 RemoteVecEnv n=8 envs_per_worker=4", rate_sb3(
+            lambda: RemoteVecEnv("gym", 8, env_id="CartPole-v1", provider=provider, envs_per_worker=4),
+            seconds)))
+    except ImportError:
+        print("  (stable-baselines3 not installed: SB3 rows skipped)")
+    report(rows, "AsyncVectorEnv n=8 (shm)")
+
+
+def suite_heavy(seconds: float, provider: str) -> None:
+    import ale_py
+
+    gym.register_envs(ale_py)
+    print(f"# (b) Pong (ALE/Pong-v5 settings, 210x160x3 frames), num_envs=2, provider={provider}")
+    rows = [("AsyncVectorEnv ALE/Pong-v5 n=2 (shm)", rate_gym(async_env("ALE/Pong-v5", 2), seconds)),
+            ("RemoteVectorEnv Atari-v0 pong n=2 envs_per_worker=1",
+             rate_gym(ours(2, 1, provider, "OpenEnv/Atari-v0", game="pong"), seconds))]
+    report(rows, "AsyncVectorEnv ALE/Pong-v5 n=2 (shm)")
+
+
+def suite_scaling(seconds: float, provider: str, sizes: list[int]) -> None:
+    print(f"# (c) CartPole-v1 scaling, provider={provider}; env-steps/s (ratio vs AsyncVectorEnv n)")
+    print(f"  {'num_envs':>8s} {'Async':>9s} {'ours 2 workers':>20s} {'ours 1 env/worker':>20s}")
+    for n in sizes:
+        ref = rate_gym(async_env("CartPole-v1", n), seconds)
+        two = rate_gym(ours(n, max(1, -(-n // 2)), provider), seconds)
+        one = rate_gym(ours(n, 1, provider), seconds)
+        print(f"  {n:8d} {ref:9.0f} {two:12.0f} ({two / ref:4.2f}x) {one:12.0f} ({one / ref:4.2f}x)",
+              flush=True)
+
+
+def suite_fanout(seconds: float, provider: str) -> None:
+    from openenv_gym.providers import get_provider
+    from openenv_gym.vector.pool import WorkerPool
+
+    print(f"# fan-out of one vector step to 8 workers (1 env each), provider={provider}")
+    pool = WorkerPool(get_provider(provider), "gym", 8, 1, {"env_id": "CartPole-v1"})
+    try:
+        replies = pool.exchange({w: [{"op": "reset", "seed": w}] for w in range(8)})
+        sids = [r[0]["sid"] for r in replies.values()]
+        calls = {w: [{"op": "step", "sid": sids[w], "action": 0, "autoreset": True}] for w in range(8)}
+        threads = ThreadPoolExecutor(8)
+
+        def one_thread() -> None:
+            pool.exchange(calls)
+
+        def thread_per_worker() -> None:
+            list(threads.map(lambda w: pool.clients[w].request({"op": "batch", "calls": calls[w]}), range(8)))
+
+        rows = []
+        for name, fn in (("send-all-then-gather, one thread", one_thread),
+                         ("a thread per worker", thread_per_worker)):
+            steps, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                fn()
+                steps += 8
+            rows.append((name, steps / (time.perf_counter() - start)))
+        threads.shutdown()
+        report(rows, "a thread per worker")
+    finally:
+        pool.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--suite", choices=["all", "cartpole", "heavy", "scaling", "fanout"], default="all")
+    parser.add_argument("--seconds", type=float, default=3.0, help="timed seconds per row")
+    parser.add_argument("--provider", default="process")
+    parser.add_argument("--sizes", default="1,2,4,8,16,32,64", help="num_envs of the scaling curve")
+    args = parser.parse_args()
+    print(f"# cpus={os.cpu_count()} load1={os.getloadavg()[0]:.2f} gymnasium={gym.__version__}")
+    if args.suite in ("all", "cartpole"):
+        suite_cartpole(args.seconds, args.provider)
+    if args.suite in ("all", "heavy"):
+        suite_heavy(args.seconds, args.provider)
+    if args.suite in ("all", "fanout"):
+        suite_fanout(args.seconds, args.provider)
+    if args.suite in ("all", "scaling"):
+        suite_scaling(min(args.seconds, 2.0), args.provider, [int(s) for s in args.sizes.split(",")])
+    print(f"# load1 at the end={os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
