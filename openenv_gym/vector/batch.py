@@ -43,13 +43,15 @@ class BatchBuffer:
     def __init__(self, space: spaces.Space, n: int) -> None:
         self.space = space
         self.flat = isinstance(space, _FLAT)
+        self.box = isinstance(space, spaces.Box)
         self.array: Any = create_empty_array(space, n, fn=np.zeros)
         self.items: list[Any] = [space.sample() if not self.flat else None for _ in range(n)]
         self._dirty = False
 
     def write(self, i: int, value: Any) -> Any:
         """Store env ``i``'s observation (as decoded from the wire); returns it normalized."""
-        value = from_wire(value, self.space)
+        if not (self.box and isinstance(value, np.ndarray) and value.dtype == self.array.dtype):
+            value = from_wire(value, self.space)  # arrays of the right dtype need no normalizing
         if self.flat:
             self.array[i] = value
         else:
