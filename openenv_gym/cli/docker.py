@@ -92,7 +92,7 @@ def _build(args: argparse.Namespace) -> int:
 def _ours(client: Any) -> list[Any]:
     from openenv_gym.providers._docker_owner import project_filter
 
-    return client.containers.list(all=True, filters=project_filter())
+    return client.containers.list(all=True, ignore_removed=True, filters=project_filter())
 
 
 def _ps(args: argparse.Namespace) -> int:

@@ -110,7 +110,7 @@ def _remove(containers: list[Any]) -> int:
 
 def remove_owned(client: Any, pid: int, start: str, host: str) -> int:
     """Remove every container of the owner ``(pid, start, host)``; returns how many."""
-    found = client.containers.list(all=True, filters=project_filter(
+    found = client.containers.list(all=True, ignore_removed=True, filters=project_filter(
         **{LABEL_OWNER_PID: str(pid), LABEL_HOST: host}))
     return _remove([c for c in found if c.labels.get(LABEL_OWNER_START, "") == start])
 
@@ -130,7 +130,8 @@ def stale(container: Any, host: str | None = None) -> bool:
 def reap_stale(client: Any) -> int:
     """Remove our containers whose owner (on this host) is gone; returns how many."""
     host = host_id()
-    found = client.containers.list(all=True, filters=project_filter(**{LABEL_HOST: host}))
+    found = client.containers.list(all=True, ignore_removed=True,
+                                   filters=project_filter(**{LABEL_HOST: host}))
     return _remove([c for c in found if stale(c, host)])
 
 
@@ -168,4 +169,8 @@ def watch(pid: int, start: str, host: str) -> None:
 
 
 if __name__ == "__main__":
+    # Run by path, this file's folder leads sys.path, and its sibling docker.py (our
+    # provider) would shadow the docker SDK.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     watch(int(sys.argv[1]), sys.argv[2], sys.argv[3])

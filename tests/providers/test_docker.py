@@ -48,7 +48,7 @@ def provider(client):
 def _ours(client, **labels):
     from openenv_gym.providers._docker_owner import project_filter
 
-    return client.containers.list(all=True, filters=project_filter(**labels))
+    return client.containers.list(all=True, ignore_removed=True, filters=project_filter(**labels))
 
 
 def _exec(worker, script: str, timeout: float = 60.0) -> tuple[int, str]:
