@@ -67,6 +67,7 @@ def serve_pool_web(workers: Sequence[Any], title: str, port: int = 0,
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(128)  # connections queue from now on, before uvicorn's loop runs
     except OSError:
         sock.close()
         raise
