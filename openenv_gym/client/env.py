@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -125,9 +126,16 @@ class RemoteEnv(gym.Env):
         """The id of this env's session on the worker (None before the first reset)."""
         return self._sid
 
-    def _restart_if_dead(self) -> bool:
-        if self._worker is None or self._worker.alive():
+    def _restart_if_dead(self, grace: float = 2.0) -> bool:
+        if self._worker is None:
             return False
+        # Called after the connection broke: a container's state lags its process's exit
+        # by some milliseconds, so give the engine ``grace`` seconds to report it dead.
+        deadline = time.monotonic() + grace
+        while self._worker.alive():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
         self._worker.restart()
         self._client.drop()
         self._client.address = self._worker.address

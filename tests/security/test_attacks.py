@@ -1,0 +1,382 @@
+"""Hostile actions sent through ``OpenEnv/Coding-v0``, on the docker and the process provider.
+
+Each attack is one step's code. For each: the host is unaffected (no canary file, no big
+disk loss, no process of the sandbox left running), the client sees an observation or a
+typed error, and the worker survives or is replaced and the next episode works (the
+recovery time is reported in the table; a generous bound only catches a hang).
+
+Attacks the process provider cannot stop (it is a plain subprocess of the host user: no
+file-system, network or process isolation beyond rlimits) run on docker only; their skip
+reasons say so, and the README's security section lists them.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import textwrap
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import gymnasium as gym
+import pytest
+
+import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.errors import OpenEnvError, WorkerError
+from tests.conftest import require_docker
+from tests.security import helpers
+from tests.security.helpers import HostProbe, record
+
+STEP_TIMEOUT = 3.0
+#: A liveness bound on getting a working episode back (not a speed claim: the table
+#: reports the measured time; the issue's target is 2 s).
+RECOVERY_BOUND = 30.0
+
+ROOT = os.geteuid() == 0
+DOCKER_ONLY = "only Docker isolates this (the process provider shares the host's {})"
+
+
+@dataclass
+class Attack:
+    """One hostile step: its code, what must happen, and what only Docker stops."""
+
+    name: str
+    code: str
+    expected: str
+    check: Callable[[Any], str]  # obs dict or OpenEnvError -> observed text (asserts inside)
+    process_skip: str | None = None  # why the process provider cannot be trusted with it
+    timeout: float = 0.0
+    expect_worker_death: bool | None = False  # None: either outcome is fine
+    extra: dict = field(default_factory=dict)
+
+
+def _obs(outcome: Any) -> dict:
+    assert isinstance(outcome, dict), f"expected an observation, got {outcome!r}"
+    return outcome
+
+
+def _check_fork(outcome: Any) -> str:
+    obs = _obs(outcome)
+    assert "refused" in obs["stdout"], obs
+    n = int(obs["stdout"].split("refused")[1].split()[0])
+    assert n < 128, obs  # below the container's pids_limit (and the child's RLIMIT_NPROC)
+    return f"fork refused after {n} children ({obs['stdout'].split(':', 1)[-1].strip()[:40]}); step ended"
+
+
+def _check_memory(outcome: Any) -> str:
+    if isinstance(outcome, WorkerError):  # the cgroup OOM killer chose the server
+        return f"OOM kill of the worker: {type(outcome).__name__} on the client"
+    obs = _obs(outcome)
+    assert "64 GiB refused" in obs["stdout"], obs
+    assert not obs["timed_out"] and obs["exit_code"] != 0, obs
+    how = "MemoryError" if "MemoryError" in obs["stderr"] else f"killed (exit {obs['exit_code']})"
+    return f"64 GiB refused, then {how} in the child"
+
+
+def _check_timeout(outcome: Any) -> str:
+    obs = _obs(outcome)
+    assert obs["timed_out"] and obs["wall_time"] < STEP_TIMEOUT + 5, obs
+    return f"killed at the deadline (timed_out, {obs['wall_time']:.1f} s)"
+
+
+def _check_disk(outcome: Any) -> str:
+    obs = _obs(outcome)
+    assert "stopped" in obs["stdout"], obs
+    mib = int(obs["stdout"].split("stopped")[1].split()[0])
+    assert mib <= 64 + 256, obs  # the two tmpfs sizes
+    return f"writes stopped at {mib} MiB: {obs['stdout'].split(':', 1)[-1].strip()[:40]}"
+
+
+def _check_flood(outcome: Any) -> str:
+    obs = _obs(outcome)
+    assert len(obs["stdout"]) < 70_000 and len(obs["stderr"]) < 70_000, len(obs["stdout"])
+    assert "truncated" in obs["stdout"], obs["stdout"][-200:]
+    return f"output capped ({len(obs['stdout'])} + {len(obs['stderr'])} chars kept, flood killed)"
+
+
+def _check_lines(expected: dict[str, str]) -> Callable[[Any], str]:
+    def check(outcome: Any) -> str:
+        obs = _obs(outcome)
+        assert obs["exit_code"] == 0, obs
+        got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
+        for key, want in expected.items():
+            assert got.get(key) == want, f"{key}: {got.get(key)!r} != {want!r}\n{obs}"
+        return "; ".join(f"{k}={got[k]}" for k in expected)
+    return check
+
+
+def _check_worker_killed(outcome: Any) -> str:
+    assert isinstance(outcome, WorkerError), f"expected a typed worker error, got {outcome!r}"
+    return f"{type(outcome).__name__} on the client"
+
+
+def _check_pid1(outcome: Any) -> str:
+    obs = _obs(outcome)
+    assert "SIGKILL ignored" in obs["stdout"], obs
+    return "PID 1 (tini) ignores SIGKILL from inside; server keeps serving"
+
+
+_HOST_SECRET = os.path.join(tempfile.gettempdir(), f"openenv-gym-host-secret-{uuid.uuid4().hex[:8]}")
+
+ATTACKS = [
+    Attack("fork bomb", """
+        import os
+        n = 0
+        while True:
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                print("refused", n, ":", exc.strerror, flush=True)
+                break
+            if pid == 0:
+                while True:          # every child forks too: exponential
+                    try:
+                        os.fork()
+                    except OSError:
+                        pass
+            n += 1
+        """, "fork refused at the pids limit; step ends; the group is killed",
+           _check_fork,
+           process_skip="root ignores RLIMIT_NPROC: on the process provider only Docker's pids_limit "
+                        "stops a fork bomb run as root" if ROOT else None),
+    Attack("memory bomb", """
+        try:
+            huge = bytearray(64 << 30)
+        except MemoryError:
+            print("64 GiB refused", flush=True)
+        blocks = []
+        while True:
+            blocks.append(bytearray(128 << 20))  # touched: zero-filled
+        """, "MemoryError (RLIMIT_AS) in the child, or an OOM kill inside the container",
+           _check_memory, timeout=10.0, expect_worker_death=None),
+    Attack("CPU burn, SIGTERM ignored", """
+        import signal
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            pass
+        """, "killed at the step deadline", _check_timeout, timeout=1.0),
+    Attack("sleep past the timeout", "import time\ntime.sleep(3600)",
+           "killed at the step deadline", _check_timeout, timeout=1.0),
+    Attack("stdout/stderr flood", """
+        import sys
+        while True:
+            sys.stdout.write("y" * 65536)
+            sys.stderr.write("z" * 65536)
+        """, "output capped, flooding child killed", _check_flood),
+    Attack("fd exhaustion", """
+        fds = []
+        try:
+            while True:
+                fds.append(open("/dev/null"))
+        except OSError as exc:
+            print("fds=" + str(len(fds) < 1024))
+            print("err=" + exc.strerror)
+        """, "EMFILE in the child (RLIMIT_NOFILE)",
+           _check_lines({"fds": "True", "err": "Too many open files"})),
+    Attack("kill the env server from inside", """
+        import os, signal
+        os.kill(os.getppid(), signal.SIGKILL)
+        """, "typed WorkerError; worker replaced at the next reset", _check_worker_killed,
+           expect_worker_death=True),
+    Attack("disk fill (/tmp tmpfs and /workspace)", """
+        import os
+        total = 0
+        err = ""
+        for where in ("/tmp", "/workspace"):
+            i = 0
+            try:
+                while True:
+                    with open(f"{where}/fill{i}", "wb") as f:
+                        for _ in range(8):
+                            f.write(b"x" * (1 << 20))
+                            total += 1
+                    i += 1
+            except OSError as exc:
+                err = exc.strerror
+        print("stopped", total, ":", err)
+        """, "ENOSPC at the tmpfs sizes (64 MiB + 256 MiB)", _check_disk,
+           process_skip=DOCKER_ONLY.format("disk: only rlimits on file size, not on total writes")),
+    Attack("writes to /, /etc, /usr", """
+        for path in ("/openenv-gym-pwned", "/etc/openenv-gym-pwned", "/usr/openenv-gym-pwned"):
+            try:
+                open(path, "w").write("x")
+                print(path + "=written")
+            except OSError as exc:
+                print(path + "=" + exc.strerror)
+        """, "read-only root file system",
+           _check_lines({p: "Read-only file system" for p in
+                         ("/openenv-gym-pwned", "/etc/openenv-gym-pwned", "/usr/openenv-gym-pwned")}),
+           process_skip=DOCKER_ONLY.format("file system")),
+    Attack("read host files and the docker socket", f"""
+        import os
+        print("secret=" + str(os.path.exists({_HOST_SECRET!r})))
+        print("docker.sock=" + str(any(os.path.exists(p) for p in
+              ("/var/run/docker.sock", "/run/docker.sock", "/run/docker"))))
+        try:
+            open("/etc/shadow").read()
+            print("shadow=readable")
+        except OSError as exc:
+            print("shadow=" + exc.strerror)
+        print("host-pids=" + str(len([p for p in os.listdir("/proc") if p.isdigit()]) < 64))
+        """, "host file and docker socket absent; shadow unreadable; only the container's pids",
+           _check_lines({"secret": "False", "docker.sock": "False", "shadow": "Permission denied",
+                         "host-pids": "True"}),
+           process_skip=DOCKER_ONLY.format("file system and process table")),
+    Attack("privileges (uid, capabilities, setuid, NoNewPrivs)", """
+        import os, stat
+        s = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
+        print("root=" + str(os.getuid() == 0 or os.geteuid() == 0))
+        print("caps=" + str(sum(int(s[k], 16) for k in ("CapEff", "CapPrm", "CapBnd", "CapAmb"))))
+        print("nnp=" + s["NoNewPrivs"].strip())
+        print("seccomp=" + s["Seccomp"].strip())
+        try:
+            os.setuid(0)
+            print("setuid0=gained")
+        except PermissionError:
+            print("setuid0=refused")
+        suid = [os.path.join(d, f) for d in ("/bin", "/sbin", "/usr/bin", "/usr/sbin")
+                if os.path.isdir(d) for f in os.listdir(d)
+                if os.path.isfile(os.path.join(d, f))
+                and os.stat(os.path.join(d, f)).st_mode & stat.S_ISUID]
+        print("suid_binaries=" + str(len(suid)))
+        import subprocess
+        if suid:  # with NoNewPrivs the setuid bit is ignored: still our uid
+            r = subprocess.run([suid[0], "--help"], capture_output=True)
+        print("uid_after=" + str(os.getuid()))
+        """, "non-root, 0 capabilities, NoNewPrivs=1, seccomp filter, setuid(0) refused",
+           _check_lines({"root": "False", "caps": "0", "nnp": "1", "seccomp": "2",
+                         "setuid0": "refused", "uid_after": "10001"}),
+           process_skip=DOCKER_ONLY.format("user (as root here)") if ROOT else None),
+    Attack("network (interfaces, routes, DNS)", """
+        import socket
+        lines = open("/proc/net/dev").read().splitlines()[2:]
+        print("ifaces=" + ",".join(sorted(l.split(":")[0].strip() for l in lines)))
+        print("routes=" + str(len(open("/proc/net/route").read().splitlines()[1:])))
+        try:
+            socket.getaddrinfo("pypi.org", 443)
+            print("dns=resolved")
+        except socket.gaierror:
+            print("dns=fails")
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:  # a UDP connect only looks up a route: no packet is sent
+            s.connect(("10.255.255.53", 53))
+            print("route=found")
+        except OSError as exc:
+            print("route=" + exc.strerror)
+        """, "only lo, no route, DNS fails",
+           _check_lines({"ifaces": "lo", "routes": "0", "dns": "fails",
+                         "route": "Network is unreachable"}),
+           process_skip=DOCKER_ONLY.format("network")),
+    Attack("kill PID 1 from inside", """
+        import os, signal
+        os.kill(1, signal.SIGKILL)
+        import time; time.sleep(0.2)
+        print("SIGKILL ignored" if os.path.exists("/proc/1") else "PID 1 gone")
+        """, "PID 1 survives (namespace init ignores SIGKILL)", _check_pid1,
+           process_skip=DOCKER_ONLY.format("PID 1 (the host's init)")),
+]
+
+
+@pytest.fixture(scope="module", params=["process", pytest.param("docker", marks=pytest.mark.docker)])
+def coding(request: pytest.FixtureRequest) -> Iterator[tuple[str, gym.Env]]:
+    provider = request.param
+    if provider == "docker":
+        require_docker()
+    env = gym.make("OpenEnv/Coding-v0", provider=provider, step_timeout=STEP_TIMEOUT,
+                   max_timeout=10.0, timeout=30.0)
+    yield provider, env
+    env.close()
+
+
+def _sandbox_base(env: gym.Env) -> str:
+    obs, *_ = env.step({"code": "import os; print(os.getcwd())"})
+    return os.path.dirname(obs["stdout"].strip())
+
+
+def _recover(env: gym.Env) -> float:
+    """Time to a working episode again (reset replaces a dead worker)."""
+    start = time.monotonic()
+    env.reset()
+    obs, reward, *_ = env.step({"code": "print(2 + 2)"})
+    assert obs["stdout"] == "4\n" and reward == 1.0, obs
+    return time.monotonic() - start
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
+def test_attack(coding: tuple[str, gym.Env], attack: Attack) -> None:
+    provider, env = coding
+    if provider == "process" and attack.process_skip:
+        pytest.skip(attack.process_skip)
+    with open(_HOST_SECRET, "w") as f:
+        f.write("host secret")
+    try:
+        probe = HostProbe.take()
+        env.reset()
+        base = _sandbox_base(env)
+        worker = env.unwrapped._worker
+        restarts = worker.restarts
+        action = {"code": textwrap.dedent(attack.code)}
+        if attack.timeout:
+            action["timeout"] = attack.timeout
+        try:
+            outcome: Any = env.step(action)[0]
+        except OpenEnvError as exc:  # typed: fine, if the attack's check accepts it
+            outcome = exc
+        observed = attack.check(outcome)
+        took = _recover(env)
+        assert took < RECOVERY_BOUND
+        died = worker.restarts > restarts
+        if attack.expect_worker_death is not None:
+            assert died == attack.expect_worker_death
+        problems = probe.problems()
+        stray = helpers.processes_with_home_under(base)
+        assert not problems, problems
+        assert not stray, f"processes of the attack still run: {stray}"
+    finally:
+        os.unlink(_HOST_SECRET)
+    replaced = "worker replaced" if died else "worker survived"
+    record("attacks", attack.name, attack.expected,
+           f"{observed}; {replaced}, next episode OK after {took:.2f} s; host unaffected",
+           provider)
+
+
+@pytest.mark.docker
+def test_daemon_outliving_the_step_stays_in_the_container() -> None:
+    """A double-forked, setsid daemon escapes the step's process group.
+
+    Docker confines it to the worker's container (pids/memory/CPU limits, no network) and
+    it ends with the container; the next episodes work meanwhile. On the process
+    provider it would become an orphan of the host: only Docker contains it.
+    """
+    require_docker()
+    env = gym.make("OpenEnv/Coding-v0", provider="docker", step_timeout=STEP_TIMEOUT)
+    try:
+        env.reset()
+        base = _sandbox_base(env)
+        container = env.unwrapped._worker.container_id
+        obs, *_ = env.step({"code": textwrap.dedent("""
+            import os, time
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    time.sleep(600)
+                    os._exit(0)
+                os._exit(0)
+            print("spawned")
+        """)})
+        assert obs["stdout"] == "spawned\n"
+        lingering = helpers.processes_with_home_under(base)
+        took = _recover(env)
+        assert took < RECOVERY_BOUND
+    finally:
+        env.close()
+    gone = helpers.wait_until(lambda: not helpers.processes_with_home_under(base), 10)
+    assert gone, helpers.processes_with_home_under(base)
+    client = helpers.docker_client()
+    assert container not in {c.id for c in helpers.our_containers(client, os.getpid())}
+    record("attacks", "daemon that outlives the step", "contained; next episode works; gone with the worker",
+           f"daemon {'kept running' if lingering else 'was gone'} inside the container after the step "
+           f"(confined by its limits); next episode OK after {took:.2f} s; gone once the container was "
+           "removed", "docker")
