@@ -1,0 +1,1 @@
+"""``OpenEnv/Git-v0``: git tasks against an in-worker git server, rewarded by checks."""

@@ -1,0 +1,203 @@
+"""``OpenEnv/Git-v0``: shell commands in a git workspace; reward = weighted checks passed.
+
+Task mode (``task="merge-conflict"``, or ``task="suite"`` to sample a task per episode
+with the env's ``np_random``): reset restores the task's start state (a snapshot, no
+re-clone); each step runs one shell command; reward is the weighted fraction of the
+task's checks that pass (``shaping=True``: its change since the last step). The episode
+terminates when every check passes or on ``submit``. Free-form mode (``task=None``): an
+empty workspace with an empty ``$REMOTE/origin.git``; reward 0.
+
+Example:
+    >>> env = GitEnv(task="create-branch")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs.checks_passed < obs.checks_total
+    True
+    >>> for cmd in env.tasks["create-branch"].solution:
+    ...     obs, reward, terminated, truncated, info = env.step(env.parse_action({"command": cmd}))
+    >>> reward, terminated
+    (1.0, True)
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import fields
+from typing import Any
+
+from openenv_gym.envs._exec import ExecResult, Limits
+from openenv_gym.envs.base import Environment
+from openenv_gym.envs.git.checks import run_check
+from openenv_gym.envs.git.models import GitAction, GitObservation
+from openenv_gym.envs.git.tasks import Task, load_tasks
+from openenv_gym.envs.git.workspace import Workspace
+from openenv_gym.errors import InvalidActionError
+from openenv_gym.models import State
+
+__all__ = ["GitEnv"]
+
+SUITE = "suite"
+
+
+class GitEnv(Environment):
+    """Git tasks in a private workspace with a git server inside the worker.
+
+    Args:
+        task: A task name, ``"suite"`` (sample one per episode) or ``None`` (free-form).
+        tasks_file: A TOML file of tasks to use instead of the built-in suite.
+        shaping: Reward is the change of the score since the last step.
+        step_timeout: Seconds per command when the action sets none.
+        max_timeout: Cap on a command's timeout.
+        output_limit: Bytes of output kept per command.
+        limits: :class:`~openenv_gym.envs._exec.Limits` fields to override.
+        render_mode: ``"ansi"`` renders the last output.
+    """
+
+    action_model = GitAction
+    observation_model = GitObservation
+    untrusted = True
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, task: str | None = None, tasks_file: str | None = None,
+                 shaping: bool = False, step_timeout: float = 30.0, max_timeout: float = 120.0,
+                 output_limit: int = 65536, limits: dict[str, int | None] | None = None,
+                 render_mode: str | None = None) -> None:
+        super().__init__(render_mode=render_mode)
+        self.tasks = load_tasks(tasks_file)
+        if task is not None and task != SUITE and task not in self.tasks:
+            raise ValueError(f"unknown git task {task!r}; use None (free-form), {SUITE!r} or one "
+                             f"of: {', '.join(self.tasks)}")
+        if not 0 < step_timeout <= max_timeout:
+            raise ValueError(f"need 0 < step_timeout <= max_timeout, got {step_timeout} and {max_timeout}")
+        unknown = set(limits or {}) - {f.name for f in fields(Limits)}
+        if unknown:
+            raise ValueError(f"unknown limits {sorted(unknown)}; known: {[f.name for f in fields(Limits)]}")
+        self.task_name = task
+        self.shaping = shaping
+        self.step_timeout = float(step_timeout)
+        self.max_timeout = float(max_timeout)
+        base = Limits(memory_bytes=2 << 30, processes=128)
+        self.workspace = Workspace(Limits(**{**base.__dict__, **(limits or {})}), output_limit)
+        self.task: Task | None = None
+        self.score = 0.0
+        self.passed = 0
+        self._last = GitObservation()
+
+    # -- episode -------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Restore the task's start state (or an empty workspace in free-form mode).
+
+        Args:
+            seed: Seeds ``np_random`` (which picks the task with ``task="suite"``).
+            options: ``{"task": name}`` plays that task this episode.
+
+        Returns:
+            The observation (instruction, checks passed at the start) and ``info``.
+        """
+        super().reset(seed=seed)
+        name = (options or {}).get("task", self.task_name)
+        if name == SUITE:
+            names = list(self.tasks)
+            name = names[int(self.np_random.integers(len(names)))]
+        if name is not None and name not in self.tasks:
+            raise ValueError(f"unknown git task {name!r}; known: {', '.join(self.tasks)}")
+        self.task = self.tasks[name] if name is not None else None
+        self.workspace.restore(self.task)
+        # Every restore of a task is the same state: score it once per worker.
+        key = self.task.key if self.task is not None else ""
+        cached = self.workspace.shared.start_scores.get(key)
+        if cached is None:
+            cached = self.workspace.shared.start_scores[key] = self._evaluate()
+        self.score, self.passed = cached
+        self._last = self._observe(ExecResult())
+        return self._last, self._info()
+
+    def step(self, action: GitAction):
+        """Run the command, then score the workspace.
+
+        Returns:
+            ``(observation, reward, terminated, truncated, info)``.
+
+        Raises:
+            InvalidActionError: ``workdir`` leaves the workspace or does not exist.
+        """
+        cwd = self._workdir(action.workdir)
+        timeout = min(action.timeout or self.step_timeout, self.max_timeout)
+        result = self.workspace.command(action.command, timeout, cwd) if action.command.strip() else ExecResult()
+        previous = self.score
+        self.score, self.passed = self._evaluate()
+        self._last = self._observe(result, cwd)
+        if self.task is None:
+            reward = 0.0
+            terminated = action.submit
+        else:
+            reward = self.score - previous if self.shaping else self.score
+            terminated = action.submit or self.passed == len(self.task.checks)
+        return self._last, reward, terminated, False, self._info()
+
+    def _workdir(self, workdir: str) -> str:
+        work = os.path.realpath(self.workspace.work)
+        default = self.task.repo if self.task is not None else ""
+        path = os.path.realpath(os.path.join(work, workdir or default))
+        if path != work and not path.startswith(work + os.sep):
+            raise InvalidActionError(f"workdir {workdir!r} is outside the workspace; give a path "
+                                     "relative to it, e.g. 'repo'")
+        if not os.path.isdir(path):
+            if not workdir:
+                return work  # the task's repo was removed: run in the workspace
+            raise InvalidActionError(f"workdir {workdir!r} does not exist in the workspace")
+        return path
+
+    def _evaluate(self) -> tuple[float, int]:
+        if self.task is None:
+            return 0.0, 0
+        got, passed = 0.0, 0
+        for check in self.task.checks:
+            if run_check(self.workspace, self.task.repo, check.type, check.params):
+                got += check.weight
+                passed += 1
+        return got / self.task.total_weight, passed
+
+    def _observe(self, result: ExecResult, cwd: str | None = None) -> GitObservation:
+        return GitObservation(
+            output=result.stdout, exit_code=max(-255, min(255, result.exit_code)),
+            timed_out=result.timed_out, branch=self._branch(cwd),
+            instruction=self.task.instruction if self.task else "",
+            checks_passed=self.passed, checks_total=len(self.task.checks) if self.task else 0,
+        )
+
+    def _branch(self, cwd: str | None) -> str:
+        # Read HEAD directly: one file read instead of a git process per step.
+        start = cwd or os.path.join(self.workspace.work, self.task.repo if self.task else "")
+        path = os.path.realpath(start)
+        work = os.path.realpath(self.workspace.work)
+        while path.startswith(work):
+            head = os.path.join(path, ".git", "HEAD")
+            if os.path.isfile(head):
+                with open(head, encoding="utf-8", errors="replace") as f:
+                    ref = f.read().strip()
+                return ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/") else "(detached HEAD)"
+            path = os.path.dirname(path)
+        return ""
+
+    def _info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"score": self.score, "remote": self.workspace.remote_url}
+        if self.task is not None:
+            info["task"] = self.task.name
+            info["category"] = self.task.category
+        return info
+
+    def render(self) -> str:
+        """The last command's output and the task's progress (``render_mode="ansi"``)."""
+        obs = self._last
+        return (f"{obs.output}\n[exit {obs.exit_code}] branch {obs.branch or '-'}; "
+                f"checks {obs.checks_passed}/{obs.checks_total}")
+
+    def state(self) -> State:
+        return State(task=self.task.name if self.task else None, score=self.score,
+                     checks_passed=self.passed, workspace=self.workspace.work)
+
+    def close(self) -> None:
+        """Remove the env's workspace."""
+        self.workspace.close()
+        super().close()

@@ -1,0 +1,45 @@
+"""Action and observation models of ``OpenEnv/Git-v0`` (OpenEnv's command/workdir shape).
+
+Example:
+    >>> GitAction(command="git status").workdir
+    ''
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from openenv_gym.models import Action, Observation
+
+__all__ = ["GitAction", "GitObservation"]
+
+MAX_COMMAND = 65536
+MAX_OUTPUT_TEXT = 1 << 20
+
+
+class GitAction(Action):
+    """A shell command to run in the workspace.
+
+    Attributes:
+        command: Shell (bash) command line; may be empty with ``submit``.
+        workdir: Folder relative to the workspace (default: the task's repository).
+        timeout: Seconds for this command (0: the env's default; capped by the env).
+        submit: End the episode after this command (it is still run and scored).
+    """
+
+    command: str = Field(default="", max_length=MAX_COMMAND)
+    workdir: str = Field(default="", max_length=4096)
+    timeout: float = Field(default=0.0, ge=0.0, le=3600.0)
+    submit: bool = False
+
+
+class GitObservation(Observation):
+    """The command's output and where the task stands."""
+
+    output: str = Field(default="", max_length=MAX_OUTPUT_TEXT)
+    exit_code: int = Field(default=0, ge=-255, le=255)
+    timed_out: bool = False
+    branch: str = Field(default="", max_length=4096)
+    instruction: str = Field(default="", max_length=MAX_COMMAND)
+    checks_passed: int = Field(default=0, ge=0, le=10_000)
+    checks_total: int = Field(default=0, ge=0, le=10_000)

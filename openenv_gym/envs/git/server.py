@@ -1,0 +1,142 @@
+"""The in-worker git server: ``git http-backend`` behind a small stdlib HTTP server.
+
+One server per worker process, bound to ``127.0.0.1`` on a free port (loopback exists
+even in a container with ``network_mode="none"``), serving every repository under one
+root folder. It runs in a daemon thread of the worker, so it can never outlive it.
+Pushes are allowed (``REMOTE_USER`` is set for the backend); hooks of the served
+repositories are disabled, so an agent cannot make the server run its code outside the
+command limits.
+
+Example:
+    >>> import tempfile
+    >>> server = GitHttpServer(tempfile.mkdtemp())
+    >>> server.url.startswith("http://127.0.0.1:")
+    True
+    >>> server.close()
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+__all__ = ["GitHttpServer"]
+
+#: Seconds one backend request may take.
+BACKEND_TIMEOUT = 60.0
+#: Largest request body accepted (a push of the tasks' small repos is far below).
+MAX_BODY = 256 << 20
+
+
+class GitHttpServer:
+    """Serves the repositories under ``root`` over smart HTTP on loopback.
+
+    Args:
+        root: Folder whose repositories are served (``http://.../<path under root>``).
+
+    Attributes:
+        url: Base URL, e.g. ``http://127.0.0.1:40123``.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        handler = type("Handler", (_Handler,), {"project_root": self.root})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="git-http",
+                                        daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    project_root = ""
+    protocol_version = "HTTP/1.0"  # one request per connection: no keep-alive bookkeeping
+
+    def do_GET(self) -> None:
+        self._backend()
+
+    def do_POST(self) -> None:
+        self._backend()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # the worker's log is for the env, not for every fetch
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            parts, total = [], 0
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return b"".join(parts)
+                total += size
+                if total > MAX_BODY:
+                    raise ValueError("request body too large")
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            raise ValueError("request body too large")
+        return self.rfile.read(length) if length else b""
+
+    def _backend(self) -> None:
+        url = urlsplit(self.path)
+        try:
+            body = self._body()
+        except ValueError as exc:
+            self.send_error(413, str(exc))
+            return
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": self.project_root,
+            "GIT_PROJECT_ROOT": self.project_root,
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            # Hooks of served repos would run the agent's code outside its limits.
+            "GIT_CONFIG_COUNT": "2",
+            "GIT_CONFIG_KEY_0": "core.hooksPath",
+            "GIT_CONFIG_VALUE_0": "/dev/null",
+            "GIT_CONFIG_KEY_1": "safe.directory",
+            "GIT_CONFIG_VALUE_1": "*",
+            "REMOTE_USER": "agent",  # the backend refuses pushes from anonymous users
+            "REMOTE_ADDR": self.client_address[0],
+            "REQUEST_METHOD": self.command,
+            "PATH_INFO": url.path,
+            "QUERY_STRING": url.query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+        }
+        for header, var in (("Content-Encoding", "HTTP_CONTENT_ENCODING"),
+                            ("Git-Protocol", "GIT_PROTOCOL")):
+            if self.headers.get(header):
+                env[var] = self.headers[header]
+        try:
+            out = subprocess.run(["git", "http-backend"], input=body, env=env,
+                                 capture_output=True, timeout=BACKEND_TIMEOUT, check=False).stdout
+        except subprocess.TimeoutExpired:
+            self.send_error(504, "git http-backend timed out")
+            return
+        head, _, payload = out.partition(b"\r\n\r\n")
+        if not _:
+            head, _, payload = out.partition(b"\n\n")
+        status, headers = 200, []
+        for line in head.decode("latin-1").splitlines():
+            name, _, value = line.partition(":")
+            if name.lower() == "status":
+                status = int(value.split()[0])
+            elif name:
+                headers.append((name, value.strip()))
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)

@@ -1,0 +1,160 @@
+"""The declarative task format of Git-v0, and the built-in suite (``tasks.toml``).
+
+A task is a TOML table::
+
+    [[task]]
+    name = "merge-conflict"
+    category = "merging"
+    instruction = "Merge `feature` into `main` ..."
+    repo = "repo"                     # folder under the workspace (default "repo")
+    setup = ["new_repo", "commit app.py 'x = 1' 'Initial commit'", ...]
+    solution = ["git merge feature", ...]
+    [[task.checks]]
+    type = "no_conflict_markers"
+    weight = 2
+
+``setup`` steps run once per worker as one ``bash -eu`` script in the workspace, with
+helpers (``new_repo``, ``commit FILE CONTENT MESSAGE``, ``as NAME EMAIL``, ``tick``) and
+fixed author, committer and dates (each commit one minute after the last), so commit
+ids are the same on every machine. ``$REMOTE`` is the base URL of the in-worker git
+server, ``$REMOTES`` the folder of the bare remote repositories. ``solution`` is the
+reference solution: commands that, run as actions in order, score 1.0. Check types and
+their fields are in :mod:`openenv_gym.envs.git.checks`.
+
+Example:
+    >>> suite = load_tasks()
+    >>> len(suite) >= 20, suite["merge-conflict"].category
+    (True, 'merging')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Task", "Check", "load_tasks", "SETUP_PRELUDE", "BUILTIN_TASKS"]
+
+#: The built-in suite.
+BUILTIN_TASKS = Path(__file__).with_name("tasks.toml")
+
+#: Shell helpers every setup script starts with (2024-01-01T12:00:00Z, one minute a commit).
+SETUP_PRELUDE = r"""
+set -euo pipefail
+T=1704110400
+as() { export GIT_AUTHOR_NAME="$1" GIT_AUTHOR_EMAIL="$2" GIT_COMMITTER_NAME="$1" GIT_COMMITTER_EMAIL="$2"; }
+tick() { T=$((T + 60)); export GIT_AUTHOR_DATE="@$T +0000" GIT_COMMITTER_DATE="@$T +0000"; }
+commit() { mkdir -p "$(dirname "$1")"; printf '%s\n' "$2" > "$1"; git add -- "$1"; tick; git commit -q -m "$3"; }
+new_repo() { git init -q --bare "$REMOTES/${2:-origin}.git"; git init -q "${1:-repo}"; cd "${1:-repo}"; git remote add origin "$REMOTE/${2:-origin}.git"; }
+as "Ada Lovelace" "ada@example.com"
+tick
+"""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One weighted check on the final state.
+
+    Attributes:
+        type: A name in :data:`openenv_gym.envs.git.checks.CHECKS`.
+        weight: Its share of the reward.
+        params: Its other fields (``branch``, ``path``, ``rev``, ...).
+    """
+
+    type: str
+    weight: float = 1.0
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A git task: start state, instruction, reference solution and checks.
+
+    Attributes:
+        name: Unique id (``task="merge-conflict"``).
+        category: Branching, committing, merging, rebasing, ...
+        instruction: What the agent is asked to do.
+        setup: Shell steps that build the start state.
+        solution: Commands that solve it (run as actions, in order).
+        checks: What the reward is a weighted fraction of.
+        repo: The task's repository folder under the workspace (the default workdir).
+    """
+
+    name: str
+    category: str
+    instruction: str
+    setup: tuple[str, ...]
+    solution: tuple[str, ...]
+    checks: tuple[Check, ...]
+    repo: str = "repo"
+
+    @property
+    def key(self) -> str:
+        """A path-safe id of this exact task (same name, different setup: different key)."""
+        digest = hashlib.sha1(repr((self.setup, self.checks, self.repo)).encode()).hexdigest()[:10]
+        return re.sub(r"[^A-Za-z0-9_.-]", "_", self.name)[:60] + "-" + digest
+
+    @property
+    def total_weight(self) -> float:
+        """Sum of the check weights."""
+        return sum(c.weight for c in self.checks)
+
+    def setup_script(self) -> str:
+        """The whole setup as one bash script."""
+        return SETUP_PRELUDE + "\n".join(self.setup) + "\n"
+
+
+def _steps(value: str | list[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(str(v) for v in value)
+
+
+def _task(raw: dict[str, Any], source: str) -> Task:
+    from openenv_gym.envs.git.checks import CHECKS
+
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{source}: a task has no name")
+    checks = []
+    for c in raw.get("checks", []):
+        c = dict(c)
+        kind = c.pop("type", None)
+        if kind not in CHECKS:
+            raise ValueError(f"{source}: task {name!r}: unknown check type {kind!r}; "
+                             f"known: {', '.join(sorted(CHECKS))}")
+        weight = float(c.pop("weight", 1.0))
+        if weight <= 0:
+            raise ValueError(f"{source}: task {name!r}: check weights must be > 0")
+        checks.append(Check(kind, weight, c))
+    if not checks:
+        raise ValueError(f"{source}: task {name!r} has no checks")
+    return Task(name=name, category=str(raw.get("category", "misc")),
+                instruction=str(raw["instruction"]).strip(), setup=_steps(raw.get("setup", [])),
+                solution=tuple(raw.get("solution", [])), checks=tuple(checks),
+                repo=str(raw.get("repo", "repo")))
+
+
+def load_tasks(path: str | Path | None = None) -> dict[str, Task]:
+    """Read a task file (default: the built-in suite).
+
+    Args:
+        path: A TOML file of ``[[task]]`` tables.
+
+    Returns:
+        Tasks by name, in file order.
+
+    Raises:
+        ValueError: A task is malformed; the message names it and the problem.
+    """
+    source = Path(path) if path is not None else BUILTIN_TASKS
+    with open(source, "rb") as f:
+        data = tomllib.load(f)
+    tasks: dict[str, Task] = {}
+    for raw in data.get("task", []):
+        task = _task(raw, str(source))
+        if task.name in tasks:
+            raise ValueError(f"{source}: task {task.name!r} is defined twice")
+        tasks[task.name] = task
+    return tasks

@@ -1,0 +1,227 @@
+"""Git-v0 workspaces: the worker's shared root and server, task snapshots, fast restore.
+
+Per worker process: one root folder (under :func:`tempfile.gettempdir`, the container's
+tmpfs), one :class:`~openenv_gym.envs.git.server.GitHttpServer` serving it, and one
+snapshot per task, built the first time the task is used. Per env: a folder
+``<root>/<id>/`` with ``work/`` (where commands run), ``remotes/`` (bare repos served at
+``$REMOTE``), ``home/`` (HOME with the git identity and ``safe.directory``) and ``tmp/``.
+Reset copies the task's snapshot over the env's folder and points the clones' remote URLs
+at the env's own remotes: no re-clone, no setup replay.
+
+Example:
+    >>> ws = Workspace()
+    >>> ws.restore(None)                      # free-form: an empty workspace with origin.git
+    >>> ws.command("git init -q demo && ls", timeout=10).stdout
+    'demo\\n'
+    >>> ws.close()
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shlex
+import shutil
+import tempfile
+import threading
+import uuid
+from dataclasses import replace
+
+from openenv_gym.envs._exec import ExecResult, Limits, minimal_environ, run
+from openenv_gym.envs.git.server import GitHttpServer
+from openenv_gym.envs.git.tasks import SETUP_PRELUDE, Task
+
+__all__ = ["Workspace", "TaskSetupError"]
+
+GITCONFIG = """\
+[user]
+\tname = Agent
+\temail = agent@example.com
+[init]
+\tdefaultBranch = main
+\ttemplateDir = {templates}
+[safe]
+\tdirectory = *
+[core]
+\tpager = cat
+\teditor = true
+[advice]
+\tdetachedHead = false
+\tskippedCherryPicks = false
+[pull]
+\trebase = false
+[color]
+\tui = false
+[commit]
+\tgpgsign = false
+"""
+
+#: Setup runs once per task per worker; a broken task file must not hang it.
+SETUP_TIMEOUT = 120.0
+
+
+class TaskSetupError(RuntimeError):
+    """A task's setup script failed (a bug in the task file); the message has its output."""
+
+
+class _Shared:
+    """What all Git-v0 envs of one worker process share."""
+
+    def __init__(self) -> None:
+        self.root = tempfile.mkdtemp(prefix="openenv-git-")
+        self.server = GitHttpServer(self.root)
+        self.templates = os.path.join(self.root, "git-templates")  # empty: no sample hooks to copy
+        os.mkdir(self.templates)
+        self.snapshots: dict[str, str] = {}
+        #: Task name -> (score, checks passed) of its untouched start state.
+        self.start_scores: dict[str, tuple[float, int]] = {}
+        self._trash = 0
+        self.lock = threading.Lock()
+        atexit.register(self.close)
+
+    def discard(self, path: str) -> None:
+        """Remove a folder off the caller's path: rename it now, delete it in the background."""
+        if not os.path.exists(path):
+            return
+        with self.lock:
+            self._trash += 1
+            trash = os.path.join(self.root, f"trash-{self._trash}")
+        os.rename(path, trash)
+        threading.Thread(target=shutil.rmtree, args=(trash, True), daemon=True).start()
+
+    def close(self) -> None:
+        self.server.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+_shared: _Shared | None = None
+_shared_lock = threading.Lock()
+
+
+def shared() -> _Shared:
+    """The worker's root folder, git server and snapshots (created on first use)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = _Shared()
+        return _shared
+
+
+class Workspace:
+    """One env's folder, and the ways to run commands in it.
+
+    Args:
+        limits: Limits of the agent's commands (and of ``command`` checks).
+        output_limit: Bytes of output kept per command.
+    """
+
+    def __init__(self, limits: Limits | None = None, output_limit: int = 65536) -> None:
+        self.shared = shared()
+        self.limits = limits or Limits(memory_bytes=2 << 30, processes=128)
+        self.output_limit = output_limit
+        self.id = "e" + uuid.uuid4().hex[:12]
+        self._setup(os.path.join(self.shared.root, self.id), self.id)
+
+    def _setup(self, base: str, ident: str) -> None:
+        self.base = base
+        self.ident = ident
+        self.work = os.path.join(base, "work")
+        self.remotes = os.path.join(base, "remotes")
+        self.home = os.path.join(base, "home")
+        self.tmp = os.path.join(base, "tmp")
+
+    @property
+    def remote_url(self) -> str:
+        """Base URL of this env's remotes (``$REMOTE``)."""
+        return f"{self.shared.server.url}/{self.ident}/remotes"
+
+    def environ(self) -> dict[str, str]:
+        """The environment of every command: HOME with the git identity, no prompts, no pager."""
+        return minimal_environ(
+            HOME=self.home, TMPDIR=self.tmp, REMOTE=self.remote_url, REMOTES=self.remotes,
+            GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true",
+            GIT_SEQUENCE_EDITOR="true", GIT_PAGER="cat", PAGER="cat", EDITOR="true",
+            TERM="dumb",
+        )
+
+    # -- commands ------------------------------------------------------------------------
+    def command(self, command: str, timeout: float, cwd: str | None = None) -> ExecResult:
+        """Run a shell command under the limits; stdout and stderr merged like a terminal."""
+        prefix = self.limits.shell_prefix()
+        return run(["bash", "-c", f"{prefix}\n{command}"], timeout=timeout, cwd=cwd or self.work,
+                   env=self.environ(), output_limit=self.output_limit, merge_stderr=True)
+
+    def shell(self, command: str, cwd: str) -> ExecResult:
+        """A ``command`` check: the agent's limits, a fixed 60 s."""
+        return self.command(command, 60.0, cwd)
+
+    def run(self, argv: list[str], cwd: str, timeout: float = 10.0) -> ExecResult:
+        """Run trusted plumbing (checks) without a shell."""
+        return run(argv, timeout=timeout, cwd=cwd, env=self.environ(), output_limit=1 << 20)
+
+    # -- snapshots -----------------------------------------------------------------------
+    def restore(self, task: Task | None) -> None:
+        """Make this env's folder the task's start state (free-form: empty + origin.git).
+
+        Raises:
+            TaskSetupError: Building the task's snapshot failed.
+        """
+        key = task.key if task is not None else ""
+        snapshot = self._snapshot(task)
+        self.shared.discard(self.base)
+        shutil.copytree(snapshot, self.base, symlinks=True)
+        old = f"/{_snapshot_ident(key)}/"
+        new = f"/{self.ident}/"
+        for top in (self.work, self.remotes):
+            for entry in os.scandir(top):
+                config = os.path.join(entry.path, ".git", "config")
+                if not os.path.exists(config):
+                    config = os.path.join(entry.path, "config")  # a bare repo
+                if os.path.isfile(config):
+                    with open(config, encoding="utf-8") as f:
+                        text = f.read()
+                    if old in text:
+                        with open(config, "w", encoding="utf-8") as f:
+                            f.write(text.replace(old, new))
+
+    def _snapshot(self, task: Task | None) -> str:
+        key = task.key if task is not None else ""
+        with self.shared.lock:
+            path = self.shared.snapshots.get(key)
+            if path is None:
+                path = self._build(task, key)
+                self.shared.snapshots[key] = path
+            return path
+
+    def _build(self, task: Task | None, key: str) -> str:
+        ident = _snapshot_ident(key)
+        builder = Workspace.__new__(Workspace)
+        builder.shared, builder.limits, builder.output_limit = self.shared, self.limits, 1 << 20
+        builder._setup(os.path.join(self.shared.root, ident), ident)
+        shutil.rmtree(builder.base, ignore_errors=True)
+        for folder in (builder.work, builder.remotes, builder.home, builder.tmp):
+            os.makedirs(folder, mode=0o700)
+        with open(os.path.join(builder.home, ".gitconfig"), "w", encoding="utf-8") as f:
+            f.write(GITCONFIG.format(templates=self.shared.templates))
+        script = (task.setup_script() if task is not None
+                  else SETUP_PRELUDE + 'git init -q --bare "$REMOTES/origin.git"\n')
+        # Fewer files make every restore faster: pack each repo's loose objects.
+        script += (f'\nfor r in {shlex.quote(builder.remotes)}/*.git {shlex.quote(builder.work)}/*/.git; do\n'
+                   '  [ -d "$r" ] && git --git-dir="$r" repack -adq && git --git-dir="$r" prune-packed\n'
+                   'done; true\n')
+        # Setup is trusted (it comes from a task file): only a generous time limit.
+        builder.limits = replace(self.limits, cpu_seconds=None, processes=None)
+        result = builder.command(script, SETUP_TIMEOUT)
+        if result.exit_code != 0:
+            shutil.rmtree(builder.base, ignore_errors=True)
+            raise TaskSetupError(f"setup of git task {key!r} failed (exit {result.exit_code}):\n"
+                                 f"{result.stdout[-4000:]}")
+        return builder.base
+
+    def close(self) -> None:
+        """Remove this env's folder."""
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _snapshot_ident(key: str) -> str:
+    return f"snapshot-{key or 'free'}"

@@ -1,0 +1,132 @@
+"""Git-v0 on real workers: every task's reference solution, remotes, limits, bad actions."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import gymnasium as gym
+import pytest
+
+import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.envs.git.tasks import load_tasks
+from openenv_gym.errors import InvalidActionError
+
+from tests.conftest import require_docker
+
+TASKS = load_tasks()
+CATEGORIES = {"branching", "committing", "merging", "rebasing", "cherry-picking", "reverting",
+              "stashing", "tagging", "remotes"}
+
+
+@pytest.fixture(scope="module", params=["process", pytest.param("docker", marks=pytest.mark.docker)])
+def git_env(request: pytest.FixtureRequest) -> Iterator[gym.Env]:
+    if request.param == "docker":
+        require_docker()
+    env = gym.make("OpenEnv/Git-v0", provider=request.param, task="suite", step_timeout=20.0)
+    yield env
+    env.close()
+
+
+def test_suite_covers_the_categories() -> None:
+    assert len(TASKS) >= 20
+    assert {t.category for t in TASKS.values()} == CATEGORIES
+    assert all(t.solution for t in TASKS.values())
+
+
+@pytest.mark.parametrize("name", list(TASKS))
+def test_reference_solution_scores_one_and_start_state_less(git_env: gym.Env, name: str) -> None:
+    task = TASKS[name]
+    obs, info = git_env.reset(options={"task": name})
+    assert info["task"] == name and obs["instruction"] == task.instruction
+    assert info["score"] < 1.0 and int(obs["checks_passed"]) < int(obs["checks_total"])
+    terminated, reward = False, 0.0
+    for command in task.solution:
+        assert not terminated, f"{name}: terminated before the end of the solution"
+        obs, reward, terminated, truncated, info = git_env.step({"command": command})
+    assert reward == 1.0, obs["output"]
+    assert terminated and int(obs["checks_passed"]) == len(task.checks)
+
+
+def test_reset_restores_the_start_state(git_env: gym.Env) -> None:
+    git_env.reset(options={"task": "create-branch"})
+    git_env.step({"command": "git switch -c feature/login && touch junk"})
+    obs, info = git_env.reset(options={"task": "create-branch"})
+    assert obs["branch"] == "main" and info["score"] < 1.0
+    obs, *_ = git_env.step({"command": "git branch --list; ls"})
+    assert "feature/login" not in obs["output"] and "junk" not in obs["output"]
+
+
+def test_commit_ids_are_reproducible(git_env: gym.Env) -> None:
+    ids = []
+    for _ in range(2):
+        git_env.reset(options={"task": "cherry-pick"})
+        ids.append(git_env.step({"command": "git rev-parse develop"})[0]["output"])
+    assert ids[0] == ids[1] and len(ids[0].strip()) == 40
+
+
+def test_clone_fetch_push_pull_through_the_in_worker_server(git_env: gym.Env) -> None:
+    git_env.reset(options={"task": "pull-fast-forward"})
+    obs, *_ = git_env.step({"command": "git clone -q $REMOTE/origin.git ../other && cd ../other && "
+                                       "git commit -q --allow-empty -m pushed-from-clone && git push -q && "
+                                       "git log -1 --format=%s origin/main"})
+    assert int(obs["exit_code"]) == 0 and obs["output"].strip() == "pushed-from-clone", obs["output"]
+    obs, *_ = git_env.step({"command": "git pull -q --ff-only && git log -1 --format=%s"})
+    assert obs["output"].strip() == "pushed-from-clone", obs["output"]
+    obs, *_ = git_env.step({"command": "git status -sb | head -1", "workdir": "other"})
+    assert obs["branch"] == "main" and "origin/main" in obs["output"]
+
+
+def test_shaping_rewards_the_change_and_submit_ends(provider: str) -> None:
+    env = gym.make("OpenEnv/Git-v0", provider=provider, task="commit-file", shaping=True)
+    try:
+        obs, info = env.reset()
+        start = info["score"]
+        total = 0.0
+        for command in TASKS["commit-file"].solution:
+            obs, reward, terminated, truncated, info = env.step({"command": command})
+            total += reward
+        assert total == pytest.approx(1.0 - start)
+        env.reset()
+        obs, reward, terminated, *_ = env.step({"command": "", "submit": True})
+        assert terminated and reward == 0.0
+    finally:
+        env.close()
+
+
+def test_free_form_mode(provider: str) -> None:
+    env = gym.make("OpenEnv/Git-v0", provider=provider)
+    try:
+        obs, info = env.reset()
+        assert int(obs["checks_total"]) == 0 and obs["instruction"] == ""
+        obs, reward, terminated, *_ = env.step(
+            {"command": "git clone -q $REMOTE/origin.git r && cd r && echo hi > f && git add f && "
+                        "git commit -qm first && git push -q origin main && git ls-remote origin"})
+        assert int(obs["exit_code"]) == 0 and "refs/heads/main" in obs["output"], obs["output"]
+        assert reward == 0.0 and not terminated
+        assert env.step({"command": "git log --format=%an", "workdir": "r"})[0]["output"] == "Agent\n"
+    finally:
+        env.close()
+
+
+def test_command_limits_and_bad_actions(git_env: gym.Env) -> None:
+    git_env.reset(options={"task": "create-branch"})
+    obs, *_ = git_env.step({"command": "sleep 30", "timeout": 1.0})
+    assert bool(obs["timed_out"])
+    obs, *_ = git_env.step({"command": "yes | head -c 5000000"})
+    assert len(obs["output"]) < 70_000 and "truncated" in obs["output"]
+    obs, *_ = git_env.step({"command": "kill -9 0"})
+    with pytest.raises(InvalidActionError, match="outside the workspace"):
+        git_env.step({"command": "ls", "workdir": "../.."})
+    with pytest.raises(InvalidActionError, match="does not exist"):
+        git_env.step({"command": "ls", "workdir": "nope"})
+    with pytest.raises(InvalidActionError):
+        git_env.step({"cmd": "ls"})
+    obs, *_ = git_env.step({"command": "git status --short --branch"})
+    assert int(obs["exit_code"]) == 0 and obs["branch"] == "main"
+
+
+def test_unknown_task_is_a_clear_error() -> None:
+    from openenv_gym.envs.git.env import GitEnv
+
+    with pytest.raises(ValueError, match="unknown git task 'nope'.*merge-conflict"):
+        GitEnv(task="nope")
