@@ -88,21 +88,19 @@ class RemoteVecEnv(VecEnv):
 
     def step_wait(self) -> VecEnvStepReturn:
         """Gather the step; ended envs carry ``terminal_observation`` and ``TimeLimit.truncated``."""
-        self.venv._gather()
-        venv = self.venv
-        dones = venv._terminations | venv._truncations
+        obs, rewards, terminations, truncations, env_infos, finals = self.venv.step_wait_per_env()
         infos: list[dict[str, Any]] = []
         for i in range(self.num_envs):
-            final = venv.last_final.get(i)
+            final = finals.get(i)
             if final is not None:
                 info = dict(final[1])
                 info["terminal_observation"] = final[0]
-                self.reset_infos[i] = venv.last_env_infos[i]
+                self.reset_infos[i] = env_infos[i]
             else:
-                info = dict(venv.last_env_infos[i])
-            info["TimeLimit.truncated"] = bool(venv._truncations[i] and not venv._terminations[i])
+                info = dict(env_infos[i])
+            info["TimeLimit.truncated"] = bool(truncations[i] and not terminations[i])
             infos.append(info)
-        return venv._obs.batch(True), venv._rewards.astype(np.float32), dones, infos
+        return obs, rewards.astype(np.float32), terminations | truncations, infos
 
     def close(self) -> None:
         """Stop every worker."""

@@ -311,6 +311,21 @@ class RemoteVectorEnv(VectorEnv):
             InvalidActionError: An action did not fit (that env did not step).
         """
         self._gather()
+        return self._batched()
+
+    def step_wait_per_env(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray,
+                                          list[dict[str, Any]], dict[int, tuple[Any, dict[str, Any]]]]:
+        """:meth:`step_wait` with per-env infos (as SB3 wants them) instead of a batched dict.
+
+        Returns:
+            Batched observations, rewards, terminations, truncations, one info dict per env,
+            and ``{env: (final_obs, final_info)}`` for envs that ended (``SAME_STEP``).
+        """
+        self._gather()
+        return (self._obs.batch(self.copy), self._rewards.copy(), self._terminations.copy(),
+                self._truncations.copy(), self.last_env_infos, self.last_final)
+
+    def _batched(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         infos: dict[str, Any] = {}
         for i in range(self.num_envs):
             final = self.last_final.get(i)
