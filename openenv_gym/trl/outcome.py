@@ -71,6 +71,7 @@ class EpisodeOutcome:
         reward: The reward handed to GRPO: the env's (see ``reward_mode``) or, on
             failure, the failure reward (may be ``None``).
         rewards: The env's reward of each step that completed.
+        actions: The actions sent, in order (the last may have failed).
         observations: The observation after reset, then after each completed step.
         infos: ``info`` of reset, then of each completed step.
         terminated: The env ended the episode.
@@ -82,6 +83,7 @@ class EpisodeOutcome:
 
     reward: Optional[float] = None
     rewards: list[float] = field(default_factory=list)
+    actions: list[Any] = field(default_factory=list)
     observations: list[Any] = field(default_factory=list)
     infos: list[dict[str, Any]] = field(default_factory=list)
     terminated: bool = False

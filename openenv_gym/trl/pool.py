@@ -170,6 +170,7 @@ class Episode:
             return out
         if self._sid is None:
             return self._fail(_Failure("env_error", "step() before a successful reset()"))
+        out.actions.append(action)
         try:
             reply = self._request({"op": "step", "sid": self._sid, "action": action})
         except _Failure as failure:

@@ -1,0 +1,45 @@
+"""Fixtures for the TRL adapter tests: a tiny model biased toward one HumanEval solution.
+
+A random tiny model only writes noise, which every env scores 0. A few seconds of
+supervised steps on one canonical solution make its samples a mix of right, partly right
+and broken code, so the GRPO tests see rewards that differ and really come from tests run
+in the Coding env.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from grpo_helpers import PROBLEM, SOLUTION
+
+pytest.importorskip("trl", reason="needs the trl extra: pip install 'openenv-gym[trl]'")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+@pytest.fixture(scope="session")
+def solver() -> tuple[Any, Any]:
+    """``(model, tokenizer)``: a 2-layer Llama nudged toward ``SOLUTION`` after the prompt."""
+    import torch
+
+    from openenv_gym.envs.coding.humaneval import get_problem
+    from openenv_gym.trl.tiny import tiny_model_and_tokenizer
+
+    prompt = get_problem(PROBLEM).prompt
+    model, tok = tiny_model_and_tokenizer([prompt + SOLUTION, "x = 41\nprint(x + 1)\n"])
+    # Prompt and solution tokenized apart, as GRPO sees them (prompt ids, then generated ids).
+    prompt_ids = tok(prompt)["input_ids"]
+    ids = prompt_ids + tok(SOLUTION, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    x = torch.tensor([ids])
+    labels = x.clone()
+    labels[0, :len(prompt_ids)] = -100
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(30):
+        loss = model(input_ids=x, labels=labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model, tok

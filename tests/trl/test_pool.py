@@ -1,0 +1,82 @@
+"""EnvPool on real workers: concurrent episodes, env rewards in order, and defined failures."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from openenv_gym.trl import EnvPool, EpisodeJob, FailurePolicy
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def test_batch_runs_on_every_worker_and_keeps_order() -> None:
+    messages = ["a" * n for n in (3, 1, 4, 1, 5, 9, 2, 6)]
+    with EnvPool("echo", num_workers=3, provider="process") as pool:
+        outcomes = pool.run([EpisodeJob([{"message": m}]) for m in messages])
+        assert [o.reward for o in outcomes] == pytest.approx([0.1 * len(m) for m in messages])
+        assert [o.observations[-1]["echo"] for o in outcomes] == messages
+        assert {o.worker for o in outcomes} == {0, 1, 2}
+        # multi-step job: the return is the sum of the env's step rewards
+        [two] = pool.run([EpisodeJob([{"message": "ab"}, {"message": "abc"}])])
+        assert two.rewards == pytest.approx([0.2, 0.3]) and two.reward == pytest.approx(0.5)
+        assert pool.stats["episodes"] == 9 and not pool.failures
+
+
+def test_final_reward_mode_and_env_ending_the_episode() -> None:
+    with EnvPool("echo", num_workers=1, provider="process", reward_mode="final", max_steps=2) as pool:
+        [out] = pool.run([EpisodeJob([{"message": m} for m in ("a", "abc", "unused")])])
+        assert out.truncated and out.reward == pytest.approx(0.3)
+        assert len(out.actions) == 2  # the env truncated after 2 steps: the third never ran
+
+
+def test_env_error_gives_failure_reward_and_the_session_survives(caplog: pytest.LogCaptureFixture) -> None:
+    with EnvPool("echo", num_workers=1, provider="process",
+                 failure_reward={"env_error": -2.0}) as pool:
+        with caplog.at_level(logging.WARNING, logger="openenv_gym.trl"):
+            bad, good = pool.run([EpisodeJob([{"msg": "typo"}]), EpisodeJob([{"message": "ok"}])])
+        assert bad.failure == "env_error" and bad.reward == -2.0
+        assert "InvalidActionError" in bad.message and "message" in bad.message
+        assert good.ok and good.reward == pytest.approx(0.2)
+        assert pool.workers[0].restarts == 0  # an env error does not cost a worker
+        assert any("env_error" in r.getMessage() for r in caplog.records)
+
+
+def test_timeout_and_crash_give_defined_rewards_and_the_worker_is_replaced(
+        caplog: pytest.LogCaptureFixture) -> None:
+    kill_parent = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+    with EnvPool("coding", num_workers=1, provider="process", episode_timeout=2.0,
+                 failure_reward={"timeout": -1.0, "crash": None}) as pool:
+        with caplog.at_level(logging.WARNING, logger="openenv_gym.trl"):
+            hang, crash, fine = pool.run([EpisodeJob([{"code": "while True:\n    pass\n"}]),
+                                          EpisodeJob([{"code": kill_parent}]),
+                                          EpisodeJob([{"code": "print(6 * 7)\n"}])])
+        assert (hang.failure, hang.reward) == ("timeout", -1.0)
+        assert (crash.failure, crash.reward) == ("crash", None)
+        assert fine.ok and fine.reward == 1.0 and fine.observations[-1]["stdout"] == "42\n"
+        assert pool.workers[0].restarts == 2
+        assert pool.stats["timeout"] == 1 and pool.stats["crash"] == 1
+        reasons = " ".join(r.getMessage() for r in caplog.records)
+        assert "episode_timeout=2.0" in reasons and "closed the connection" in reasons
+
+
+def test_leased_episodes_keep_state_across_turns() -> None:
+    with EnvPool("coding", num_workers=2, provider="process", persistent=True) as pool:
+        episodes = pool.open(3)
+        assert sorted({e.worker for e in episodes}) == [0, 1]
+        pool.reset_many(episodes, [None] * 3, [None] * 3)
+        pool.step_many(episodes, [{"code": f"x = {n}\n"} for n in (1, 2, 3)])
+        outs = pool.step_many(episodes, [{"code": "print(x * 10)\n"}] * 3)
+        assert [o.observations[-1]["stdout"] for o in outs] == ["10\n", "20\n", "30\n"]
+        assert [o.reward for o in outs] == [2.0, 2.0, 2.0]
+        pool.close_many(episodes)
+
+
+def test_bad_settings_are_refused_with_the_fix() -> None:
+    with pytest.raises(ValueError, match="unknown kinds"):
+        FailurePolicy({"oom": 0.0})
+    with pytest.raises(ValueError, match="reward_mode"):
+        EnvPool("echo", num_workers=1, provider="process", reward_mode="mean")
+    with pytest.raises(ValueError, match="num_workers"):
+        EnvPool("echo", num_workers=0, provider="process")
