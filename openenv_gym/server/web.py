@@ -306,7 +306,10 @@ def web_router(source: Source, stopping: threading.Event | None = None,
     router = APIRouter(tags=["web view"])
     stop = stopping or threading.Event()
 
-    @router.get("/web", response_class=HTMLResponse, summary="The live web view")
+    # response_model=None: the return annotation is a string here (postponed annotations)
+    # that FastAPI cannot resolve, which broke /openapi.json and /docs.
+    @router.get("/web", response_class=HTMLResponse, response_model=None,
+                summary="The live web view")
     def page() -> HTMLResponse:
         with open(PAGE_PATH, encoding="utf-8") as f:
             return HTMLResponse(f.read().replace("{{title}}", title))
