@@ -92,8 +92,7 @@ def default_action_fn(env: str, action_space: spaces.Space | None = None) -> Act
     if env == "coding":
         return lambda text: {"code": extract_code(text)}
     if env == "git":
-        field = text_field(action_space) if action_space is not None else "command"
-        return lambda text: {field: extract_code(text).strip()}
+        return lambda text: {"command": extract_code(text).strip()}
     if action_space is None:
         raise ValueError(f"no default action format for env {env!r} without its action space")
     field = text_field(action_space)

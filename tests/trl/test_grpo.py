@@ -126,3 +126,36 @@ def test_grpo_multi_turn_on_persistent_coding(solver, tmp_path) -> None:
         env.close()
     logged = [h["rewards/episode_reward/mean"] for h in trainer.state.log_history if "rewards/episode_reward/mean" in h]
     assert logged == pytest.approx([sum(o.reward for o in s) / len(s) for s in seen], abs=1e-6)
+
+
+def test_grpo_multi_turn_on_git(solver, tmp_path) -> None:
+    from datasets import Dataset
+
+    model, tok = solver
+    with EnvPool("git", num_workers=2, provider="process", task="create-branch", reward_mode="final") as pool:
+        rollout = EnvRollout(pool, max_turns=2, show_reset_observation=True,
+                             observation_fn=lambda obs: f"# exit {obs['exit_code']}\n")
+        seen: list[list] = []
+
+        def record(prompts, completions, **kw):
+            seen.append(list(rollout.last_outcomes))
+            return [0.0] * len(completions)
+
+        trainer = _trainer(model, tok, tmp_path, reward_funcs=[episode_reward, record], rollout_func=rollout,
+                           train_dataset=Dataset.from_list([{"prompt": "Run one git command per turn.\n"}]),
+                           config={"reward_weights": [1.0, 0.0], "max_completion_length": 32})
+        trainer.train()
+    assert trainer.state.global_step == 2
+    outcomes = [o for step in seen for o in step]
+    assert all(o.ok and o.actions and set(o.actions[0]) == {"command"} for o in outcomes)
+    # The reward GRPO got is the env's checks score after the episode's last command.
+    env = gym.make("OpenEnv/Git-v0", provider="process", task="create-branch")
+    try:
+        for o in outcomes:
+            env.reset()
+            for action in o.actions:
+                obs, reward, *_ = env.step(action)
+            assert reward == pytest.approx(o.reward)
+            assert obs["checks_passed"] == o.observations[-1]["checks_passed"]
+    finally:
+        env.close()
