@@ -69,7 +69,8 @@ class Limits:
         open_files: Open file descriptors (RLIMIT_NOFILE).
 
     Example:
-        >>> Limits(cpu_seconds=2, open_files=64).shell_prefix()
+        >>> Limits(cpu_seconds=2, memory_bytes=None, file_size_bytes=None, processes=None,
+        ...        open_files=64).shell_prefix()
         'ulimit -t 2 -n 64 2>/dev/null'
     """
 
