@@ -1,0 +1,28 @@
+"""The GRPO example runs end to end on the tiny model with Coding workers in Docker."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_docker
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo_coding.py"
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(420)
+def test_example_tiny_run_on_docker() -> None:
+    require_docker()
+    proc = subprocess.run([sys.executable, str(EXAMPLE), "--tiny", "--max-steps", "2", "--workers", "2",
+                           "--provider", "docker", "--problems", "0-3"],
+                          capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "provider='docker'" in proc.stdout
+    steps = re.findall(r"step (\d+): mean reward ([0-9.]+)", proc.stdout)
+    assert [s for s, _ in steps] == ["1", "2"] and all(0.0 <= float(r) <= 1.0 for _, r in steps)
+    assert "episodes 8," in proc.stdout  # 2 steps x 4 completions, each executed in a container
