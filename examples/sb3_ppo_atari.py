@@ -35,7 +35,7 @@ def linear(start: float):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--timesteps", type=int, default=4096, help="PPO training steps")
+    parser.add_argument("--timesteps", type=int, default=2048, help="PPO training steps")
     parser.add_argument("--full", action="store_true", help="rl-zoo's 10M-step run")
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--envs-per-worker", type=int, default=4)

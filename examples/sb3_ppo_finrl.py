@@ -35,7 +35,7 @@ from openenv_gym.envs.finrl.metrics import summarize
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--timesteps", type=int, default=16_384, help="PPO training steps")
+    parser.add_argument("--timesteps", type=int, default=8192, help="PPO training steps")
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--envs-per-worker", type=int, default=4,
                         help="sub-envs per worker process/container (8 envs / 4 = 2 workers)")
