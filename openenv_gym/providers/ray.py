@@ -69,16 +69,27 @@ class ServerHost:
     (``--owner-pid``), so it exits within a fraction of a second when the actor is killed
     or its node goes away, even by SIGKILL.
 
+    With ``isolation="docker"`` it starts a hardened container on its node through the
+    Docker provider instead; that container serves on a Unix socket (``network_mode="none"``),
+    which a small TCP relay in this actor exposes to the trainer.
+
     Args:
         env: Catalog name.
         kwargs_json: Env keyword arguments as JSON.
         host: Interface to bind (``"127.0.0.1"``, or ``"node"`` for the node's IP).
+        isolation: ``"process"`` (a child process) or ``"docker"`` (a hardened container).
+        docker_options: Keyword arguments for :class:`~openenv_gym.providers.docker.DockerProvider`.
     """
 
-    def __init__(self, env: str, kwargs_json: str, host: str) -> None:
+    def __init__(self, env: str, kwargs_json: str, host: str, isolation: str = "process",
+                 docker_options: dict[str, Any] | None = None) -> None:
         self.env = env
         self.kwargs_json = kwargs_json
         self.host = ray.util.get_node_ip_address() if host == "node" else host
+        self.isolation = isolation
+        self.docker_options = dict(docker_options or {})
+        self.container: Any = None
+        self.relay: _TcpRelay | None = None
         self.proc: subprocess.Popen | None = None
         self.lines: collections.deque[str] = collections.deque(maxlen=200)
         self.address: str | None = None
@@ -90,6 +101,8 @@ class ServerHost:
         Returns:
             ``address``, ``node_id``, ``node_ip``, ``actor_pid``, ``server_pid``.
         """
+        if self.isolation == "docker":
+            return self._start_container()
         from openenv_gym.providers.process import _worker_environ  # same PYTHONPATH rule
 
         cmd = [sys.executable, "-m", "openenv_gym.server", self.env, "--tcp-port", "0",
@@ -107,6 +120,17 @@ class ServerHost:
         return {"address": self.address, "node_id": ctx.get_node_id(),
                 "node_ip": ray.util.get_node_ip_address(), "actor_pid": os.getpid(),
                 "server_pid": self.proc.pid}
+
+    def _start_container(self) -> dict[str, Any]:
+        from openenv_gym.providers.docker import DockerProvider
+
+        docker = DockerProvider(**self.docker_options)
+        [self.container] = docker.start(self.env, 1, json.loads(self.kwargs_json))
+        self.relay = _TcpRelay(self.host, self.container.address)
+        self.address = self.relay.address
+        return {"address": self.address, "node_id": ray.get_runtime_context().get_node_id(),
+                "node_ip": ray.util.get_node_ip_address(), "actor_pid": os.getpid(),
+                "server_pid": 0, "container_id": self.container.container_id}
 
     def _pump(self) -> None:
         # A pipe, not a log file: nothing is left behind on the node when the actor dies.
@@ -126,6 +150,8 @@ class ServerHost:
         Callers ask right after a call failed; a process killed a moment ago may still be
         tearing down, so give it ``grace`` seconds to finish dying before calling it alive.
         """
+        if self.container is not None:
+            return bool(self.container.alive())
         if self.proc is None:
             return False
         try:
@@ -136,10 +162,16 @@ class ServerHost:
 
     def logs(self, tail: int = 50) -> str:
         """The server's last output lines."""
+        if self.container is not None:
+            return str(self.container.logs(tail))
         return "\n".join(list(self.lines)[-tail:])
 
     def stop(self) -> None:
-        """Terminate the server (SIGTERM, then SIGKILL after 2 s)."""
+        """Terminate the server (SIGTERM, then SIGKILL after 2 s) or remove its container."""
+        if self.relay is not None:
+            self.relay.close()
+        if self.container is not None:
+            self.container.stop()
         if self.proc is None or self.proc.poll() is not None:
             return
         self.proc.terminate()
@@ -148,6 +180,64 @@ class ServerHost:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(5.0)
+
+
+class _TcpRelay:
+    """Forwards TCP connections on ``host`` to a Unix socket (a container's, on this node).
+
+    Bytes are copied as they come; framing stays end to end between client and server.
+    """
+
+    def __init__(self, host: str, target: str) -> None:
+        import socket
+
+        self.target = target[len("unix://"):]
+        self.listener = socket.create_server((host, 0))
+        self.address = f"tcp://{host}:{self.listener.getsockname()[1]}"
+        self._conns: list[Any] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                upstream.connect(self.target)
+            except OSError:
+                client.close()  # the container is gone: the client sees a closed connection
+                continue
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._copy, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _copy(src: Any, dst: Any) -> None:
+        import socket
+
+        try:
+            while data := src.recv(1 << 20):
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self._conns:
+            try:
+                conn.close()
+            except OSError:
+                pass
 
 
 _ServerHostActor = ray.remote(ServerHost)
@@ -160,8 +250,9 @@ class RayWorker(Worker):
         address: ``tcp://IP:PORT`` of the server (re-read on every restart).
         node_id: Hex id of the Ray node it runs on.
         node_ip: That node's IP as Ray sees it.
-        pid: The env server's process id (on its node; the process that serves).
+        pid: The env server's process id (on its node; 0 inside a container).
         actor_pid: The hosting actor's process id (on its node).
+        container_id: The worker container's id with ``isolation="docker"``, else None.
 
     Args:
         provider: The provider that placed it (holds options and the placement group).
@@ -192,7 +283,8 @@ class RayWorker(Worker):
             options["resources"] = dict(p.resources)
         if p.runtime_env:
             options["runtime_env"] = p.runtime_env
-        actor = _ServerHostActor.options(**options).remote(self.env, self.kwargs_json, p.host)
+        actor = _ServerHostActor.options(**options).remote(self.env, self.kwargs_json, p.host,
+                                                           p.isolation, p.docker_options)
         self.actor = actor
         try:
             info = ray.get(actor.start.remote(p.startup_timeout), timeout=p.placement_timeout)
@@ -210,6 +302,7 @@ class RayWorker(Worker):
         self.address = info["address"]
         self.node_id, self.node_ip = info["node_id"], info["node_ip"]
         self.pid, self.actor_pid = info["server_pid"], info["actor_pid"]
+        self.container_id = info.get("container_id")
 
     def alive(self) -> bool:
         if self.actor is None:
@@ -311,6 +404,12 @@ class RayProvider(Provider):
         placement_timeout: Seconds to wait for Ray to place a worker and its server to start.
         alive_timeout: Seconds :meth:`RayWorker.alive` waits for the actor to answer.
         init_kwargs: Extra arguments for ``ray.init`` (e.g. ``num_cpus`` for a local start).
+        isolation: ``"process"`` (default: the server is a child process of the actor) or
+            ``"docker"`` (the actor starts a hardened container on its node through the
+            Docker provider; pair it with ``resources={"docker": 1}`` so only nodes with an
+            engine are picked).
+        docker_options: Keyword arguments for the Docker provider on each node (e.g.
+            ``{"container_options": {"mem_limit": "1g"}}``).
     """
 
     name = "ray"
@@ -320,8 +419,11 @@ class RayProvider(Provider):
                  node_id: str | None = None, host: str = "127.0.0.1",
                  runtime_env: dict[str, Any] | None = None, startup_timeout: float = 60.0,
                  placement_timeout: float = 120.0, alive_timeout: float = 5.0,
-                 init_kwargs: dict[str, Any] | None = None) -> None:
+                 init_kwargs: dict[str, Any] | None = None, isolation: str = "process",
+                 docker_options: dict[str, Any] | None = None) -> None:
         strategy = strategy.upper()
+        if isolation not in ("process", "docker"):
+            raise ValueError(f"isolation must be 'process' or 'docker', got {isolation!r}")
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown Ray placement strategy {strategy!r}; use one of "
                              f"{', '.join(STRATEGIES)}")
@@ -341,6 +443,8 @@ class RayProvider(Provider):
         self.placement_timeout = placement_timeout
         self.alive_timeout = alive_timeout
         self.init_kwargs = dict(init_kwargs or {})
+        self.isolation = isolation
+        self.docker_options = dict(docker_options or {})
         self._holds_ray = False
         self._connected = False
         self._groups: dict[str, Any] = {}

@@ -183,3 +183,45 @@ def test_node_lost_mid_rollout_replaces_its_workers_and_the_rollout_continues(ra
     finally:
         envs.close()
     assert not procs.wait_gone({w.pid for w in pool.workers}, 10)
+
+
+def _require_docker() -> None:
+    # One gate for every Docker test: the root conftest's (skip, or fail under CI's flag).
+    path = Path(__file__).parent.parent / "conftest.py"
+    spec = importlib.util.spec_from_file_location("root_conftest_gate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    module.require_docker()
+
+
+@pytest.mark.docker
+def test_actor_starts_a_hardened_container_on_a_docker_node(ray_cluster) -> None:
+    _require_docker()
+    import docker
+
+    engine = docker.from_env()
+    provider = RayProvider(num_cpus=0.5, resources={"docker": 1}, isolation="docker")
+    workers = provider.start("echo", 2)
+    try:
+        assert set(_nodes(ray_cluster, workers)) <= {"node_a", "node_b"}
+        for w in workers:
+            attrs = engine.containers.get(w.container_id).attrs
+            assert attrs["HostConfig"]["NetworkMode"] == "none" and attrs["HostConfig"]["ReadonlyRootfs"]
+            # The trainer reaches the container through the actor's TCP relay.
+            client = BinaryClient(w.address, 10)
+            sid = client.request({"op": "reset", "seed": 0})["sid"]
+            assert client.request({"op": "step", "sid": sid, "action": {"message": "hi"}})["obs"]["echo"] == "hi"
+            client.drop()
+        victim = workers[0]
+        old = victim.container_id
+        engine.containers.get(old).kill()
+        assert not victim.alive()
+        victim.restart()
+        assert victim.container_id != old and victim.alive()
+        assert BinaryClient(victim.address, 10).request({"op": "health"})["env"] == "echo"
+        ids = [w.container_id for w in workers]
+    finally:
+        provider.stop_all(workers)
+    for cid in ids:
+        with pytest.raises(docker.errors.NotFound):
+            engine.containers.get(cid)
