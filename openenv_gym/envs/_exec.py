@@ -26,10 +26,11 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping, Sequence
 
-__all__ = ["Limits", "ExecResult", "Child", "run", "minimal_environ", "python_argv",
+__all__ = ["Limits", "ExecResult", "Child", "run", "kill_all", "minimal_environ", "python_argv",
            "TRUNCATION_MARK"]
 
 #: Appended to a stream whose output went past the cap.
@@ -208,6 +209,7 @@ class Child:
             start_new_session=True, pass_fds=tuple(pass_fds), close_fds=True,
         )
         self.pid = self.proc.pid
+        _live.add(self)
         self.out = _Stream(output_limit)
         self.err = _Stream(output_limit)
         self._sel = selectors.DefaultSelector()
@@ -309,6 +311,7 @@ class Child:
             return self.result
         self.kill()  # also stops background processes it left behind
         code = self.proc.wait()
+        _live.discard(self)
         wall = time.monotonic() - self.started
         self.drain()
         for key in list(self._sel.get_map().values()):
@@ -322,6 +325,23 @@ class Child:
                                  timed_out=timed_out, wall_time=wall,
                                  truncated=bool(self.out.dropped or self.err.dropped))
         return self.result
+
+
+#: Children not finished yet (see :func:`kill_all`).
+_live: "weakref.WeakSet[Child]" = weakref.WeakSet()
+
+
+def kill_all() -> int:
+    """SIGKILL the process group of every child still running; returns how many.
+
+    A worker that shuts down (its owner died, or it was told to stop) calls this first:
+    children live in sessions of their own, so they would otherwise outlive the worker,
+    and a step in flight would keep the shutdown waiting for its timeout.
+    """
+    children = list(_live)
+    for child in children:
+        child.kill()
+    return len(children)
 
 
 def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,

@@ -97,8 +97,14 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         done.set()
 
     def shutdown() -> None:
+        # Untrusted children (Coding/Git steps) run in sessions of their own: end them first,
+        # so a step in flight neither holds its session's lock through shutdown (until its
+        # timeout) nor outlives the worker. Only loaded when an env used it.
+        exec_mod = sys.modules.get("openenv_gym.envs._exec")
         for server in servers:
             server.close()
+        if exec_mod is not None:
+            exec_mod.kill_all()
         service.shutdown()
 
     if owner_pid:
