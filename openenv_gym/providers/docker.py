@@ -123,10 +123,17 @@ class DockerWorker(Worker):
 
         if self.container is None:
             return {}
+        import requests.exceptions  # docker-py's transport: engine-unreachable errors come raw
+
         try:
             self.container.reload()
         except docker.errors.NotFound:
             return {"Status": "removed"}
+        except (docker.errors.DockerException, requests.exceptions.ConnectionError) as exc:
+            raise ProviderUnavailableError(
+                f"the Docker engine does not answer ({str(exc)[:200]}); worker container "
+                f"{self.name} cannot be checked or replaced. Start the engine again (`dockerd &` "
+                "or Docker Desktop); the next reset then starts a fresh worker") from None
         return self.container.attrs.get("State", {})
 
     def alive(self) -> bool:

@@ -44,24 +44,29 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     tr = terminalreporter
     tr.section("openenv_gym security suite")
     tr.write_line("attacks tried: {attacks}   faults injected: {faults}   bad inputs tried: "
-                  "{bad_inputs}   leaks found: {leaks}".format(
+                  "{bad_inputs}   leaks found: {leaks}   load/soak runs: {loads}".format(
                       **{k: counts.get(k, 0) for k in helpers.KINDS}))
     for kind, name, provider, expected, observed in helpers.ROWS:
         where = f" [{provider}]" if provider else ""
-        tr.write_line(f"  {kind[:-1]:<9} {name}{where}: expected {expected}; observed {observed}")
+        tr.write_line(f"  {_KIND_NAMES[kind]:<9} {name}{where}: expected {expected}; observed {observed}")
     path = os.environ.get("OPENENV_GYM_SECURITY_TABLE")
     if path:
         with open(path, "w") as f:
             f.write(markdown_table())
 
 
+_KIND_NAMES = {"attacks": "attack", "faults": "fault", "bad_inputs": "bad input", "leaks": "LEAK",
+               "loads": "load"}
+
+
 def markdown_table() -> str:
     """The tally and the outcome table as Markdown."""
     c = helpers.COUNTS
     lines = [f"Attacks tried: **{c.get('attacks', 0)}**, faults injected: **{c.get('faults', 0)}**, "
-             f"bad inputs tried: **{c.get('bad_inputs', 0)}**, leaks found: **{c.get('leaks', 0)}**.",
+             f"bad inputs tried: **{c.get('bad_inputs', 0)}**, leaks found: **{c.get('leaks', 0)}**, "
+             f"load/soak runs: **{c.get('loads', 0)}**.",
              "", "| kind | what | provider | expected | observed |", "|---|---|---|---|---|"]
     for kind, name, provider, expected, observed in helpers.ROWS:
-        cells = [kind[:-1].replace("_", " "), name, provider or "-", expected, observed]
+        cells = [_KIND_NAMES[kind], name, provider or "-", expected, observed]
         lines.append("| " + " | ".join(s.replace("|", "\\|") for s in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -20,13 +20,13 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
-#: Tally of the run: attacks, faults, bad_inputs, leaks.
+#: Tally of the run: attacks, faults, bad_inputs, leaks, and load runs.
 COUNTS: Counter = Counter()
 #: One row per recorded event: (kind, name, provider, expected, observed).
 ROWS: list[tuple[str, str, str, str, str]] = []
 _lock = threading.Lock()
 
-KINDS = ("attacks", "faults", "bad_inputs", "leaks")
+KINDS = ("attacks", "faults", "bad_inputs", "leaks", "loads")
 
 
 def record(kind: str, name: str, expected: str, observed: str, provider: str = "",
