@@ -1,8 +1,9 @@
 """Vector-env throughput: RemoteVectorEnv beside Gymnasium's AsyncVectorEnv and SB3's SubprocVecEnv.
 
 Random actions, env-steps/s = vector steps x num_envs / wall time (construction, reset and a
-short warm-up excluded), one run per row; every row of a suite runs in the same process
-one after another, so compare the ratios printed against each suite's reference.
+short warm-up excluded). All rows of a suite are built first, then stepped in interleaved
+rounds (median per row), so load from other users of the machine hits every row alike:
+read the ratios against each suite's reference.
 
 Suites:
     cartpole  Gym-v0 CartPole-v1, num_envs=8: ours (envs_per_worker 1, 4, 8) vs AsyncVectorEnv
@@ -34,43 +35,56 @@ import openenv_gym  # noqa: F401  (registers the ids)
 WARMUP = 20
 
 
-def rate_gym(make: Callable[[], Any], seconds: float) -> float:
-    """Env-steps/s of a Gymnasium VectorEnv under random actions."""
-    venv = make()
-    try:
-        n = venv.num_envs
-        actions = [venv.action_space.sample() for _ in range(256)]
-        venv.reset(seed=0)
+class Timed:
+    """A live vector env (Gymnasium or SB3 API) that can be stepped for a while at a time."""
+
+    def __init__(self, make: Callable[[], Any], sb3: bool = False) -> None:
+        self.venv = make()
+        self.sb3 = sb3
+        self.n = self.venv.num_envs
+        if sb3:
+            n_actions = self.venv.action_space.n
+            self.actions = list(np.random.default_rng(0).integers(0, n_actions, size=(256, self.n)))
+            self.venv.seed(0)
+            self.venv.reset()
+        else:
+            self.actions = [self.venv.action_space.sample() for _ in range(256)]
+            self.venv.reset(seed=0)
         for i in range(WARMUP):
-            venv.step(actions[i])
+            self.venv.step(self.actions[i])
+        self.rates: list[float] = []
+
+    def run(self, seconds: float) -> float:
+        """Step for ``seconds``; returns (and keeps) env-steps/s."""
         steps, start = 0, time.perf_counter()
         while time.perf_counter() - start < seconds:
             for i in range(16):
-                venv.step(actions[(steps + i) % 256])
+                self.venv.step(self.actions[(steps + i) % 256])
             steps += 16
-        return steps * n / (time.perf_counter() - start)
-    finally:
-        venv.close()
+        self.rates.append(steps * self.n / (time.perf_counter() - start))
+        return self.rates[-1]
+
+    def close(self) -> None:
+        self.venv.close()
 
 
-def rate_sb3(make: Callable[[], Any], seconds: float) -> float:
-    """Env-steps/s of an SB3 VecEnv under random actions."""
-    venv = make()
+def measure(configs: dict[str, tuple[Callable[[], Any], bool]], seconds: float,
+            rounds: int = 5) -> list[tuple[str, float]]:
+    """Build every config, then step them in interleaved rounds; median env-steps/s each.
+
+    Interleaving makes load from other users of the machine hit every row alike.
+    """
+    live: dict[str, Timed] = {}
     try:
-        n = venv.num_envs
-        actions = np.random.default_rng(0).integers(0, venv.action_space.n, size=(256, n))
-        venv.seed(0)
-        venv.reset()
-        for i in range(WARMUP):
-            venv.step(actions[i])
-        steps, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            for i in range(16):
-                venv.step(actions[(steps + i) % 256])
-            steps += 16
-        return steps * n / (time.perf_counter() - start)
+        for name, (make, sb3) in configs.items():
+            live[name] = Timed(make, sb3)
+        for _ in range(rounds):
+            for timed in live.values():
+                timed.run(seconds / rounds)
+        return [(name, float(np.median(t.rates))) for name, t in live.items()]
     finally:
-        venv.close()
+        for timed in live.values():
+            timed.close()
 
 
 def ours(n: int, per_worker: int, provider: str, env: str = "OpenEnv/Gym-v0", **kwargs: Any) -> Callable[[], Any]:
@@ -90,23 +104,23 @@ def report(rows: list[tuple[str, float]], reference: str) -> None:
 
 def suite_cartpole(seconds: float, provider: str) -> None:
     print(f"# (a) CartPole-v1, num_envs=8, provider={provider}; ratio vs AsyncVectorEnv n=8")
-    rows = [("AsyncVectorEnv n=8 (shm)", rate_gym(async_env("CartPole-v1", 8), seconds))]
+    configs: dict[str, tuple[Callable[[], Any], bool]] = {
+        "AsyncVectorEnv n=8 (shm)": (async_env("CartPole-v1", 8), False)}
     for k in (1, 4, 8):
-        rows.append((f"RemoteVectorEnv n=8 envs_per_worker={k}", rate_gym(ours(8, k, provider), seconds)))
+        configs[f"RemoteVectorEnv n=8 envs_per_worker={k}"] = (ours(8, k, provider), False)
     try:
         from stable_baselines3.common.env_util import make_vec_env
         from stable_baselines3.common.vec_env import SubprocVecEnv
 
         from openenv_gym.sb3 import RemoteVecEnv
 
-        rows.append(("SB3 SubprocVecEnv n=8", rate_sb3(
-            lambda: make_vec_env("CartPole-v1", n_envs=8, vec_env_cls=SubprocVecEnv), seconds)))
-        rows.append(("SB3 RemoteVecEnv n=8 envs_per_worker=4", rate_sb3(
-            lambda: RemoteVecEnv("gym", 8, env_id="CartPole-v1", provider=provider, envs_per_worker=4),
-            seconds)))
+        configs["SB3 SubprocVecEnv n=8"] = (
+            lambda: make_vec_env("CartPole-v1", n_envs=8, vec_env_cls=SubprocVecEnv), True)
+        configs["SB3 RemoteVecEnv n=8 envs_per_worker=4"] = (
+            lambda: RemoteVecEnv("gym", 8, env_id="CartPole-v1", provider=provider, envs_per_worker=4), True)
     except ImportError:
         print("  (stable-baselines3 not installed: SB3 rows skipped)")
-    report(rows, "AsyncVectorEnv n=8 (shm)")
+    report(measure(configs, seconds), "AsyncVectorEnv n=8 (shm)")
 
 
 def suite_heavy(seconds: float, provider: str) -> None:
@@ -114,9 +128,11 @@ def suite_heavy(seconds: float, provider: str) -> None:
 
     gym.register_envs(ale_py)
     print(f"# (b) Pong (ALE/Pong-v5 settings, 210x160x3 frames), num_envs=2, provider={provider}")
-    rows = [("AsyncVectorEnv ALE/Pong-v5 n=2 (shm)", rate_gym(async_env("ALE/Pong-v5", 2), seconds)),
-            ("RemoteVectorEnv Atari-v0 pong n=2 envs_per_worker=1",
-             rate_gym(ours(2, 1, provider, "OpenEnv/Atari-v0", game="pong"), seconds))]
+    rows = measure({
+        "AsyncVectorEnv ALE/Pong-v5 n=2 (shm)": (async_env("ALE/Pong-v5", 2), False),
+        "RemoteVectorEnv Atari-v0 pong n=2 envs_per_worker=1":
+            (ours(2, 1, provider, "OpenEnv/Atari-v0", game="pong"), False),
+    }, seconds)
     report(rows, "AsyncVectorEnv ALE/Pong-v5 n=2 (shm)")
 
 
@@ -124,9 +140,12 @@ def suite_scaling(seconds: float, provider: str, sizes: list[int]) -> None:
     print(f"# (c) CartPole-v1 scaling, provider={provider}; env-steps/s (ratio vs AsyncVectorEnv n)")
     print(f"  {'num_envs':>8s} {'Async':>9s} {'ours 2 workers':>20s} {'ours 1 env/worker':>20s}")
     for n in sizes:
-        ref = rate_gym(async_env("CartPole-v1", n), seconds)
-        two = rate_gym(ours(n, max(1, -(-n // 2)), provider), seconds)
-        one = rate_gym(ours(n, 1, provider), seconds)
+        rates = dict(measure({
+            "async": (async_env("CartPole-v1", n), False),
+            "two": (ours(n, max(1, -(-n // 2)), provider), False),
+            "one": (ours(n, 1, provider), False),
+        }, seconds, rounds=3))
+        ref, two, one = rates["async"], rates["two"], rates["one"]
         print(f"  {n:8d} {ref:9.0f} {two:12.0f} ({two / ref:4.2f}x) {one:12.0f} ({one / ref:4.2f}x)",
               flush=True)
 
