@@ -32,6 +32,7 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 import collections  # noqa: E402
 import json  # noqa: E402
+import logging  # noqa: E402
 import re  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -59,6 +60,7 @@ __all__ = ["RayProvider", "RayWorker", "ServerHost", "STRATEGIES"]
 #: one placement group per pool (one bundle per worker), which Ray re-places on node loss.
 STRATEGIES = ("SPREAD", "DEFAULT", "PACK", "STRICT_PACK", "STRICT_SPREAD")
 _GROUP_STRATEGIES = ("PACK", "STRICT_PACK", "STRICT_SPREAD")
+logger = logging.getLogger("openenv_gym.ray")
 _READY = re.compile(r"openenv-gym worker ready: .*binary=(\S+)")
 
 
@@ -275,10 +277,19 @@ class RayWorker(Worker):
         self._lock = threading.Lock()
         self._place()
 
-    def _place(self) -> None:
+    def _place(self, restarting: bool = False) -> None:
         p = self.provider
+        strategy = p._strategy_for(self.pool, self.index)
+        if restarting and isinstance(strategy, PlacementGroupSchedulingStrategy):
+            # Ray re-places a lost node's bundles by itself; a strict group it cannot re-place
+            # (STRICT_SPREAD with too few nodes left) must not keep the worker down for good.
+            if not strategy.placement_group.wait(p.regroup_timeout):
+                logger.warning("openenv-gym: placement group of pool %s cannot be re-placed "
+                               "within %.0f s; placing worker %d freely (SPREAD)", self.pool,
+                               p.regroup_timeout, self.index)
+                strategy = "SPREAD"
         options: dict[str, Any] = {"num_cpus": p.num_cpus, "max_restarts": 0,
-                                   "scheduling_strategy": p._strategy_for(self.pool, self.index)}
+                                   "scheduling_strategy": strategy}
         if p.resources:
             options["resources"] = dict(p.resources)
         if p.runtime_env:
@@ -316,7 +327,7 @@ class RayWorker(Worker):
         with self._lock:
             self._kill()
             self.restarts += 1
-            self._place()
+            self._place(restarting=True)
 
     def _kill(self) -> None:
         if self.actor is None:
@@ -403,6 +414,8 @@ class RayProvider(Provider):
         startup_timeout: Seconds the env server may take to start once placed.
         placement_timeout: Seconds to wait for Ray to place a worker and its server to start.
         alive_timeout: Seconds :meth:`RayWorker.alive` waits for the actor to answer.
+        regroup_timeout: On restart, seconds to wait for Ray to re-place the pool's placement
+            group after a node loss before placing the worker outside it.
         init_kwargs: Extra arguments for ``ray.init`` (e.g. ``num_cpus`` for a local start).
         isolation: ``"process"`` (default: the server is a child process of the actor) or
             ``"docker"`` (the actor starts a hardened container on its node through the
@@ -419,6 +432,7 @@ class RayProvider(Provider):
                  node_id: str | None = None, host: str = "127.0.0.1",
                  runtime_env: dict[str, Any] | None = None, startup_timeout: float = 60.0,
                  placement_timeout: float = 120.0, alive_timeout: float = 5.0,
+                 regroup_timeout: float = 10.0,
                  init_kwargs: dict[str, Any] | None = None, isolation: str = "process",
                  docker_options: dict[str, Any] | None = None) -> None:
         strategy = strategy.upper()
@@ -442,6 +456,7 @@ class RayProvider(Provider):
         self.startup_timeout = startup_timeout
         self.placement_timeout = placement_timeout
         self.alive_timeout = alive_timeout
+        self.regroup_timeout = regroup_timeout
         self.init_kwargs = dict(init_kwargs or {})
         self.isolation = isolation
         self.docker_options = dict(docker_options or {})

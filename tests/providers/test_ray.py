@@ -185,6 +185,32 @@ def test_node_lost_mid_rollout_replaces_its_workers_and_the_rollout_continues(ra
     assert not procs.wait_gone({w.pid for w in pool.workers}, 10)
 
 
+def test_strict_group_that_cannot_be_replaced_falls_back_to_free_placement(ray_cluster, procs) -> None:
+    extra = ray_cluster.cluster.add_node(num_cpus=4, resources={"docker": 4})
+    ray_cluster.extra.append(extra)
+    ray_cluster.cluster.wait_for_nodes()
+    provider = RayProvider(num_cpus=0.5, resources={"docker": 1}, strategy="STRICT_SPREAD",
+                           regroup_timeout=2.0)
+    workers = provider.start("echo", 3)
+    try:
+        name = ray_cluster.node_name(extra.node_id)
+        assert sorted(_nodes(ray_cluster, workers)) == sorted(["node_a", "node_b", name])
+        [victim] = [w for w in workers if w.node_id == extra.node_id]
+        others = [(w.address, w.pid) for w in workers if w is not victim]
+        ray_cluster.cluster.remove_node(extra)
+        assert not victim.alive()
+        # Only two docker nodes remain for three strictly spread bundles: Ray cannot re-place
+        # the group, so the worker is placed outside it rather than staying down.
+        victim.restart()
+        assert _nodes(ray_cluster, [victim])[0] in {"node_a", "node_b"}
+        assert BinaryClient(victim.address, 10).request({"op": "health"})["env"] == "echo"
+        assert [(w.address, w.pid) for w in workers if w is not victim] == others
+        assert all(w.alive() for w in workers)
+    finally:
+        provider.stop_all(workers)
+    assert not procs.wait_gone({w.pid for w in workers}, 10)
+
+
 def _require_docker() -> None:
     # One gate for every Docker test: the root conftest's (skip, or fail under CI's flag).
     path = Path(__file__).parent.parent / "conftest.py"
