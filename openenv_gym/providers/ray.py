@@ -115,9 +115,15 @@ class ServerHost:
                                      env=_worker_environ())
         threading.Thread(target=self._pump, daemon=True).start()
         if not self._ready.wait(timeout) or self.address is None:
+            try:  # its output ended: it is exiting, give it a moment to say with what code
+                code = self.proc.wait(2.0) if self._ready.is_set() else None
+            except subprocess.TimeoutExpired:
+                code = None
             self.stop()
-            raise WorkerError(f"env server for {self.env!r} did not start within {timeout:.0f} s "
-                              f"on node {ray.util.get_node_ip_address()}.\n{self.logs()}")
+            what = (f"exited during startup (code {code})" if code is not None
+                    else f"did not start within {timeout:.0f} s")
+            raise WorkerError(f"env server for {self.env!r} {what} on node "
+                              f"{ray.util.get_node_ip_address()}.\n{self.logs()}")
         ctx = ray.get_runtime_context()
         return {"address": self.address, "node_id": ctx.get_node_id(),
                 "node_ip": ray.util.get_node_ip_address(), "actor_pid": os.getpid(),

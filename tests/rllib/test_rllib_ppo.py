@@ -20,6 +20,8 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("ray.rllib.algorithms.ppo",
                     reason="RLlib's dependencies are missing: pip install -e '.[rllib]'")
 
+pytestmark = pytest.mark.slow  # builds two RLlib algorithms: about 45 s here
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rllib_ppo.py"
 BATCH = 400
 
