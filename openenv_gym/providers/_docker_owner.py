@@ -147,15 +147,22 @@ def ensure_watchdog() -> None:
             return
         # Run by path, not -m: it then imports neither openenv_gym nor gymnasium while it
         # waits (a few MiB), and docker only once the owner is gone.
-        cmd = [sys.executable, os.path.abspath(__file__), str(pid), process_start(pid), host_id()]
+        from openenv_gym.providers.process import runtime_dir
+
+        cmd = [sys.executable, os.path.abspath(__file__), str(pid), process_start(pid), host_id(),
+               runtime_dir()]
         # A session of its own, so the signal that kills the owner's group spares it.
         subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         _watchdog_for[:] = [pid]
 
 
-def watch(pid: int, start: str, host: str) -> None:
-    """Wait until the owner is gone, then remove its containers (the watchdog's body)."""
+def watch(pid: int, start: str, host: str, runtime: str | None = None) -> None:
+    """Wait until the owner is gone, then remove its containers (the watchdog's body).
+
+    Also removes the owner's worker folders under ``runtime`` (the socket a removed
+    container leaves behind in its bind-mounted folder).
+    """
     while owner_alive(pid, start):
         time.sleep(_POLL_SECONDS)
     import docker
@@ -166,6 +173,12 @@ def watch(pid: int, start: str, host: str) -> None:
         remove_owned(client, pid, start, host)
         time.sleep(1.0)
     remove_owned(client, pid, start, host)
+    if runtime and os.path.isdir(runtime):
+        import shutil
+
+        for entry in os.listdir(runtime):
+            if entry.startswith(f"{pid}-") and "-docker-w" in entry:
+                shutil.rmtree(os.path.join(runtime, entry), ignore_errors=True)
 
 
 if __name__ == "__main__":
@@ -173,4 +186,4 @@ if __name__ == "__main__":
     # provider) would shadow the docker SDK.
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    watch(int(sys.argv[1]), sys.argv[2], sys.argv[3])
+    watch(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
