@@ -19,7 +19,7 @@ import uuid
 
 import pytest
 
-from conftest import require_docker
+from tests.conftest import require_docker
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from cli_helpers import run, run_json
+from tests.cli.cli_helpers import run, run_json
 
 COMMANDS = ("list", "serve", "start", "ps", "stop", "logs", "bench", "doctor", "init")
 

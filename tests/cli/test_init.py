@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from cli_helpers import ENV, run
+from tests.cli.cli_helpers import ENV, run
 
 SCRIPT = """
 import gymnasium as gym, openenv_gym

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from cli_helpers import end, run, run_json, spawn, wait_for
+from tests.cli.cli_helpers import end, run, run_json, spawn, wait_for
 from openenv_gym.client.transport import BinaryClient
 
 

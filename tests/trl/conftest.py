@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from grpo_helpers import PROBLEM, SOLUTION
+from tests.trl.grpo_helpers import PROBLEM, SOLUTION
 
 pytest.importorskip("trl", reason="needs the trl extra: pip install 'openenv-gym[trl]'")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")

@@ -9,7 +9,7 @@ import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.trl import EnvPool, EnvReward, EnvRollout, episode_reward, extract_code
 from openenv_gym.trl.datasets import humaneval_dataset
 
-from grpo_helpers import PROBLEM, grpo_config
+from tests.trl.grpo_helpers import PROBLEM, grpo_config
 
 pytestmark = pytest.mark.timeout(420)
 

@@ -13,7 +13,7 @@ from gymnasium.vector import AutoresetMode
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.vector import RemoteVectorEnv
-from vector_helpers import MAX_STEPS, assert_same, local_sync
+from tests.vector.vector_helpers import MAX_STEPS, assert_same, local_sync
 
 N = 4
 STEPS = 45

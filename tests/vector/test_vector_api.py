@@ -10,7 +10,7 @@ from gymnasium.vector import AutoresetMode
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import InvalidActionError, InvalidRequestError
 from openenv_gym.vector import RemoteVectorEnv
-from vector_helpers import assert_same, local_sync
+from tests.vector.vector_helpers import assert_same, local_sync
 
 
 def test_partial_reset_touches_only_masked_envs(provider: str) -> None:

@@ -9,7 +9,7 @@ from gymnasium.vector import AutoresetMode
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import WorkerCrashedError, WorkerError
 from openenv_gym.vector import RemoteVectorEnv
-from vector_helpers import freeze_worker, kill_worker
+from tests.vector.vector_helpers import freeze_worker, kill_worker
 
 N, PER_WORKER = 4, 2
 
