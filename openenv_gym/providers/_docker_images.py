@@ -1,15 +1,20 @@
 """Env images, built offline: a local base image, host-side wheels, content-hashed tags.
 
 An env's image is ``openenv-gym/<env>:<hash>``, where the hash covers everything that goes
-into it (Dockerfile, base image id, pinned requirements, openenv_gym's source): an image
-rebuilds only when one of those changed. Nothing is fetched inside a build:
+into it (Dockerfile, base image id, pinned requirements, openenv_gym's source and, for a
+plugin env, the plugin's source): an image rebuilds only when one of those changed. Nothing is
+fetched inside a build:
 
 * the base is ``$OPENENV_GYM_BASE_IMAGE`` (default ``python:3.11-slim``) when present or
   pullable, else a Debian base built by ``containers/build-base.sh`` (mmdebstrap piped into
   ``docker import``; debootstrap as fallback);
 * Python dependencies are wheels downloaded on the host (``pip download --only-binary``,
   cached under ``~/.cache/openenv-gym/wheels``) and openenv_gym itself is built as a wheel;
-  the Dockerfile installs them with ``pip install --no-index``.
+  the Dockerfile installs them with ``pip install --no-index``;
+* a plugin env (one registered through the ``openenv_gym.envs`` entry point by another
+  package) gets the same image plus its package: a wheel built on the host from the folder
+  the package was installed from (``pip install [-e] PATH``, found through the entry point's
+  distribution), its declared dependencies downloaded with the others.
 
 Example:
     >>> import docker
@@ -25,8 +30,10 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -36,14 +43,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
+from urllib.parse import unquote, urlparse
 
-from openenv_gym.catalog import EnvInfo
+from openenv_gym.catalog import ENTRY_POINT_GROUP, EnvInfo
 from openenv_gym.errors import ProviderUnavailableError
 
 __all__ = [
     "BuildResult", "DEFAULT_BASE_IMAGE", "IMAGE_REPO", "PYTHON_VERSION", "base_candidates",
     "build_image", "ensure_base", "env_code_missing", "find_image", "image_tag",
-    "local_base_tag", "prune_old", "requirements",
+    "local_base_tag", "plugin_distribution", "plugin_source", "prune_old", "requirements",
 ]
 
 #: The public base image the Dockerfile defaults to (its Python must match PYTHON_VERSION).
@@ -114,16 +122,26 @@ def _dockerfile() -> Path:
 def requirements(info: EnvInfo) -> list[str]:
     """The Python requirements baked into ``info``'s image.
 
-    openenv_gym's own runtime requirements plus ``info.image_packages``, each pinned to the
-    version installed on this host when that satisfies it (so a worker in a container runs
-    the same gymnasium/numpy as one in a local process).
+    openenv_gym's own runtime requirements, a plugin env's declared dependencies and
+    ``info.image_packages``, each pinned to the version installed on this host when that
+    satisfies it (so a worker in a container runs the same gymnasium/numpy as one in a local
+    process).
     """
     try:
         declared = importlib.metadata.requires("openenv-gym") or []
     except importlib.metadata.PackageNotFoundError:
         declared = []
+    dist = plugin_distribution(info)
+    if dist is not None:
+        # openenv_gym itself goes in as the wheel of this checkout, not from an index.
+        declared = [*declared, *(r for r in dist.requires or [] if _canonical(r) != "openenv-gym")]
     core = [r for r in declared if "extra ==" not in r]
     return sorted({_pin(r) for r in [*core, *info.image_packages]})
+
+
+def _canonical(requirement: str) -> str:
+    name = re.match(r"\s*([A-Za-z0-9._-]+)", requirement)
+    return re.sub(r"[-_.]+", "-", name.group(1)).lower() if name else ""
 
 
 def _pin(requirement: str) -> str:
@@ -198,37 +216,130 @@ def source_hash() -> str:
 
 def _build_self_wheel(src_hash: str, progress: Progress) -> Path:
     """openenv_gym built as a wheel from this source tree (cached by its source hash)."""
-    target = cache_dir() / "wheels" / f"self-{src_hash[:16]}"
-    if any(target.glob("*.whl")):
-        return target
     if not (_SOURCE_ROOT / "setup.cfg").is_file():
         raise ProviderUnavailableError(
             f"openenv_gym is not installed from a source checkout ({_SOURCE_ROOT} has no "
             "setup.cfg); build images from a clone: pip install -e .")
-    progress("building the openenv_gym wheel")
+    files = _source_files() + [_SOURCE_ROOT / n for n in ("README.md", "LICENSE")
+                               if (_SOURCE_ROOT / n).is_file()]
+    return _build_wheel("openenv_gym", _SOURCE_ROOT, files,
+                        cache_dir() / "wheels" / f"self-{src_hash[:16]}", progress)
+
+
+def _build_wheel(what: str, root: Path, files: list[Path], target: Path,
+                 progress: Progress) -> Path:
+    """The folder ``target`` holding the wheel of the project ``files`` under ``root``."""
+    if any(target.glob("*.whl")):
+        return target
+    progress(f"building the {what} wheel")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="openenv-gym-src-") as stage:
-        # A staged copy keeps build/ and egg-info churn out of the user's checkout.
-        for path in _source_files():
-            dest = Path(stage) / path.relative_to(_SOURCE_ROOT)
+        # A staged copy keeps build/ and egg-info churn out of the user's folder.
+        for path in files:
+            dest = Path(stage) / path.relative_to(root)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, dest)
-        for name in ("README.md", "LICENSE"):
-            if (_SOURCE_ROOT / name).is_file():
-                shutil.copy2(_SOURCE_ROOT / name, Path(stage) / name)
-        tmp = Path(tempfile.mkdtemp(prefix="self-", dir=target.parent))
+        tmp = Path(tempfile.mkdtemp(prefix="wheel-", dir=target.parent))
+        # No build isolation: it would fetch the build backend from an index on every build.
         proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
                                "--no-build-isolation", "--disable-pip-version-check",
                                "--wheel-dir", str(tmp), stage], capture_output=True, text=True)
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise ProviderUnavailableError(f"could not build the openenv_gym wheel: "
+        raise ProviderUnavailableError(f"could not build the {what} wheel from {root}: "
                                        f"{proc.stderr.strip()[-2000:]}")
     try:
         os.rename(tmp, target)
-    except OSError:
+    except OSError:  # another process finished the same build first
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+# ---------------------------------------------------------------- inputs: a plugin's package
+
+# Folders of a plugin's source tree that never go into its wheel (VCS, caches, build output).
+_SKIP_DIRS = {"__pycache__", "build", "dist", "node_modules"}
+
+
+def _is_builtin(info: EnvInfo) -> bool:
+    return info.entry_point.partition(":")[0].split(".")[0] == "openenv_gym"
+
+
+def plugin_distribution(info: EnvInfo) -> importlib.metadata.Distribution | None:
+    """The installed distribution that provides plugin env ``info`` (None for built-ins).
+
+    Found through the ``openenv_gym.envs`` entry point whose module shares the env's top-level
+    package, else through the distribution that installed that package.
+    """
+    if _is_builtin(info):
+        return None
+    top = info.entry_point.partition(":")[0].split(".")[0]
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.value.partition(":")[0].split(".")[0] == top and ep.dist is not None:
+            return ep.dist
+    names = importlib.metadata.packages_distributions().get(top) or []
+    return importlib.metadata.distribution(names[0]) if names else None
+
+
+def plugin_source(info: EnvInfo) -> Path:
+    """Where plugin env ``info``'s package was installed from: a project folder or a wheel.
+
+    Read from the distribution's ``direct_url.json`` (PEP 610), which pip writes for
+    ``pip install -e PATH``, ``pip install PATH`` and ``pip install FILE.whl``.
+
+    Raises:
+        ProviderUnavailableError: No distribution provides it, or it came from an index (its
+            source is not on this host); the message says how to fix it.
+    """
+    module = info.entry_point.partition(":")[0]
+    dist = plugin_distribution(info)
+    if dist is None:
+        raise ProviderUnavailableError(
+            f"env {info.name!r} comes from {module}, which no installed distribution provides; "
+            "install the plugin from its folder: pip install -e PATH")
+    url = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+    path = Path(unquote(urlparse(url).path)) if url.startswith("file://") else None
+    if path is None or not (path.is_dir() or path.suffix == ".whl") or not path.exists():
+        where = f"from {url}" if url else "from a package index"
+        raise ProviderUnavailableError(
+            f"env {info.name!r} comes from {dist.metadata['Name']} {dist.version}, installed "
+            f"{where}; its image is built from the plugin's source folder: install it with "
+            "`pip install -e PATH` (or pass provider_options={'image': TAG} for an image of "
+            "your own)")
+    return path
+
+
+def _plugin_files(root: Path) -> list[Path]:
+    files: list[Path] = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not (d.startswith(".") or d in _SKIP_DIRS
+                                                or d.endswith(".egg-info")))
+        files += [Path(folder) / n for n in sorted(names) if not n.endswith((".pyc", ".pyo"))]
+    return files
+
+
+def plugin_hash(info: EnvInfo) -> str:
+    """Hash of a plugin env's source (its project files, or its wheel); ``""`` for built-ins."""
+    if _is_builtin(info):
+        return ""
+    source = plugin_source(info)
+    if source.is_file():
+        return _sha([source.name.encode(), source.read_bytes()])
+    parts: list[bytes] = []
+    for path in _plugin_files(source):
+        parts += [str(path.relative_to(source)).encode(), path.read_bytes()]
+    return _sha(parts)
+
+
+def _plugin_wheel(info: EnvInfo, digest: str, progress: Progress) -> Path:
+    """The folder holding a plugin env's wheel: built from its folder, or the wheel it came from."""
+    source = plugin_source(info)
+    target = cache_dir() / "wheels" / f"plugin-{info.name}-{digest[:16]}"
+    if source.is_file():
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target / source.name)
+        return target
+    return _build_wheel(f"{info.name} plugin", source, _plugin_files(source), target, progress)
 
 
 # ---------------------------------------------------------------- the base image
@@ -297,27 +408,42 @@ def ensure_base(client: Any, progress: Progress = lambda _: None) -> tuple[str, 
 # ---------------------------------------------------------------- env images
 
 def env_code_missing(info: EnvInfo) -> str | None:
-    """Why ``info``'s image cannot be built from this source tree, or None when it can."""
+    """Why ``info``'s image cannot be built here, or None when it can.
+
+    A built-in env needs its code in this checkout; a plugin env needs its package installed
+    from a folder or wheel on this host (see :func:`plugin_source`).
+    """
     module = info.entry_point.partition(":")[0]
-    if module.split(".")[0] != "openenv_gym":
-        return (f"env {info.name!r} comes from a plugin ({module}); build its image yourself "
-                "and pass provider_options={'image': TAG}")
+    if not _is_builtin(info):
+        try:
+            plugin_source(info)
+        except ProviderUnavailableError as exc:
+            return str(exc)
     try:
         found = importlib.util.find_spec(module) is not None
     except ImportError:
         found = False
     if not found:
-        return f"env {info.name!r} has no code in this checkout yet ({module} not found)"
+        return f"env {info.name!r} has no code here yet ({module} not found)"
     return None
 
 
 def image_tag(info: EnvInfo, base: tuple[str, str], reqs: list[str] | None = None,
-              src_hash: str | None = None) -> str:
-    """The content-hashed tag of ``info``'s image on ``base`` (``(reference, id)``)."""
+              src_hash: str | None = None, plugin: str | None = None) -> str:
+    """The content-hashed tag of ``info``'s image on ``base`` (``(reference, id)``).
+
+    Args:
+        info: The catalog entry.
+        base: The base image's ``(reference, id)``.
+        reqs: Its requirements (default: :func:`requirements`).
+        src_hash: openenv_gym's source hash (default: :func:`source_hash`).
+        plugin: A plugin env's source hash (default: :func:`plugin_hash`).
+    """
     reqs = requirements(info) if reqs is None else reqs
+    plugin = plugin_hash(info) if plugin is None else plugin
     digest = _sha([_dockerfile().read_bytes(), base[0].encode(), base[1].encode(),
                    info.name.encode(), *(r.encode() for r in reqs),
-                   (src_hash or source_hash()).encode()])
+                   (src_hash or source_hash()).encode(), *([plugin.encode()] if plugin else [])])
     return f"{IMAGE_REPO}/{info.name}:{digest[:12]}"
 
 
@@ -326,7 +452,7 @@ def find_image(client: Any, info: EnvInfo) -> str | None:
     import docker.errors
 
     base = _present_base(client)
-    if base is None:
+    if base is None or env_code_missing(info):
         return None
     tag = image_tag(info, base)
     try:
@@ -350,8 +476,9 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
         The :class:`BuildResult`.
 
     Raises:
-        ProviderUnavailableError: The env has no code here, wheels or base cannot be had, or
-            the Docker build failed (with the failing step's output).
+        ProviderUnavailableError: The env has no code here (or a plugin env no source on
+            this host), wheels or base cannot be had, or the Docker build failed (with the
+            failing step's output).
     """
     import docker.errors
 
@@ -363,7 +490,8 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
         base = ensure_base(client, progress)
         reqs = requirements(info)
         src = source_hash()
-        tag = image_tag(info, base, reqs, src)
+        plugin = plugin_hash(info)
+        tag = image_tag(info, base, reqs, src, plugin)
         if not no_cache:
             try:
                 image = client.images.get(tag)
@@ -371,11 +499,14 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
             except docker.errors.ImageNotFound:
                 pass
         deps = _download_wheels(reqs, progress)
-        self_dir = _build_self_wheel(src, progress)
+        own = [_build_self_wheel(src, progress)]
+        if plugin:  # a plugin's wheel joins openenv_gym's: the Dockerfile installs both
+            own.append(_plugin_wheel(info, plugin, progress))
         with tempfile.TemporaryDirectory(prefix="openenv-gym-ctx-") as ctx:
             shutil.copy2(_dockerfile(), Path(ctx) / "Dockerfile")
             _link_tree(deps, Path(ctx) / "deps")
-            _link_tree(self_dir, Path(ctx) / "self")
+            for folder in own:
+                _link_tree(folder, Path(ctx) / "self")
             _docker_build(client, ctx, tag, base[0], info.name, no_cache, progress)
         image = client.images.get(tag)
         return BuildResult(info.name, tag, image.attrs.get("Size", 0),
@@ -383,7 +514,7 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
 
 
 def _link_tree(src: Path, dest: Path) -> None:
-    dest.mkdir()
+    dest.mkdir(exist_ok=True)
     for path in src.iterdir():
         try:
             os.link(path, dest / path.name)
