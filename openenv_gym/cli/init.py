@@ -29,6 +29,8 @@ def _init(args: argparse.Namespace) -> int:
     console.print(f"  python -c \"import gymnasium as gym, openenv_gym; "
                   f"env = gym.make('{n['gym_id']}', provider='process'); print(env.reset(seed=0))\"",
                   soft_wrap=True)
+    console.print(f"  openenv-gym build {args.name}   # its Docker image, for provider='docker'",
+                  soft_wrap=True)
     return OK
 
 
@@ -36,9 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``init``."""
     p = sub.add_parser("init", help="scaffold a new environment package",
                        description="Write a package with models, environment logic, a catalog "
-                                   "entry point, tests, a Dockerfile and a README; it passes its "
-                                   "own tests as generated. Exit codes: 0 written, 1 the folder "
-                                   "exists, 2 unusable name.")
+                                   "entry point, tests and a README; it passes its own tests as "
+                                   "generated, and after `pip install -e` `openenv-gym build NAME` "
+                                   "builds its image. Exit codes: 0 written, 1 the folder exists, "
+                                   "2 unusable name.")
     p.add_argument("name", help="env and package name, e.g. my_env (gives OpenEnv/MyEnv-v0)")
     p.add_argument("--dir", default=".", help="folder to create the project in (default: here)")
     p.add_argument("--force", action="store_true", help="overwrite an existing project folder")

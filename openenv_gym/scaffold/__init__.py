@@ -1,8 +1,10 @@
 """Scaffolding for new environments: ``openenv-gym init NAME`` writes a working package.
 
 The package has the standard layout (models, environment logic, catalog entry point, tests,
-Dockerfile, README) and passes its own tests as generated; after ``pip install -e`` it is
-``gym.make("OpenEnv/<Camel>-v0")``.
+README) and passes its own tests as generated; after ``pip install -e`` it is
+``gym.make("OpenEnv/<Camel>-v0")`` on every provider. It has no Dockerfile of its own: its
+image is openenv_gym's shared one plus its package, built by ``openenv-gym build NAME``
+(:mod:`openenv_gym.providers._docker_images`).
 
 Example:
     >>> import tempfile
@@ -11,7 +13,7 @@ Example:
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     written = create("my_env", tmp)
     >>> sorted(os.path.basename(p) for p in written)[:3]
-    ['.gitignore', 'Dockerfile', 'README.md']
+    ['.gitignore', 'README.md', '__init__.py']
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templat
 TEMPLATES: dict[str, str] = {
     "pyproject.toml": "pyproject.toml.tmpl",
     "README.md": "README.md.tmpl",
-    "Dockerfile": "Dockerfile.tmpl",
     ".gitignore": "gitignore.tmpl",
     "{package}/__init__.py": "init.py.tmpl",
     "{package}/models.py": "models.py.tmpl",

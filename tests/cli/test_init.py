@@ -48,7 +48,7 @@ def test_init_install_make_step(tmp_path) -> None:
     assert out.returncode == 0, out.stderr
     assert "OpenEnv/ScaffoldProbe-v0" in out.stdout
     root = tmp_path / "scaffold_probe"
-    for rel in ("pyproject.toml", "README.md", "Dockerfile", "scaffold_probe/models.py",
+    for rel in ("pyproject.toml", "README.md", "scaffold_probe/models.py",
                 "scaffold_probe/env.py", "scaffold_probe/__init__.py", "tests/test_env.py"):
         assert (root / rel).is_file(), rel
 
