@@ -201,7 +201,8 @@ class DockerProvider(Provider):
     Args:
         auto_build: Build a missing env image on first use (says so on the log); with
             ``False`` a missing image raises and names ``openenv-gym build ENV``.
-        image: Use this image instead of the env's built one (plugin envs, custom images).
+        image: Use this image instead of the env's built one (a custom image; plugin envs
+            build theirs like built-ins: ``openenv-gym build NAME``).
         container_options: ``containers.run`` overrides over the hardening defaults and the
             env's catalog overrides, e.g. ``{"mem_limit": "2g", "network_mode": "bridge"}``.
         startup_timeout: Seconds each worker may take to start serving.
