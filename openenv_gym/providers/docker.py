@@ -274,12 +274,12 @@ class DockerProvider(Provider):
 
     def _build(self, info: EnvInfo) -> str:
         missing = env_code_missing(info)
-        if not self.auto_build or missing:
+        if missing:  # `openenv-gym build` would fail the same way: name the real fix only
+            raise ProviderUnavailableError(f"no Docker image for env {info.name!r}: {missing}")
+        if not self.auto_build:
             raise ProviderUnavailableError(
-                f"no current Docker image for env {info.name!r}"
-                + (f": {missing}" if missing else "")
-                + f". Build it with `openenv-gym build {info.name}`"
-                + ("" if missing else " (or pass provider_options={'auto_build': True})"))
+                f"no current Docker image for env {info.name!r}. Build it with "
+                f"`openenv-gym build {info.name}` (or pass provider_options={{'auto_build': True}})")
         logger.warning("openenv-gym: building the Docker image for env %r (first use or its "
                        "inputs changed; offline, about 20 s, 1 min more for a missing base "
                        "image). `openenv-gym build %s` does this ahead of time.",

@@ -124,3 +124,37 @@ def test_init_install_build_make_step_on_docker(tmp_path) -> None:
     finally:
         assert _pip("uninstall", "-y", NAME.replace("_", "-")).returncode == 0
         _cleanup()
+
+
+def test_plugin_without_source_on_this_host_gets_a_typed_error_naming_the_fix(tmp_path) -> None:
+    require_docker()
+    name = "scaffold_nosrc"
+    assert run("init", name, "--dir", str(tmp_path)).returncode == 0
+    wheels = tmp_path / "wheels"
+    made = _pip("wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(wheels),
+                str(tmp_path / name))
+    assert made.returncode == 0, made.stderr
+    [wheel] = wheels.glob("*.whl")
+    assert _pip("install", "--no-deps", str(wheel)).returncode == 0
+    wheel.unlink()  # installed from a wheel that is gone: nothing on this host to build from
+    try:
+        built = run("build", name, timeout=300)
+        assert built.returncode == 1 and "failed" in built.stdout, built.stdout + built.stderr
+        script = (
+            "import gymnasium as gym, openenv_gym\n"
+            "try:\n"
+            "    gym.make('OpenEnv/ScaffoldNosrc-v0', provider='docker')\n"
+            "except openenv_gym.errors.ProviderUnavailableError as exc:\n"
+            "    print('ERROR', exc)\n")
+        out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path.parent,
+                             capture_output=True, text=True, timeout=120, env=ENV)
+        assert out.returncode == 0, out.stderr
+        assert "ERROR" in out.stdout and "pip install -e PATH" in out.stdout, out.stdout
+        assert "provider_options={'image': TAG}" in out.stdout, out.stdout
+        assert "openenv-gym build" not in out.stdout.split("ERROR", 1)[1], out.stdout
+        # The worker never started: no container of this env.
+        listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=openenv-gym.env={name}"],
+                                capture_output=True, text=True, timeout=60)
+        assert listed.stdout.strip() == ""
+    finally:
+        assert _pip("uninstall", "-y", name.replace("_", "-")).returncode == 0
