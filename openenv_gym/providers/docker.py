@@ -20,7 +20,6 @@ Example:
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
 import shutil
@@ -33,7 +32,7 @@ from openenv_gym.errors import ProviderUnavailableError, WorkerError
 from openenv_gym.providers import _docker_owner as owner
 from openenv_gym.providers._docker_hardening import container_options
 from openenv_gym.providers._docker_images import build_image, env_code_missing, find_image
-from openenv_gym.providers.base import Provider, Worker, wait_ready
+from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, wait_ready
 from openenv_gym.providers.process import runtime_dir
 
 __all__ = ["DockerProvider", "DockerWorker", "SOCKET_DIR"]
@@ -66,10 +65,7 @@ class DockerWorker(Worker):
     def __init__(self, client: Any, env: str, env_kwargs: dict[str, Any], image: str, folder: str,
                  name: str, labels: dict[str, str], run_options: dict[str, Any],
                  startup_timeout: float = 60.0) -> None:
-        try:
-            kwargs_json = json.dumps(env_kwargs)
-        except TypeError as exc:
-            raise TypeError(f"env kwargs must be JSON-serializable to reach a worker: {exc}") from None
+        kwargs_json = env_kwargs_json(env_kwargs)
         self.client = client
         self.env = env
         self.image = image
@@ -111,6 +107,11 @@ class DockerWorker(Worker):
             raise ProviderUnavailableError(
                 f"image {self.image} vanished from the Docker engine (removed by `docker rmi` "
                 f"or an image prune?); rebuild it with `openenv-gym build {self.env}`") from None
+        except docker.errors.APIError as exc:
+            # A bad container option (unknown runtime, invalid limit) is the caller's to fix.
+            raise ProviderUnavailableError(
+                f"the Docker engine refused the worker container: {exc.explanation or exc}; "
+                "check provider_options['container_options']") from None
         self.container.start()
         try:
             wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())

@@ -329,3 +329,10 @@ def test_base_image_builds_from_nothing(client):
             client.images.remove(tag, force=True)
         except docker.errors.ImageNotFound:
             pass
+
+
+def test_container_option_the_engine_refuses_is_a_clear_error() -> None:
+    require_docker()
+    with pytest.raises(openenv_gym.ProviderUnavailableError, match="Unknown runtime.*container_options"):
+        gym.make("OpenEnv/Echo-v0", provider="docker",
+                 provider_options={"container_options": {"runtime": "no-such-runtime"}})
