@@ -23,6 +23,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from openenv_gym.providers._docker_owner import owner_alive, process_start
+
 __all__ = ["PoolRecord", "pools_dir", "save", "remove", "load_all", "find", "stop",
            "worker_logs", "valid_name", "process_start"]
 
@@ -41,30 +43,6 @@ def pools_dir() -> str:
     path = os.path.join(runtime_dir(), "pools")
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
-
-
-def process_start(pid: int) -> str:
-    """When ``pid`` started, in clock ticks since boot ('' when unknown); guards against pid reuse."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return ""
-
-
-def _pid_alive(pid: int, start: str = "") -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return True
-    return fields[0] != b"Z" and (not start or fields[19].decode() == start)
 
 
 @dataclass
@@ -98,7 +76,7 @@ class PoolRecord:
 
     def alive(self) -> bool:
         """Whether its owner still runs (the same process, not a later one with its pid)."""
-        return _pid_alive(self.owner_pid, self.owner_start)
+        return owner_alive(self.owner_pid, self.owner_start)
 
     @property
     def path(self) -> str:

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from rich.table import Table
 
 from openenv_gym.cli import pools
+from openenv_gym.providers._docker_owner import owner_alive
 from openenv_gym.cli._ui import FAILED, OK, USAGE, console, error
 
 __all__ = ["register"]
@@ -21,7 +22,7 @@ __all__ = ["register"]
 
 def _worker_alive(worker: dict) -> bool | None:
     if worker.get("pid"):
-        return pools._pid_alive(int(worker["pid"]))
+        return owner_alive(int(worker["pid"]), "")
     return None  # containers and actors: their owner watches them
 
 

@@ -16,6 +16,8 @@ Example:
 from __future__ import annotations
 
 import abc
+import json
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, ClassVar, Sequence
@@ -23,7 +25,7 @@ from typing import Any, Callable, ClassVar, Sequence
 from openenv_gym.errors import WorkerConnectionError, WorkerError
 from openenv_gym.protocol.sockets import connect
 
-__all__ = ["Worker", "Provider", "wait_ready"]
+__all__ = ["Worker", "Provider", "wait_ready", "terminate", "env_kwargs_json"]
 
 
 class Worker(abc.ABC):
@@ -142,3 +144,32 @@ def wait_ready(address: str, timeout: float, still_starting: Callable[[], bool],
             raise WorkerError(f"worker not ready after {timeout:.0f} s at {address}.\n{describe()}")
         time.sleep(delay)
         delay = min(delay * 1.5, 0.05)
+
+
+def terminate(proc: subprocess.Popen, grace: float = 2.0) -> None:
+    """Stop a server process: SIGTERM (it closes its sessions), SIGKILL after ``grace`` seconds.
+
+    Args:
+        proc: The process; nothing happens when it already exited.
+        grace: Seconds to wait for a clean exit.
+    """
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5.0)
+
+
+def env_kwargs_json(env_kwargs: dict[str, Any]) -> str:
+    """Env keyword arguments as the JSON a worker's command line carries (``--env-kwargs``).
+
+    Raises:
+        TypeError: A value is not JSON-serializable (it could not reach the worker).
+    """
+    try:
+        return json.dumps(env_kwargs)
+    except TypeError as exc:
+        raise TypeError(f"env kwargs must be JSON-serializable to reach a worker: {exc}") from None

@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import shutil
 import subprocess
@@ -26,7 +25,7 @@ import threading
 import weakref
 from typing import Any
 
-from openenv_gym.providers.base import Provider, Worker, wait_ready
+from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, terminate, wait_ready
 
 __all__ = ["ProcessProvider", "ProcessWorker", "runtime_dir"]
 
@@ -69,10 +68,7 @@ class ProcessWorker(Worker):
 
     def __init__(self, env: str, env_kwargs: dict[str, Any], folder: str, name: str,
                  startup_timeout: float = 60.0) -> None:
-        try:
-            self._kwargs_json = json.dumps(env_kwargs)
-        except TypeError as exc:
-            raise TypeError(f"env kwargs must be JSON-serializable to reach a worker: {exc}") from None
+        self._kwargs_json = env_kwargs_json(env_kwargs)
         self.env = env
         self.folder = folder
         self.socket_path = os.path.join(folder, f"{name}.sock")
@@ -115,13 +111,7 @@ class ProcessWorker(Worker):
     def _terminate(self) -> None:
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(2.0)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5.0)
+        terminate(self.proc)
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)
 

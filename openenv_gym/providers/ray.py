@@ -52,7 +52,7 @@ except ImportError as _exc:  # the registry turns this into "pip install 'openen
     raise ImportError(f"the ray provider needs Ray: {_exc}") from None
 
 from openenv_gym.errors import ProviderUnavailableError, WorkerError  # noqa: E402
-from openenv_gym.providers.base import Provider, Worker  # noqa: E402
+from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, terminate  # noqa: E402
 
 __all__ = ["RayProvider", "RayWorker", "ServerHost", "STRATEGIES"]
 
@@ -180,14 +180,8 @@ class ServerHost:
             self.relay.close()
         if self.container is not None:
             self.container.stop()
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(2.0)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5.0)
+        if self.proc is not None:
+            terminate(self.proc)
 
 
 class _TcpRelay:
@@ -550,10 +544,7 @@ class RayProvider(Provider):
         self._groups[pool] = group  # bundle i hosts worker i of this pool
 
     def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
-        try:
-            kwargs_json = json.dumps(env_kwargs)
-        except TypeError as exc:
-            raise TypeError(f"env kwargs must be JSON-serializable to reach a worker: {exc}") from None
+        kwargs_json = env_kwargs_json(env_kwargs)
         worker = RayWorker(self, env, kwargs_json, index, pool)
         with self._lock:
             self._workers.append(worker)
