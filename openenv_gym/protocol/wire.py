@@ -38,9 +38,11 @@ def _default(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         if obj.dtype.hasobject:
             return obj.tolist()
-        arr = np.ascontiguousarray(obj)
-        head = msgpack.packb((arr.dtype.str, arr.shape))
-        return msgpack.ExtType(_NDARRAY, _ARRAY_HEAD.pack(len(head)) + head + arr.tobytes())
+        arr = obj if obj.flags.c_contiguous else np.ascontiguousarray(obj)
+        head = msgpack.packb((arr.dtype.str, obj.shape))
+        # One copy of the array's memory (join reads it through the buffer protocol).
+        data = arr.reshape(-1).view(np.uint8) if arr.size else b""
+        return msgpack.ExtType(_NDARRAY, b"".join((_ARRAY_HEAD.pack(len(head)), head, data)))
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, (set, frozenset)):

@@ -54,3 +54,9 @@ def test_oversized_frame_header_is_refused() -> None:
 def test_unencodable_values_name_the_type() -> None:
     with pytest.raises(TypeError, match="cannot send object"):
         encode({"x": object()})
+
+
+def test_zero_dim_and_empty_arrays_keep_their_shape() -> None:
+    out = decode(encode({"a": np.array(5, np.int64), "e": np.zeros((0, 3), np.float32)})[HEADER.size:])
+    assert out["a"].shape == () and out["a"] == 5
+    assert out["e"].shape == (0, 3) and out["e"].dtype == np.float32
