@@ -40,13 +40,13 @@ else:
     raise AssertionError("an out-of-range guess was accepted")
 obs, *_ = env.step({{"guess": 10}})  # the worker survived the bad action
 assert int(obs["guesses"]) == 2, obs
-[c] = client.containers.list(filters=project_filter(**{{LABEL_ENV: "{NAME}",
+[c] = client.containers.list(ignore_removed=True, filters=project_filter(**{{LABEL_ENV: "{NAME}",
                                                          LABEL_OWNER_PID: str(os.getpid())}}))
 host = c.attrs["HostConfig"]
 print("CONTAINER", c.attrs["Config"]["Image"], c.attrs["Config"]["User"], host["NetworkMode"],
       host["ReadonlyRootfs"], ",".join(host["CapDrop"] or []))
 env.close()
-left = client.containers.list(all=True, filters=project_filter(**{{LABEL_ENV: "{NAME}"}}))
+left = client.containers.list(all=True, ignore_removed=True, filters=project_filter(**{{LABEL_ENV: "{NAME}"}}))
 print("LEFT", len(left))
 """
 
@@ -63,7 +63,7 @@ def _cleanup() -> None:
 
     client = docker.from_env()
     try:
-        for c in client.containers.list(all=True, filters=project_filter(**{LABEL_ENV: NAME})):
+        for c in client.containers.list(all=True, ignore_removed=True, filters=project_filter(**{LABEL_ENV: NAME})):
             c.remove(force=True)
         for image in client.images.list(name=f"openenv-gym/{NAME}"):
             for tag in image.tags:

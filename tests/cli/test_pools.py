@@ -70,7 +70,7 @@ def test_start_ps_logs_stop_a_pool(provider: str, tmp_path) -> None:
             import docker
 
             client = docker.from_env()
-            assert not client.containers.list(all=True, filters={"label": f"openenv-gym.pool={name}"})
+            assert not client.containers.list(all=True, ignore_removed=True, filters={"label": f"openenv-gym.pool={name}"})
     finally:
         end(proc)
 

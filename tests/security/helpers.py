@@ -182,7 +182,7 @@ def our_containers(client: Any, owner_pid: int) -> list[Any]:
     """Containers of ours (project label) owned by ``owner_pid`` on this host."""
     from openenv_gym.providers._docker_owner import LABEL_HOST, LABEL_OWNER_PID, host_id, project_filter
 
-    return client.containers.list(all=True, filters=project_filter(
+    return client.containers.list(all=True, ignore_removed=True, filters=project_filter(
         **{LABEL_OWNER_PID: str(owner_pid), LABEL_HOST: host_id()}))
 
 
