@@ -85,3 +85,27 @@ def served_echo():
     server = ServedEnv("echo", "--max-sessions", "4", "--idle-timeout", "1")
     yield server
     server.stop()
+
+
+def stop_process(pid: int, timeout: float = 5.0) -> None:
+    """SIGSTOP ``pid`` and wait until every one of its threads has stopped.
+
+    A group stop lands thread by thread: a worker thread woken by a request can still answer
+    it right after ``kill`` returns, which made "hung worker" tests flaky under load.
+    """
+    import signal
+    import time
+
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                    states.append(f.read().rsplit(b")", 1)[1].split()[0])
+            except OSError:
+                continue  # the thread exited meanwhile
+        if states and all(state in (b"T", b"t") for state in states):
+            return
+        time.sleep(0.01)

@@ -33,6 +33,7 @@ from openenv_gym.errors import (
     SessionNotFoundError,
     WorkerConnectionError,
     WorkerCrashedError,
+    WorkerTimeoutError,
 )
 from openenv_gym.providers import get_provider
 from openenv_gym.providers.base import Provider, Worker
@@ -90,6 +91,7 @@ class RemoteEnv(gym.Env):
         self._provider: Provider | None = None
         self._worker: Worker | None = None
         self._sid: str | None = None
+        self._stuck = False
         if base_url is not None:
             if env_kwargs:
                 raise TypeError(f"env arguments {sorted(env_kwargs)} cannot be applied to a running "
@@ -136,20 +138,28 @@ class RemoteEnv(gym.Env):
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.02)
+        self._replace_worker()
+        return True
+
+    def _replace_worker(self) -> None:
+        assert self._worker is not None
         self._worker.restart()
         self._client.drop()
         self._client.address = self._worker.address
         self._sid = None
-        return True
+        self._stuck = False
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Start an episode in the worker (restarting a dead worker first).
+        """Start an episode in the worker (replacing a worker that died or hung first).
 
         Returns:
             ``(observation, info)`` as in Gymnasium.
         """
         super().reset(seed=seed)
         request: dict[str, Any] = {"op": "reset", "seed": seed, "options": options}
+        if self._stuck and self._worker is not None:
+            # The last call timed out: the worker is hung (paused, deadlocked), not dead.
+            self._replace_worker()
         try:
             if self._sid is not None:
                 request["sid"] = self._sid
@@ -162,6 +172,9 @@ class RemoteEnv(gym.Env):
                 raise
             request.pop("sid", None)
             out = self._client.request(request)
+        except WorkerTimeoutError:
+            self._stuck = True
+            raise
         self._sid = out["sid"]
         return from_wire(out["obs"], self.observation_space), out["info"]
 
@@ -177,7 +190,11 @@ class RemoteEnv(gym.Env):
         """
         if self._sid is None:
             raise gym.error.ResetNeeded("call reset() before step()")
-        out = self._client.request({"op": "step", "sid": self._sid, "action": action})
+        try:
+            out = self._client.request({"op": "step", "sid": self._sid, "action": action})
+        except WorkerTimeoutError:
+            self._stuck = True  # the next reset() replaces the worker
+            raise
         obs = from_wire(out["obs"], self.observation_space)
         return obs, out["reward"], out["terminated"], out["truncated"], out["info"]
 

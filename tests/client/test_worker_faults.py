@@ -15,6 +15,7 @@ import openenv_gym
 from openenv_gym.errors import WorkerError
 from openenv_gym.protocol.sockets import connect, parse_address, read_message
 from openenv_gym.protocol.wire import encode
+from tests.conftest import stop_process
 
 
 def _kill_worker(env: openenv_gym.RemoteEnv) -> None:
@@ -23,6 +24,14 @@ def _kill_worker(env: openenv_gym.RemoteEnv) -> None:
         worker.container.kill()
     else:
         os.kill(worker.pid, signal.SIGKILL)
+
+
+def _freeze(env: openenv_gym.RemoteEnv) -> None:
+    """Stop the worker and wait until every thread of it is stopped (group stop is not atomic)."""
+    if hasattr(env._worker, "container"):
+        env._worker.container.pause()  # the cgroup freezer returns once frozen
+        return
+    stop_process(env._worker.pid)
 
 
 def test_killed_worker_raises_clearly_within_timeout_then_reset_recovers(provider: str) -> None:
@@ -47,10 +56,7 @@ def test_stuck_worker_times_out(provider: str) -> None:
     env = gym.make("OpenEnv/Echo-v0", provider=provider, timeout=1.0).unwrapped
     try:
         env.reset(seed=0)
-        if provider == "docker":
-            env._worker.container.pause()
-        else:
-            os.kill(env._worker.pid, signal.SIGSTOP)
+        _freeze(env)
         start = time.monotonic()
         with pytest.raises(openenv_gym.WorkerTimeoutError, match="did not answer"):
             env.step({"message": "x"})
@@ -145,3 +151,17 @@ def test_unknown_op_and_wrong_field_types_are_typed(provider: str) -> None:
 def test_parse_address_rejects_other_forms() -> None:
     with pytest.raises(ValueError, match="unix:///path"):
         parse_address("http://127.0.0.1:1")
+
+
+def test_hung_worker_is_replaced_by_the_next_reset(provider: str) -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider=provider, timeout=1.0).unwrapped
+    try:
+        env.reset(seed=0)
+        _freeze(env)
+        with pytest.raises(openenv_gym.WorkerTimeoutError):
+            env.step({"message": "x"})
+        obs, _ = env.reset(seed=0)  # replaces the hung worker instead of timing out again
+        assert obs["echo"] == "" and env._worker.restarts == 1
+        assert env.step({"message": "fresh"})[0]["echo"] == "fresh"
+    finally:
+        env.close()

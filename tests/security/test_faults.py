@@ -25,7 +25,7 @@ import pytest
 
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import OpenEnvError, WorkerError, WorkerTimeoutError
-from tests.conftest import require_docker
+from tests.conftest import require_docker, stop_process
 from tests.security import helpers
 from tests.security.helpers import record
 
@@ -51,9 +51,10 @@ def _freeze(worker: Any, on: bool) -> str:
         subprocess.run(["docker", "pause" if on else "unpause", worker.container_id], check=True,
                        capture_output=True, timeout=60)
         return "docker pause"
-    os.kill(worker.pid, signal.SIGSTOP if on else signal.SIGCONT)
-    if on:  # the stop lands asynchronously: wait until the kernel reports it
-        helpers.wait_until(lambda: helpers.proc_status(worker.pid).get("State", "")[:1] == "T", 5, 0.01)
+    if on:  # the stop lands thread by thread: wait until every thread is stopped
+        stop_process(worker.pid)
+    else:
+        os.kill(worker.pid, signal.SIGCONT)
     return "SIGSTOP"
 
 

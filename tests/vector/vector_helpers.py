@@ -10,6 +10,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from tests.conftest import stop_process
+
 MAX_STEPS = 12
 
 
@@ -55,4 +57,4 @@ def freeze_worker(worker: Any) -> None:
     if container_id:
         subprocess.run(["docker", "pause", container_id], check=True, capture_output=True, timeout=30)
     else:
-        os.kill(worker.pid, signal.SIGSTOP)
+        stop_process(worker.pid)
