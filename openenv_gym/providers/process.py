@@ -85,6 +85,7 @@ class ProcessWorker(Worker):
             os.unlink(self.socket_path)
         cmd = [sys.executable, "-m", "openenv_gym.server", self.env, "--unix", self.socket_path,
                "--env-kwargs", self._kwargs_json, "--owner-pid", str(os.getpid()),
+               "--owner-dir", self.folder,
                "--idle-timeout", "0"]
         with open(self.log_path, "ab") as log:
             # A session of its own: Ctrl-C in the trainer's terminal does not kill workers

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -70,7 +71,8 @@ def _watch_owner(owner_pid: int, on_gone: Any) -> None:
 def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None,
                http_port: int | None = None, host: str = "127.0.0.1",
                env_kwargs: dict[str, Any] | None = None, owner_pid: int | None = None,
-               max_sessions: int = 256, idle_timeout: float | None = 600.0) -> None:
+               owner_dir: str | None = None, max_sessions: int = 256,
+               idle_timeout: float | None = 600.0) -> None:
     """Serve an env until SIGTERM/SIGINT or until the owner process is gone.
 
     Args:
@@ -81,6 +83,8 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         host: Interface to bind TCP servers to (127.0.0.1 unless inside a container).
         env_kwargs: Keyword arguments for the env.
         owner_pid: Exit when this process is gone.
+        owner_dir: A folder of the owner's (sockets, logs) to remove when the owner is gone,
+            since no one is left to clean it up.
         max_sessions: Most sessions at once.
         idle_timeout: Seconds before an idle session is closed.
     """
@@ -106,9 +110,17 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         if exec_mod is not None:
             exec_mod.kill_all()
         service.shutdown()
+        if owner_gone.is_set() and owner_dir:
+            shutil.rmtree(owner_dir, ignore_errors=True)
+
+    owner_gone = threading.Event()
+
+    def on_owner_gone() -> None:
+        owner_gone.set()
+        stop()
 
     if owner_pid:
-        threading.Thread(target=_watch_owner, args=(owner_pid, stop), daemon=True).start()
+        threading.Thread(target=_watch_owner, args=(owner_pid, on_owner_gone), daemon=True).start()
 
     if http_port is None:
         signal.signal(signal.SIGTERM, stop)
@@ -156,6 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface for TCP (default 127.0.0.1)")
     parser.add_argument("--env-kwargs", default="{}", help="JSON object of env keyword arguments")
     parser.add_argument("--owner-pid", type=int, help="exit when this process is gone")
+    parser.add_argument("--owner-dir", help="folder to remove when the owner is gone")
     parser.add_argument("--max-sessions", type=int, default=256)
     parser.add_argument("--idle-timeout", type=float, default=600.0,
                         help="seconds before an idle session closes (0: never)")
@@ -164,6 +177,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("give at least one of --unix, --tcp-port, --http-port")
     run_server(args.env, unix=args.unix, tcp_port=args.tcp_port, http_port=args.http_port,
                host=args.host, env_kwargs=json.loads(args.env_kwargs), owner_pid=args.owner_pid,
+               owner_dir=args.owner_dir,
                max_sessions=args.max_sessions, idle_timeout=args.idle_timeout or None)
 
 

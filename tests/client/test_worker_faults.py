@@ -103,6 +103,14 @@ def test_owner_killed_with_sigkill_leaves_no_worker() -> None:
         while _workers_of(owner.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _workers_of(owner.pid) == set()
+        # Nobody is left to clean the owner's pool folders (sockets, logs): the workers did.
+        from openenv_gym.providers.process import runtime_dir
+
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and any(
+                e.startswith(f"{owner.pid}-") for e in os.listdir(runtime_dir())):
+            time.sleep(0.1)
+        assert not [e for e in os.listdir(runtime_dir()) if e.startswith(f"{owner.pid}-")]
     finally:
         if owner.poll() is None:
             owner.kill()
