@@ -16,6 +16,7 @@ from openenv_gym.errors import WorkerError
 from openenv_gym.protocol.sockets import connect, parse_address, read_message
 from openenv_gym.protocol.wire import encode
 from tests.conftest import stop_process
+from tests.security.helpers import workers_of
 
 
 def _kill_worker(env: openenv_gym.RemoteEnv) -> None:
@@ -69,22 +70,6 @@ def test_stuck_worker_times_out(provider: str) -> None:
         env.close()
 
 
-def _workers_of(owner: int) -> set[int]:
-    """Pids of worker processes whose --owner-pid is ``owner`` (read from /proc)."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if b"openenv_gym.server" in args and b"--owner-pid" in args and f"{owner}".encode() in args[args.index(b"--owner-pid") + 1:][:1]:
-            found.add(int(entry))
-    return found
-
-
 def test_owner_killed_with_sigkill_leaves_no_worker() -> None:
     code = (
         "import gymnasium as gym, openenv_gym, sys, time\n"
@@ -96,13 +81,13 @@ def test_owner_killed_with_sigkill_leaves_no_worker() -> None:
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert owner.stdout.readline().strip() == "ready"
-        assert len(_workers_of(owner.pid)) == 2
+        assert len(workers_of(owner.pid)) == 2
         owner.send_signal(signal.SIGKILL)
         owner.wait(5)
         deadline = time.monotonic() + 5.0
-        while _workers_of(owner.pid) and time.monotonic() < deadline:
+        while workers_of(owner.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert _workers_of(owner.pid) == set()
+        assert workers_of(owner.pid) == set()
         # Nobody is left to clean the owner's pool folders (sockets, logs): the workers did.
         from openenv_gym.providers.process import runtime_dir
 

@@ -18,6 +18,8 @@ from typing import Any, Iterator
 
 import pytest
 
+from tests.security.helpers import descendants
+
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
@@ -40,29 +42,6 @@ class RayTestCluster:
             if node.node_id == node_id:
                 return f"extra{i}"
         return f"unknown:{node_id[:8]}"
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live (non-zombie) process below ``pid``, read from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != b"Z":
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    out: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in out:
-                out.add(child)
-                todo.append(child)
-    return out
 
 
 def running(pids: set[int]) -> set[int]:
