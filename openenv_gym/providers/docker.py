@@ -309,9 +309,13 @@ class DockerProvider(Provider):
         folder = os.path.join(runtime_dir(), stem)
         os.makedirs(folder, exist_ok=True)
         os.chmod(folder, 0o777)  # the container's user (another uid) creates the socket here
-        return DockerWorker(self.client, info.name, env_kwargs, self.image_for(info), folder,
-                            f"openenv-gym-{stem}", owner.owner_labels(pool, info.name),
-                            self.run_options(info), self.startup_timeout)
+        try:
+            return DockerWorker(self.client, info.name, env_kwargs, self.image_for(info), folder,
+                                f"openenv-gym-{stem}", owner.owner_labels(pool, info.name),
+                                self.run_options(info), self.startup_timeout)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)  # the error carries the log tail already
+            raise
 
 
 @atexit.register

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import subprocess
@@ -154,7 +155,16 @@ class ProcessProvider(Provider):
     def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
         folder = os.path.join(runtime_dir(), f"{os.getpid()}-{pool}")
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout)
+        try:
+            return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout)
+        except BaseException:
+            # The error carries the log tail; leave no file behind, nor the folder if empty.
+            for leftover in (f"w{index}.log", f"w{index}.sock"):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(folder, leftover))
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+            raise
 
     def stop_all(self, workers: Any) -> None:
         super().stop_all(workers)

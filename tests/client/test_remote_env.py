@@ -162,5 +162,11 @@ def test_unknown_env_name_is_a_clear_error() -> None:
 
 
 def test_bad_env_kwargs_fail_with_the_worker_log(provider: str) -> None:
+    import os
+
+    from openenv_gym.providers.process import runtime_dir
+
     with pytest.raises(openenv_gym.WorkerError, match="max_steps must be >= 1"):
         gym.make("OpenEnv/Echo-v0", provider=provider, max_steps=0)
+    # The failed worker leaves no folder, socket or log of ours behind.
+    assert not [e for e in os.listdir(runtime_dir()) if e.startswith(f"{os.getpid()}-")]
