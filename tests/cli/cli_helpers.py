@@ -14,6 +14,23 @@ CLI = [sys.executable, "-m", "openenv_gym.cli"]
 #: Wide output, so rich does not wrap addresses in tables.
 ENV = dict(os.environ, COLUMNS="250", PYTHONUNBUFFERED="1")
 
+#: Python lines that drive an ``env`` made from the scaffold's guess-the-number template:
+#: reset, a guess, a refused out-of-range guess, and the worker still serving afterwards.
+SCAFFOLD_EPISODE = """
+obs, info = env.reset(seed=3)
+assert obs["hint"] == "start", obs
+obs, reward, terminated, truncated, info = env.step({"guess": 50})
+assert obs["hint"] in ("higher", "lower", "correct") and int(obs["guesses"]) == 1, obs
+try:
+    env.step({"guess": 500})
+except openenv_gym.errors.InvalidActionError as exc:
+    assert "guess" in str(exc)
+else:
+    raise AssertionError("an out-of-range guess was accepted")
+obs, *_ = env.step({"guess": 10})  # the worker survived the bad action
+assert int(obs["guesses"]) == 2, obs
+"""
+
 
 def run(*args: str, timeout: float = 120, **kwargs: Any) -> subprocess.CompletedProcess:
     """Run ``openenv-gym ARGS`` to completion."""

@@ -8,24 +8,13 @@ import sys
 
 import pytest
 
-from tests.cli.cli_helpers import ENV, run
+from tests.cli.cli_helpers import ENV, SCAFFOLD_EPISODE, run
 
-SCRIPT = """
-import gymnasium as gym, openenv_gym
-env = gym.make("OpenEnv/ScaffoldProbe-v0", provider="{provider}")
-obs, info = env.reset(seed=3)
-assert obs["hint"] == "start", obs
-obs, reward, terminated, truncated, info = env.step({{"guess": 50}})
-assert obs["hint"] in ("higher", "lower", "correct") and int(obs["guesses"]) == 1
-try:
-    env.step({{"guess": 500}})
-except openenv_gym.errors.InvalidActionError as exc:
-    assert "guess" in str(exc)
-else:
-    raise AssertionError("an out-of-range guess was accepted")
-env.close()
-print("OK", env.spec.id if env.spec else "")
-"""
+def _script(provider: str) -> str:
+    """A script that makes the installed scaffold env on ``provider`` and drives an episode."""
+    return ("import gymnasium as gym, openenv_gym\n"
+            f'env = gym.make("OpenEnv/ScaffoldProbe-v0", provider="{provider}")\n'
+            + SCAFFOLD_EPISODE + 'env.close()\nprint("OK", env.spec.id if env.spec else "")\n')
 
 
 def _pip(*args: str) -> subprocess.CompletedProcess:
@@ -67,7 +56,7 @@ def test_init_install_make_step(tmp_path) -> None:
                                    cwd=root, capture_output=True, text=True, timeout=300, env=ENV)
         assert generated.returncode == 0 and "6 passed" in generated.stdout, generated.stdout
         # From another folder: the package is found through its installed entry point only.
-        made = subprocess.run([sys.executable, "-c", SCRIPT.format(provider="process")],
+        made = subprocess.run([sys.executable, "-c", _script("process")],
                               cwd=tmp_path.parent, capture_output=True, text=True, timeout=300, env=ENV)
         assert made.returncode == 0 and "OK OpenEnv/ScaffoldProbe-v0" in made.stdout, made.stderr
     finally:

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.cli.cli_helpers import ENV, run
+from tests.cli.cli_helpers import ENV, SCAFFOLD_EPISODE, run
 from tests.conftest import require_docker
 
 pytestmark = pytest.mark.docker
@@ -28,18 +28,7 @@ from openenv_gym.providers._docker_owner import LABEL_ENV, LABEL_OWNER_PID, proj
 
 client = docker.from_env()
 env = gym.make("{GYM_ID}", provider="docker", provider_options={{"auto_build": False}})
-obs, info = env.reset(seed=3)
-assert obs["hint"] == "start", obs
-obs, reward, terminated, truncated, info = env.step({{"guess": 50}})
-assert obs["hint"] in ("higher", "lower", "correct") and int(obs["guesses"]) == 1, obs
-try:
-    env.step({{"guess": 500}})
-except openenv_gym.errors.InvalidActionError as exc:
-    assert "guess" in str(exc)
-else:
-    raise AssertionError("an out-of-range guess was accepted")
-obs, *_ = env.step({{"guess": 10}})  # the worker survived the bad action
-assert int(obs["guesses"]) == 2, obs
+""" + SCAFFOLD_EPISODE + f"""
 [c] = client.containers.list(ignore_removed=True, filters=project_filter(**{{LABEL_ENV: "{NAME}",
                                                          LABEL_OWNER_PID: str(os.getpid())}}))
 host = c.attrs["HostConfig"]
