@@ -30,6 +30,7 @@ import gymnasium as gym
 import numpy as np
 
 import openenv_gym  # noqa: F401
+from openenv_gym.vector.env import default_envs_per_worker
 
 TICKERS = None  # all 20 stocks
 PONG_PRE = dict(preprocess=True, frame_stack=4, noop_max=30, repeat_action_probability=0.0)
@@ -107,14 +108,15 @@ def finrl_rows(args: argparse.Namespace) -> list[tuple[str, float, float, str]]:
     remote = median(args.runs, lambda: single_rate(
         lambda: gym.make("OpenEnv/FinRL-v0", provider=args.provider, **kw), args.seconds))
     ours_vec = median(args.runs, lambda: vector_rate(lambda: gym.make_vec(
-        "OpenEnv/FinRL-v0", num_envs=8, provider=args.provider, envs_per_worker=4, **kw), args.seconds))
+        "OpenEnv/FinRL-v0", num_envs=8, provider=args.provider, **kw), args.seconds))
     async_vec = median(args.runs, lambda: vector_rate(
         lambda: gym.vector.AsyncVectorEnv([lambda: FinRLEnv(**kw)] * 8), args.seconds))
     r_local = reset_ms(FinRLEnv(**kw))
     r_remote = reset_ms(gym.make("OpenEnv/FinRL-v0", provider=args.provider, **kw))
     return [
         ("FinRL single env, steps/s (remote vs in-process)", remote, local, ""),
-        ("FinRL n=8, steps/s (ours: 2 workers × 4 envs; AsyncVectorEnv: 8 processes)", ours_vec,
+        (f"FinRL n=8, steps/s (ours: default, {default_envs_per_worker(8)} envs per worker; "
+         "AsyncVectorEnv: 8 processes)", ours_vec,
          async_vec, "≥ 1.0×"),
         ("FinRL reset, median ms (remote vs in-process)", r_remote, r_local, "≤ 5 ms"),
     ]
@@ -127,7 +129,7 @@ def pong_rows(args: argparse.Namespace) -> list[tuple[str, float, float, str]]:
 
     def ours(**kw: Any) -> Callable[[], gym.vector.VectorEnv]:
         return lambda: gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider=args.provider,
-                                    envs_per_worker=1, game="pong", **kw)
+                                    game="pong", **kw)
 
     def async_pre() -> gym.vector.VectorEnv:
         def make() -> gym.Env:

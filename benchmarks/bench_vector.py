@@ -31,6 +31,7 @@ import gymnasium as gym
 import numpy as np
 
 import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.vector.env import default_envs_per_worker
 
 WARMUP = 20
 
@@ -87,7 +88,7 @@ def measure(configs: dict[str, tuple[Callable[[], Any], bool]], seconds: float,
             timed.close()
 
 
-def ours(n: int, per_worker: int, provider: str, env: str = "OpenEnv/Gym-v0", **kwargs: Any) -> Callable[[], Any]:
+def ours(n: int, per_worker: int | None, provider: str, env: str = "OpenEnv/Gym-v0", **kwargs: Any) -> Callable[[], Any]:
     kwargs = kwargs or {"env_id": "CartPole-v1"}
     return lambda: gym.make_vec(env, num_envs=n, provider=provider, envs_per_worker=per_worker, **kwargs)
 
@@ -106,6 +107,8 @@ def suite_cartpole(seconds: float, provider: str) -> None:
     print(f"# (a) CartPole-v1, num_envs=8, provider={provider}; ratio vs AsyncVectorEnv n=8")
     configs: dict[str, tuple[Callable[[], Any], bool]] = {
         "AsyncVectorEnv n=8 (shm)": (async_env("CartPole-v1", 8), False)}
+    configs[f"RemoteVectorEnv n=8 default (envs_per_worker={default_envs_per_worker(8)})"] = (
+        ours(8, None, provider), False)
     for k in (1, 4, 8):
         configs[f"RemoteVectorEnv n=8 envs_per_worker={k}"] = (ours(8, k, provider), False)
     try:
@@ -116,8 +119,8 @@ def suite_cartpole(seconds: float, provider: str) -> None:
 
         configs["SB3 SubprocVecEnv n=8"] = (
             lambda: make_vec_env("CartPole-v1", n_envs=8, vec_env_cls=SubprocVecEnv), True)
-        configs["SB3 RemoteVecEnv n=8 envs_per_worker=4"] = (
-            lambda: RemoteVecEnv("gym", 8, env_id="CartPole-v1", provider=provider, envs_per_worker=4), True)
+        configs["SB3 RemoteVecEnv n=8 default"] = (
+            lambda: RemoteVecEnv("gym", 8, env_id="CartPole-v1", provider=provider), True)
     except ImportError:
         print("  (stable-baselines3 not installed: SB3 rows skipped)")
     report(measure(configs, seconds), "AsyncVectorEnv n=8 (shm)")

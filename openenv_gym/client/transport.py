@@ -27,8 +27,8 @@ from openenv_gym.errors import (
     WorkerTimeoutError,
     error_from_wire,
 )
-from openenv_gym.protocol.sockets import connect, read_message
-from openenv_gym.protocol.wire import MAX_FRAME, encode
+from openenv_gym.protocol.sockets import FrameReader, connect, send_frame
+from openenv_gym.protocol.wire import MAX_FRAME, decode, encode
 
 __all__ = ["BinaryClient"]
 
@@ -47,26 +47,38 @@ class BinaryClient:
         self.timeout = timeout
         self.max_frame = max_frame
         self._sock: socket.socket | None = None
+        self._reader: FrameReader | None = None
         self._deadline = 0.0
 
     def _connected(self, timeout: float) -> socket.socket:
         if self._sock is None:
-            self._sock = connect(self.address, timeout)
+            sock = connect(self.address, timeout)
+            # Blocking mode: deadlines are kept by send_frame/FrameReader, which costs no
+            # extra system call per message (a Python socket timeout adds a poll to each).
+            sock.settimeout(None)
+            self._sock, self._reader = sock, FrameReader(sock, self.max_frame)
         return self._sock
 
-    def send(self, message: Any, timeout: float | None = None) -> None:
+    def send(self, message: Any, timeout: float | None = None, fds: tuple[int, ...] = ()) -> None:
         """Send a request without waiting; pair with :meth:`receive`.
+
+        Args:
+            message: The request.
+            timeout: Seconds the call may take (default: the client's).
+            fds: File descriptors to pass along (Unix sockets only; the caller keeps its copies).
 
         Raises:
             WorkerConnectionError: The worker cannot be reached.
         """
+        self.send_frame(encode(message), timeout, fds)
+
+    def send_frame(self, frame: bytes, timeout: float | None = None, fds: tuple[int, ...] = ()) -> None:
+        """:meth:`send` for a frame encoded ahead of time (a request sent every step)."""
         timeout = self.timeout if timeout is None else timeout
         self._deadline = time.monotonic() + timeout
-        frame = encode(message)
         sock = self._connected(timeout)
         try:
-            sock.settimeout(timeout)
-            sock.sendall(frame)
+            send_frame(sock, frame, fds, self._deadline)
         except OSError as exc:
             self.drop()
             raise WorkerConnectionError(f"worker at {self.address} dropped the connection: {exc}") from None
@@ -82,12 +94,11 @@ class BinaryClient:
             WorkerTimeoutError: No reply before the deadline.
             WorkerCrashedError: The connection closed mid-call (the worker died).
         """
-        sock = self._sock
-        if sock is None:
+        reader = self._reader
+        if self._sock is None or reader is None:
             raise WorkerConnectionError(f"no request in flight to {self.address}")
         try:
-            sock.settimeout(max(1e-3, self._deadline - time.monotonic()))
-            reply = read_message(sock, self.max_frame)
+            reply = decode(reader.read(self._deadline))
         except socket.timeout:
             self.drop()
             raise WorkerTimeoutError(
@@ -108,9 +119,9 @@ class BinaryClient:
             raise error_from_wire(reply.get("error"))
         return reply
 
-    def request(self, message: Any, timeout: float | None = None) -> dict[str, Any]:
+    def request(self, message: Any, timeout: float | None = None, fds: tuple[int, ...] = ()) -> dict[str, Any]:
         """Send a request and wait for its reply (see :meth:`receive`)."""
-        self.send(message, timeout)
+        self.send(message, timeout, fds)
         return self.receive()
 
     def drop(self) -> None:
@@ -119,6 +130,6 @@ class BinaryClient:
             try:
                 self._sock.close()
             finally:
-                self._sock = None
+                self._sock = self._reader = None
 
     close = drop

@@ -38,7 +38,8 @@ class RemoteVecEnv(VecEnv):
         env: Catalog name or id (``"OpenEnv/Gym-v0"``, ``"echo"``).
         num_envs: Number of sub-envs.
         provider: ``"auto"``, ``"process"``, ``"docker"`` or ``"ray"``.
-        envs_per_worker: Sub-envs each worker hosts.
+        envs_per_worker: Sub-envs each worker hosts (None: one worker per core, see
+            :class:`~openenv_gym.vector.env.RemoteVectorEnv`).
         on_worker_error: ``"restart"`` (default) or ``"raise"`` (see ``RemoteVectorEnv``).
         step_timeout: Seconds a worker may take for one step.
         provider_options: Keyword arguments for the provider.
@@ -48,7 +49,7 @@ class RemoteVecEnv(VecEnv):
     """
 
     def __init__(self, env: str, num_envs: int = 1, *, provider: str = "auto",
-                 envs_per_worker: int = 1, on_worker_error: str = "restart",
+                 envs_per_worker: int | None = None, on_worker_error: str = "restart",
                  step_timeout: float = 60.0, provider_options: dict[str, Any] | None = None,
                  max_episode_steps: int | None = None, render_mode: str | None = None,
                  **env_kwargs: Any) -> None:

@@ -22,8 +22,8 @@ import threading
 from typing import Any
 
 from openenv_gym.errors import ProtocolError, error_to_wire
-from openenv_gym.protocol.sockets import drain, parse_address, recv_exact
-from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode
+from openenv_gym.protocol.sockets import FrameReader, parse_address
+from openenv_gym.protocol.wire import MAX_FRAME, decode, encode
 from openenv_gym.server.service import EnvService
 
 __all__ = ["BinaryServer"]
@@ -38,19 +38,16 @@ class _Handler(socketserver.BaseRequestHandler):
         max_frame: int = self.server.max_frame
         if sock.family != socket.AF_UNIX:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        reader = FrameReader(sock, max_frame, accept_fds=True)
         while True:
             try:
-                (length,) = HEADER.unpack(recv_exact(sock, HEADER.size))
-                if length > max_frame:
-                    drain(sock, length)
-                    reply: Any = _error(ProtocolError(
-                        f"frame of {length} bytes exceeds this server's {max_frame}-byte limit"))
+                try:
+                    request = decode(reader.read(drain_oversized=True))
+                except ProtocolError as exc:  # oversized (drained) or undecodable: still in frame
+                    reader.close_fds()
+                    reply: Any = _error(exc)
                 else:
-                    payload = recv_exact(sock, length)
-                    try:
-                        reply = service.handle(decode(payload))
-                    except ProtocolError as exc:
-                        reply = _error(exc)
+                    reply = service.handle(request, reader.fds)
                 try:
                     frame = encode(reply)
                 except (TypeError, ValueError, OverflowError) as exc:

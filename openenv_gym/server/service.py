@@ -25,7 +25,9 @@ import numpy as np
 
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError, error_to_wire
+from openenv_gym.protocol.slices import map_shared
 from openenv_gym.server.sessions import Session, SessionManager
+from openenv_gym.server.slices import VectorSlice
 from openenv_gym.spaces import space_to_dict
 
 __all__ = ["EnvService", "PROTOCOL_VERSION"]
@@ -57,6 +59,7 @@ class EnvService:
         first = factory()
         self._spec = self._describe(first)
         self.sessions.keep_spare(first)
+        self.slices: dict[str, VectorSlice] = {}
         self.binary_address: str | None = None
         self.http_address: str | None = None
         self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -71,6 +74,9 @@ class EnvService:
             "get_attr": lambda r: {"value": self.get_attr(_sid(r), _name(r))},
             "set_attr": lambda r: self.set_attr(_sid(r), _name(r), _field(r, "value")),
             "batch": lambda r: {"results": [self.handle(c) for c in _calls(r)]},
+            "slice_open": lambda r: self.open_slice(r.get("n"), None, r.get("size")),
+            "slice_step": lambda r: self._slice(r).step(r),
+            "slice_close": lambda r: self.close_slice(_field(r, "slice")),
             "web": lambda r: {"web": self.web(r.get("known"))},
         }
 
@@ -115,15 +121,16 @@ class EnvService:
         Returns:
             ``{"sid", "obs", "info"}``.
         """
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-            raise InvalidRequestError(f"seed must be a non-negative integer or null, got {seed!r}")
-        if options is not None and not isinstance(options, dict):
-            raise InvalidRequestError(f"options must be a mapping or null, got {type(options).__name__}")
-        session = self.sessions.get(sid) if sid is not None else self.sessions.create()
-        with session.lock:
-            obs, info = session.env.reset(seed=seed, options=options)
-            obs = session.env.observation_to_wire(obs)
-            session.begin_episode(obs)
+        if sid is not None:
+            session = self.sessions.get(sid)
+            obs, info = session.reset(seed, options)
+        else:
+            session = self.sessions.create()
+            try:
+                obs, info = session.reset(seed, options)
+            except BaseException:
+                self.sessions.close(session.id)  # a refused first reset leaves no session behind
+                raise
         return {"sid": session.id, "obs": obs, "info": info}
 
     def step(self, sid: str, action: Any, autoreset: bool = False) -> dict[str, Any]:
@@ -140,20 +147,12 @@ class EnvService:
             ``{"obs", "reward", "terminated", "truncated", "info"}`` (+ ``reset_obs``,
             ``reset_info`` after an autoreset).
         """
-        session = self.sessions.get(sid)
-        with session.lock:
-            if session.episode_id is None:
-                raise InvalidRequestError(f"session {sid!r} has not been reset; call reset first")
-            parsed = session.env.parse_action(action)
-            obs, reward, terminated, truncated, info = session.env.step(parsed)
-            obs = session.env.observation_to_wire(obs)
-            reward = float(reward)
-            session.record_step(action, obs, reward, bool(terminated or truncated))
+        obs, reward, terminated, truncated, info = self.sessions.get(sid).step(action)
         reply = {
             "obs": obs,
             "reward": reward,
-            "terminated": bool(terminated),
-            "truncated": bool(truncated),
+            "terminated": terminated,
+            "truncated": truncated,
             "info": info,
         }
         if autoreset and (terminated or truncated):
@@ -201,6 +200,53 @@ class EnvService:
             setattr(session.env, name, value)
         return {}
 
+    def open_slice(self, n: int, fd: int | None = None, size: int | None = None) -> dict[str, Any]:
+        """Start ``n`` sessions as one :class:`~openenv_gym.server.slices.VectorSlice`.
+
+        Args:
+            n: Envs in the slice.
+            fd: A shared buffer (memfd) from the trainer for the columns; None keeps them
+                inline in the messages. The slice owns (and closes) it.
+            size: The buffer's size as the trainer laid it out (checked against ours).
+
+        Returns:
+            ``{"slice", "sids", "size"}``.
+        """
+        buffer = None
+        try:
+            if fd is not None:
+                if not isinstance(size, int) or size <= 0:
+                    raise InvalidRequestError("slice_open with a shared buffer needs its 'size'")
+                buffer = map_shared(fd, size)
+                fd = None
+            piece = VectorSlice(self, n, buffer)
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            if buffer is not None:
+                buffer.close()
+            raise
+        if buffer is not None and piece.layout.size != size:
+            piece.close(self)
+            raise InvalidRequestError(f"slice layout mismatch: the trainer laid out {size} bytes, "
+                                      f"this worker needs {piece.layout.size} (different spaces or versions)")
+        self.slices[piece.id] = piece
+        return {"slice": piece.id, "sids": [s.id for s in piece.sessions], "size": piece.layout.size}
+
+    def close_slice(self, slice_id: str) -> dict[str, Any]:
+        """Close a slice and its sessions."""
+        piece = self.slices.pop(slice_id, None)
+        if piece is None:
+            raise InvalidRequestError(f"no slice {slice_id!r}")
+        piece.close(self)
+        return {"closed": slice_id}
+
+    def _slice(self, request: dict[str, Any]) -> VectorSlice:
+        piece = self.slices.get(request.get("slice"))  # type: ignore[arg-type]
+        if piece is None:
+            raise InvalidRequestError(f"no slice {request.get('slice')!r}; open one with slice_open")
+        return piece
+
     def web(self, known: str | None = None) -> dict[str, Any]:
         """What the live web view shows of this server (see :mod:`openenv_gym.server.web`)."""
         from openenv_gym.server.web import snapshot  # numpy only; no web stack in the worker
@@ -212,21 +258,37 @@ class EnvService:
         return self.sessions.get(sid)
 
     # -- binary dispatch ---------------------------------------------------------------
-    def handle(self, request: Any) -> dict[str, Any]:
-        """Serve one decoded binary request; errors become error replies, never exceptions."""
+    def handle(self, request: Any, fds: list[int] | None = None) -> dict[str, Any]:
+        """Serve one decoded binary request; errors become error replies, never exceptions.
+
+        Args:
+            request: The decoded request.
+            fds: File descriptors that came with it (only ``slice_open`` takes one; others
+                are closed).
+        """
+        fds = list(fds or ())
         try:
             if not isinstance(request, dict):
                 raise InvalidRequestError(f"a request must be a map with an 'op', got {type(request).__name__}")
             op = request.get("op")
+            if op == "slice_open":
+                fd = fds.pop(0) if fds else None
+                return {"ok": True, **self.open_slice(request.get("n"), fd, request.get("size"))}
             handler = self._ops.get(op)  # type: ignore[arg-type]
             if handler is None:
                 raise InvalidRequestError(f"unknown op {op!r}; known: {', '.join(self._ops)}")
             return {"ok": True, **handler(request)}
         except Exception as exc:  # any env bug becomes a typed reply; the worker keeps serving
             return {"ok": False, "error": error_to_wire(exc)}
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def shutdown(self) -> None:
-        """Close every session."""
+        """Close every slice and session."""
+        for piece in list(self.slices.values()):
+            piece.close(self)
+        self.slices.clear()
         self.sessions.close_all()
 
 

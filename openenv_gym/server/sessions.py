@@ -18,8 +18,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 from openenv_gym.envs.base import Environment
-from openenv_gym.errors import SessionLimitError, SessionNotFoundError
+from openenv_gym.errors import InvalidRequestError, SessionLimitError, SessionNotFoundError
 
 __all__ = ["Session", "SessionManager"]
 
@@ -47,6 +48,54 @@ class Session:
     returns: collections.deque = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
     history: collections.deque = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
     last_obs: Any = None
+
+    def reset(self, seed: Any = None, options: Any = None) -> tuple[Any, dict[str, Any]]:
+        """Reset the env and start an episode.
+
+        Args:
+            seed: None or a non-negative int (as decoded from the wire: checked here).
+            options: None or a mapping, passed to the env.
+
+        Returns:
+            The observation (as it crosses the wire) and the info.
+
+        Raises:
+            InvalidRequestError: A bad seed or options.
+        """
+        if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0):
+            raise InvalidRequestError(f"seed must be a non-negative integer or null, got {seed!r}")
+        if options is not None and not isinstance(options, dict):
+            raise InvalidRequestError(f"options must be a mapping or null, got {type(options).__name__}")
+        with self.lock:
+            obs, info = self.env.reset(seed=None if seed is None else int(seed), options=options)
+            obs = self.env.observation_to_wire(obs)
+            self.begin_episode(obs)
+        return obs, info
+
+    def step(self, action: Any, parsed: bool = False) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Step the env with an action.
+
+        Args:
+            action: The action as decoded from the wire.
+            parsed: The caller already validated it (a vector slice checks a whole column at once).
+
+        Returns:
+            ``(obs, reward, terminated, truncated, info)``, the obs as it crosses the wire.
+
+        Raises:
+            InvalidRequestError: The session was never reset.
+            InvalidActionError: The action does not fit the action space.
+        """
+        with self.lock:
+            if self.episode_id is None:
+                raise InvalidRequestError(f"session {self.id!r} has not been reset; call reset first")
+            value = action if parsed else self.env.parse_action(action)
+            obs, reward, terminated, truncated, info = self.env.step(value)
+            obs = self.env.observation_to_wire(obs)
+            reward = float(reward)
+            terminated, truncated = bool(terminated), bool(truncated)
+            self.record_step(action, obs, reward, terminated or truncated)
+        return obs, reward, terminated, truncated, info
 
     def begin_episode(self, obs: Any) -> None:
         """Record a reset."""

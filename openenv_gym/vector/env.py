@@ -20,15 +20,19 @@ Example:
 
 from __future__ import annotations
 
+import math
+import os
 from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
 from openenv_gym.errors import (
+    InvalidActionError,
     InvalidRequestError,
     OpenEnvError,
     WorkerCrashedError,
@@ -37,14 +41,12 @@ from openenv_gym.errors import (
     error_from_wire,
 )
 from openenv_gym.providers import get_provider
-from openenv_gym.spaces import space_from_dict
+from openenv_gym.protocol.slices import RESET, SKIP, STEP, STEP_AUTORESET, STEP_THEN_RESET, is_flat
+from openenv_gym.spaces import from_wire, space_from_dict
 from openenv_gym.vector.batch import BatchBuffer, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
 
-__all__ = ["RemoteVectorEnv", "parse_autoreset_mode"]
-
-# What each sub-request of a step stands for, so the gather knows how to read the replies.
-_STEP, _STEP_THEN_RESET, _RESET, _LOST = range(4)
+__all__ = ["RemoteVectorEnv", "parse_autoreset_mode", "default_envs_per_worker"]
 
 
 def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
@@ -70,7 +72,10 @@ class RemoteVectorEnv(VectorEnv):
         num_envs: Number of sub-environments.
         env: Catalog name or id (``"gym"``, ``"OpenEnv/Echo-v0"``); ``gym.make_vec`` fills it.
         provider: ``"auto"``, ``"process"``, ``"docker"`` or ``"ray"``.
-        envs_per_worker: Sub-envs each worker hosts (stepped from one message).
+        envs_per_worker: Sub-envs each worker hosts (stepped from one message). None (the
+            default) picks one worker per available CPU core, ``ceil(num_envs / cores)`` envs
+            each — more worker processes than cores only add wake-ups — except for envs
+            that run untrusted actions (Coding, Git), which get a sandbox each (1).
         autoreset_mode: ``NEXT_STEP`` (default), ``SAME_STEP`` (``final_obs``/``final_info``
             in the infos) or ``DISABLED`` (reset ended envs with ``options={"reset_mask": m}``).
         on_worker_error: ``"restart"`` (default): a failed worker is replaced and its envs
@@ -82,6 +87,9 @@ class RemoteVectorEnv(VectorEnv):
         max_episode_steps: Truncate episodes after this many steps (as ``gym.make`` does).
         render_mode: Render mode of every sub-env (``"rgb_array"``, ``"ansi"``).
         copy: Return copies of the observation buffer (as ``SyncVectorEnv``'s ``copy``).
+        shared_memory: Exchange actions, observations, rewards and flags with each worker
+            through a sealed shared-memory buffer instead of the socket (None: whenever the
+            worker is on this host, i.e. reached through a Unix socket).
         **env_kwargs: Keyword arguments for each sub-env's constructor in the workers.
     """
 
@@ -89,14 +97,15 @@ class RemoteVectorEnv(VectorEnv):
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, num_envs: int = 1, env: str = "echo", *, provider: str = "auto",
-                 envs_per_worker: int = 1,
+                 envs_per_worker: int | None = None,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
                  on_worker_error: str = "restart", step_timeout: float = 60.0,
                  provider_options: dict[str, Any] | None = None,
                  max_episode_steps: int | None = None, render_mode: str | None = None,
-                 copy: bool = True, **env_kwargs: Any) -> None:
+                 copy: bool = True, shared_memory: bool | None = None, **env_kwargs: Any) -> None:
         _check_positive_int("num_envs", num_envs)
-        _check_positive_int("envs_per_worker", envs_per_worker)
+        if envs_per_worker is not None:
+            _check_positive_int("envs_per_worker", envs_per_worker)
         if max_episode_steps is not None:
             _check_positive_int("max_episode_steps", max_episode_steps)
         if on_worker_error not in ("restart", "raise"):
@@ -105,6 +114,10 @@ class RemoteVectorEnv(VectorEnv):
             raise InvalidRequestError(f"step_timeout must be a positive number of seconds, got {step_timeout!r}")
         self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
         self.info = get_env_info(env)
+        if envs_per_worker is None:
+            envs_per_worker = default_envs_per_worker(num_envs, self.info.untrusted)
+        #: Sub-envs per worker (the last worker may host fewer).
+        self.envs_per_worker = int(envs_per_worker)
         self.num_envs = num_envs
         self.on_worker_error = on_worker_error
         self.step_timeout = float(step_timeout)
@@ -140,10 +153,19 @@ class RemoteVectorEnv(VectorEnv):
         self._was_reset = False
         #: Envs whose session was lost outside a step (their next step reports the restart).
         self._lost: dict[int, str] = {}
-        self._plan: dict[int, list[tuple[int, int]]] | None = None
-        #: Per-env results of the last step, for :class:`openenv_gym.sb3.RemoteVecEnv`.
-        self.last_env_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+        #: The step or reset in flight: its commands and the workers it went to.
+        self._pending: tuple[np.ndarray, list[int], bool] | None = None
+        self._step_infos: dict[int, dict[str, Any]] = {}
+        #: ``{env: (final_obs, final_info)}`` of the last step (``SAME_STEP``), for SB3.
         self.last_final: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self._flat_action = is_flat(self.single_action_space)
+        self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
+        self._bounds = [(g[0], g[-1] + 1) for g in self._pool.groups]
+        try:
+            self._pool.open_slices(self.single_observation_space, self.single_action_space, shared_memory)
+        except BaseException:
+            self.close()
+            raise
 
     # -- properties -------------------------------------------------------------------
     @property
@@ -178,13 +200,11 @@ class RemoteVectorEnv(VectorEnv):
         mask = np.ones(self.num_envs, dtype=np.bool_)
         if options is not None and "reset_mask" in options:
             mask = _check_mask(options.pop("reset_mask"), self.num_envs)
-        indices = [i for i in range(self.num_envs) if mask[i]]
-        replies = self._reset_envs(indices, seeds, options)
+        indices = [int(i) for i in np.flatnonzero(mask)]
+        reset_infos = self._reset_envs(indices, seeds, options)
         infos: dict[str, Any] = {}
         for i in indices:
-            reply = replies[i]
-            self._obs.write(i, reply["obs"])
-            infos = self._add_info(infos, reply["info"], i)
+            infos = self._add_info(infos, reset_infos[i], i)
             self._lost.pop(i, None)
         self._terminations[mask] = False
         self._truncations[mask] = False
@@ -206,37 +226,27 @@ class RemoteVectorEnv(VectorEnv):
 
     def _reset_envs(self, indices: list[int], seeds: list[int | None],
                     options: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
-        """Reset ``indices`` (creating sessions where needed); a failed worker is replaced once."""
-        pool = self.pool
+        """Reset ``indices``; a failed worker is replaced and its envs retried once.
+
+        Returns:
+            Each reset env's info (its observation is in the batch buffer).
+        """
         out: dict[int, dict[str, Any]] = {}
         todo = indices
         for attempt in range(2):
-            calls: dict[int, list[dict[str, Any]]] = {}
-            order: dict[int, list[int]] = {}
-            for i in todo:
-                w = pool.worker_of[i]
-                call: dict[str, Any] = {"op": "reset", "seed": seeds[i], "options": options}
-                if pool.sids[i] is not None:
-                    call["sid"] = pool.sids[i]
-                calls.setdefault(w, []).append(call)
-                order.setdefault(w, []).append(i)
+            cmd = np.full(self.num_envs, SKIP, dtype=np.uint8)
+            cmd[todo] = RESET
+            self._run(cmd, seeds=seeds, options=options)
+            done, infos, _, errors, failures = self._collect()
             retry: list[int] = []
-            errors: list[OpenEnvError] = []
-            for w, reply in pool.exchange(calls).items():
-                if isinstance(reply, WorkerFailure):
-                    if attempt == 1:
-                        raise self._worker_error(reply)
-                    self._handle_failure(reply, reset_targets=set(order[w]))
-                    retry.extend(order[w])
-                    continue
-                for i, sub in zip(order[w], reply):
-                    if not sub["ok"]:
-                        errors.append(_env_error(i, sub))
-                        continue
-                    pool.sids[i] = sub["sid"]
-                    out[i] = sub
+            for failure in failures:
+                if attempt == 1:
+                    raise self._worker_error(failure)
+                self._handle_failure(failure, reset_targets=set(todo))
+                retry.extend(i for i in todo if self.pool.worker_of[i] == failure.worker)
             if errors:
                 raise errors[0]
+            out.update((i, infos.get(i, {})) for i in todo if done[i])
             if not retry:
                 break
             todo = retry
@@ -260,44 +270,49 @@ class RemoteVectorEnv(VectorEnv):
             gym.error.ResetNeeded: ``reset()`` was never called.
             InvalidRequestError: With ``DISABLED`` autoreset, an ended env was stepped.
         """
-        pool = self.pool
-        if self._plan is not None:
+        self.pool  # raises once closed
+        if self._pending is not None:
             raise gym.error.AlreadyPendingCallError("step_async called twice without step_wait",
                                                     "step")
         if not self._was_reset:
             raise gym.error.ResetNeeded("call reset() before step()")
-        acts = split_actions(self.single_action_space, self.action_space, actions)
-        if len(acts) != self.num_envs:
-            raise InvalidRequestError(f"got {len(acts)} actions for {self.num_envs} envs")
+        acts = self._action_batch(actions)
         mode = self.autoreset_mode
-        limit = self.max_episode_steps
-        calls: dict[int, list[dict[str, Any]]] = {w: [] for w in range(len(pool.groups))}
-        plan: dict[int, list[tuple[int, int]]] = {w: [] for w in range(len(pool.groups))}
-        for i, action in enumerate(acts):
-            w = pool.worker_of[i]
-            sid = pool.sids[i]
-            if i in self._lost:
-                plan[w].append((i, _LOST))
-            elif self._autoreset_envs[i]:
+        cmd = self._step_cmd
+        if mode is AutoresetMode.SAME_STEP:
+            cmd.fill(STEP_AUTORESET)
+            if self.max_episode_steps is not None:
+                # The time limit ends these episodes: reset right after the step, same message.
+                cmd[self._elapsed + 1 >= self.max_episode_steps] = STEP_THEN_RESET
+        else:
+            cmd.fill(STEP)
+            if self._autoreset_envs.any():
                 if mode is AutoresetMode.DISABLED:
+                    i = int(np.flatnonzero(self._autoreset_envs)[0])
                     raise InvalidRequestError(
                         f"env {i} ended its episode; with autoreset_mode=DISABLED reset it first: "
                         "reset(options={'reset_mask': mask})")
-                calls[w].append({"op": "reset", "sid": sid} if sid else {"op": "reset"})
-                plan[w].append((i, _RESET))
-            elif mode is AutoresetMode.SAME_STEP and limit is not None and self._elapsed[i] + 1 >= limit:
-                # The time limit ends this episode: reset right after the step, same message.
-                calls[w].append({"op": "step", "sid": sid, "action": action})
-                calls[w].append({"op": "reset", "sid": sid})
-                plan[w].append((i, _STEP_THEN_RESET))
-            else:
-                call = {"op": "step", "sid": sid, "action": action}
-                if mode is AutoresetMode.SAME_STEP:
-                    call["autoreset"] = True
-                calls[w].append(call)
-                plan[w].append((i, _STEP))
-        pool.send({w: c for w, c in calls.items() if c})
-        self._plan = plan
+                cmd[self._autoreset_envs] = RESET
+        if self._lost:
+            cmd[list(self._lost)] = SKIP
+        self._run(cmd, acts, any_skipped=bool(self._lost))
+
+    def _action_batch(self, actions: Any) -> Any:
+        """The batched action as a column-ready array (flat spaces) or a list of per-env values."""
+        single = self.single_action_space
+        if not self._flat_action:
+            acts = split_actions(single, self.action_space, actions)
+            if len(acts) != self.num_envs:
+                raise InvalidRequestError(f"got {len(acts)} actions for {self.num_envs} envs")
+            return acts
+        arr = np.asarray(actions)
+        if arr.ndim == 0 or len(arr) != self.num_envs:
+            raise InvalidRequestError(f"got {1 if arr.ndim == 0 else len(arr)} actions for "
+                                      f"{self.num_envs} envs")
+        if not isinstance(single, spaces.Box) and arr.dtype.kind not in "iub":
+            # A column of integers would silently truncate 0.5 to 0: refuse, as contains() does.
+            raise InvalidActionError(f"actions for {single} must be integers, got dtype {arr.dtype}")
+        return arr
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Gather the replies of :meth:`step_async` into the batch buffers.
@@ -327,102 +342,147 @@ class RemoteVectorEnv(VectorEnv):
 
     def _batched(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         infos: dict[str, Any] = {}
-        for i in range(self.num_envs):
-            final = self.last_final.get(i)
-            if final is not None:
-                infos = self._add_info(infos, {"final_obs": final[0], "final_info": final[1]}, i)
-            infos = self._add_info(infos, self.last_env_infos[i], i)
+        final = self.last_final
+        # Only envs with something to report: the keys come out as SyncVectorEnv orders them.
+        for i in sorted(final.keys() | self._step_infos.keys()):
+            if i in final:
+                infos = self._add_info(infos, {"final_obs": final[i][0], "final_info": final[i][1]}, i)
+            infos = self._add_info(infos, self._step_infos.get(i) or {}, i)
         return (self._obs.batch(self.copy), self._rewards.copy(), self._terminations.copy(),
                 self._truncations.copy(), infos)
 
+    @property
+    def last_env_infos(self) -> list[dict[str, Any]]:
+        """Each env's info from the last step or reset (for :class:`openenv_gym.sb3.RemoteVecEnv`)."""
+        return [self._step_infos.get(i) or {} for i in range(self.num_envs)]
+
     def _gather(self) -> None:
         """Read the step replies; per-env infos land in :attr:`last_env_infos`/:attr:`last_final`."""
-        pool = self.pool
-        plan = self._plan
-        if plan is None:
+        if self._pending is None:
             raise gym.error.NoAsyncCallError("step_wait called without step_async", "step")
-        self._plan = None
-        replies = pool.receive([w for w, p in plan.items() if p and any(k != _LOST for _, k in p)])
+        cmd = self._pending[0]
+        done, env_infos, final, errors, failures = self._collect()
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         limit = self.max_episode_steps
-        env_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        final: dict[int, tuple[Any, dict[str, Any]]] = {}
-        restarted: dict[int, str] = {}
-        errors: list[OpenEnvError] = []
-        failures: list[WorkerFailure] = []
-        for w, items in plan.items():
-            reply = replies.get(w)
-            if isinstance(reply, WorkerFailure):
-                failures.append(reply)
-                continue
-            pos = 0
-            for i, kind in items:
-                if kind == _LOST:
-                    restarted[i] = self._lost.pop(i)
-                    continue
-                sub = reply[pos]  # type: ignore[index]
-                pos += 1
-                if not sub["ok"]:
-                    errors.append(_env_error(i, sub))
-                    pos += kind == _STEP_THEN_RESET
-                    continue
-                if kind == _RESET:
-                    pool.sids[i] = sub["sid"]
-                    self._obs.write(i, sub["obs"])
-                    self._rewards[i] = 0.0
-                    self._terminations[i] = self._truncations[i] = False
-                    self._elapsed[i] = 0
-                    env_infos[i] = sub["info"]
-                    continue
-                self._elapsed[i] += 1
-                terminated, truncated = sub["terminated"], sub["truncated"]
-                if limit is not None and self._elapsed[i] >= limit:
-                    truncated = True
-                self._rewards[i] = sub["reward"]
-                self._terminations[i], self._truncations[i] = terminated, truncated
-                if same_step and (terminated or truncated):
-                    if kind == _STEP_THEN_RESET:
-                        after = reply[pos]  # type: ignore[index]
-                        pos += 1
-                        if not after["ok"]:
-                            errors.append(_env_error(i, after))
-                            continue
-                        reset_obs, reset_info = after["obs"], after["info"]
-                    else:
-                        reset_obs, reset_info = sub["reset_obs"], sub["reset_info"]
-                    final[i] = (self._obs.write(i, sub["obs"]), sub["info"])
-                    self._obs.write(i, reset_obs)
-                    self._elapsed[i] = 0
-                    env_infos[i] = reset_info
-                else:
-                    self._obs.write(i, sub["obs"])
-                    env_infos[i] = sub["info"]
-                    pos += kind == _STEP_THEN_RESET  # keep in frame (a time-limited step always ends)
+        if limit is not None:  # step counts only matter for a time limit kept here
+            stepped = done & (cmd < RESET)
+            self._elapsed[stepped] += 1
+            self._elapsed[done & (cmd == RESET)] = 0
+            self._truncations[stepped & (self._elapsed >= limit)] = True
+            if same_step:
+                # Ended episodes were reset in the same message; the limit ones always are.
+                self._elapsed[stepped & (self._terminations | self._truncations)] = 0
+        restarted: dict[int, str] = {i: self._lost.pop(i) for i in list(self._lost) if cmd[i] == SKIP}
         if failures and self.on_worker_error == "raise":
             raise self._worker_error(failures[0])
         for failure in failures:
             for i in self._handle_failure(failure):
                 restarted[i] = self._lost.pop(i)
         for i, text in restarted.items():
-            flag = {"worker_restarted": True, "worker_error": text}
+            env_infos[i] = {"worker_restarted": True, "worker_error": text}
+            if same_step:
+                final[i] = (self._obs.get(i), dict(env_infos[i]))
+        if same_step and restarted:
+            # Their workers are fresh: start the next episodes now, as SAME_STEP promises.
+            for i, info in self._reset_envs(sorted(restarted), [None] * self.num_envs, None).items():
+                env_infos[i] = {**info, **env_infos[i]}
+        for i in restarted:
             self._rewards[i] = 0.0
             self._terminations[i], self._truncations[i] = False, True
             self._elapsed[i] = 0
-            if same_step:
-                final[i] = (self._obs.get(i), dict(flag))
-            env_infos[i] = dict(flag)
-        if same_step and restarted:
-            # Their workers are fresh: start the next episodes now, as SAME_STEP promises.
-            replies_r = self._reset_envs(sorted(restarted), [None] * self.num_envs, None)
-            for i, sub in replies_r.items():
-                self._obs.write(i, sub["obs"])
-                env_infos[i] = {**sub["info"], **env_infos[i]}
         if not same_step:
             self._autoreset_envs = self._terminations | self._truncations
-        self.last_env_infos = env_infos
+        self._step_infos = env_infos
         self.last_final = final
         if errors:
             raise errors[0]
+
+    # -- the slice exchange -----------------------------------------------------------
+    def _run(self, cmd: np.ndarray, actions: Any = None, seeds: list[int | None] | None = None,
+             options: dict[str, Any] | None = None, any_skipped: bool = True) -> None:
+        """Write each worker's part of ``cmd``/``actions`` into its slice and send them all.
+
+        ``any_skipped=False`` promises ``cmd`` holds no ``SKIP`` (a plain step): every worker
+        is involved and nothing needs checking.
+        """
+        pool = self.pool
+        extras: dict[int, dict[str, Any] | None] = {}
+        flat_action = self._flat_action
+        for w, piece in enumerate(pool.slices):
+            lo, hi = self._bounds[w]
+            part = cmd[lo:hi]
+            if any_skipped and (part == SKIP).all():
+                continue
+            columns = piece.columns
+            columns["cmd"][:] = part
+            extra: dict[str, Any] | None = None
+            if actions is not None:
+                if flat_action:
+                    columns["action"][...] = actions[lo:hi]
+                else:
+                    extra = {"actions": actions[lo:hi]}
+            if seeds is not None and any(s is not None for s in seeds[lo:hi]):
+                extra = dict(extra or {}, seeds=seeds[lo:hi])
+            if options is not None:
+                extra = dict(extra or {}, options=options)
+            extras[w] = extra
+        pool.send_slices(extras)
+        self._pending = (cmd, list(extras), any_skipped)
+
+    def _collect(self) -> tuple[np.ndarray, dict[int, Any], dict[int, tuple[Any, Any]],
+                                list[OpenEnvError], list[WorkerFailure]]:
+        """Gather the replies of :meth:`_run` and copy every env's results into the batch.
+
+        Returns:
+            Which envs ran their command, the non-empty infos and final (obs, info) pairs
+            by env, the env errors, and the failed workers.
+        """
+        cmd, workers, any_skipped = self._pending  # type: ignore[misc]
+        self._pending = None
+        pool = self.pool
+        replies = pool.receive_slices(workers)
+        done = np.zeros(self.num_envs, dtype=np.bool_)
+        infos: dict[int, Any] = {}
+        finals: dict[int, tuple[Any, Any]] = {}
+        errors: list[OpenEnvError] = []
+        failures: list[WorkerFailure] = []
+        obs = self._obs
+        for w in workers:
+            reply = replies[w]
+            if isinstance(reply, WorkerFailure):
+                failures.append(reply)
+                continue
+            lo, hi = self._bounds[w]
+            cols = pool.slices[w].columns
+            ran = cmd[lo:hi] != SKIP if any_skipped or "errors" in reply else None
+            for j, error in reply.get("errors", {}).items():
+                ran[j] = False  # type: ignore[index]
+                errors.append(_env_error(lo + j, {"error": error}))
+            if ran is None or ran.all():
+                ran = True
+                self._rewards[lo:hi] = cols["reward"]
+                self._terminations[lo:hi] = cols["terminated"]
+                self._truncations[lo:hi] = cols["truncated"]
+                if obs.flat:
+                    obs.array[lo:hi] = cols["obs"]
+            else:
+                idx = np.flatnonzero(ran)
+                self._rewards[lo + idx] = cols["reward"][idx]
+                self._terminations[lo + idx] = cols["terminated"][idx]
+                self._truncations[lo + idx] = cols["truncated"][idx]
+                if obs.flat:
+                    obs.array[lo + idx] = cols["obs"][idx]
+            if not obs.flat:
+                for j in range(hi - lo) if ran is True else np.flatnonzero(ran):
+                    obs.write(lo + int(j), reply["obs"][j])
+            done[lo:hi] = ran
+            if "infos" in reply:
+                for j, info in reply["infos"].items():
+                    infos[lo + j] = info
+            if "finals" in reply:
+                for j, (final_obs, final_info) in reply["finals"].items():
+                    finals[lo + j] = (from_wire(final_obs, obs.space), final_info)
+        return done, infos, finals, errors, failures
 
     # -- failures ---------------------------------------------------------------------
     def _worker_error(self, failure: WorkerFailure) -> WorkerError:
@@ -456,13 +516,6 @@ class RemoteVectorEnv(VectorEnv):
         return lost
 
     # -- call / attributes / render ---------------------------------------------------
-    def _ensure_sessions(self) -> None:
-        missing = [i for i in range(self.num_envs) if self.pool.sids[i] is None]
-        if missing:
-            # Sub-envs exist only as sessions; an unseeded reset creates them.
-            for i, sub in self._reset_envs(missing, [None] * self.num_envs, None).items():
-                self._obs.write(i, sub["obs"])
-
     def _per_env(self, make: Any, indices: Sequence[int] | None = None) -> tuple[Any, ...]:
         """Send ``make(i, sid)`` to each env (all, or ``indices``), one batch per worker.
 
@@ -470,7 +523,6 @@ class RemoteVectorEnv(VectorEnv):
             The sub-replies, in the order of ``indices`` (env order by default).
         """
         self._discard_pending()
-        self._ensure_sessions()
         pool = self.pool
         targets = list(range(self.num_envs)) if indices is None else [int(i) for i in indices]
         order: dict[int, list[int]] = {}
@@ -527,20 +579,41 @@ class RemoteVectorEnv(VectorEnv):
 
     # -- lifecycle --------------------------------------------------------------------
     def _discard_pending(self) -> None:
-        if self._plan is not None and self._pool is not None:
-            plan, self._plan = self._plan, None
-            self._pool.receive([w for w, p in plan.items() if p and any(k != _LOST for _, k in p)])
+        if self._pending is not None and self._pool is not None:
+            workers = self._pending[1]
+            self._pending = None
+            self._pool.receive_slices(workers)  # keeps every connection in frame
 
     def close_extras(self, **kwargs: Any) -> None:
         """Stop every worker of the pool."""
         pool, self._pool = self._pool, None
-        self._plan = None
+        self._pending = None
         if pool is not None:
             pool.close()
 
     def __repr__(self) -> str:
         return (f"RemoteVectorEnv({self.info.gym_id}, num_envs={self.num_envs}, "
                 f"provider={getattr(self, 'provider_name', '?')!r})")
+
+
+def default_envs_per_worker(num_envs: int, untrusted: bool = False) -> int:
+    """Sub-envs per worker when none is asked for: one worker per available core.
+
+    Args:
+        num_envs: Sub-envs of the vector env.
+        untrusted: The env runs untrusted actions: every env gets its own sandbox.
+
+    Returns:
+        ``1`` for untrusted envs, else ``ceil(num_envs / cores)``.
+
+    Example:
+        >>> default_envs_per_worker(8, untrusted=True)
+        1
+    """
+    if untrusted:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, math.ceil(num_envs / max(1, cores)))
 
 
 def _check_positive_int(name: str, value: Any) -> None:

@@ -1,7 +1,9 @@
 """The worker pool behind a vector env: which env lives on which worker, and the fan-out.
 
-Each worker hosts a contiguous group of sub-envs (one session each). One vector operation
-sends ONE ``batch`` message to every worker involved, then gathers the replies: the
+Each worker hosts a contiguous group of sub-envs as one slice (:mod:`openenv_gym.vector.slices`:
+a session per env, columns in shared memory). A vector step or reset sends ONE
+``slice_step`` to every worker involved and other vector operations (``call``,
+``render``, ...) ONE ``batch`` message, then gathers the replies: the
 workers compute concurrently while the trainer waits on sockets, with no thread or
 process per env on the trainer's side (measured faster than a thread per worker here,
 see ``benchmarks/RESULTS.md``). A worker that fails is reported per worker, never raised
@@ -27,6 +29,7 @@ from typing import Any, Union
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
 from openenv_gym.providers.base import Provider, Worker
+from openenv_gym.vector.slices import RemoteSlice
 
 __all__ = ["WorkerPool", "WorkerFailure"]
 
@@ -78,6 +81,62 @@ class WorkerPool:
         self.sids: list[str | None] = [None] * num_envs
         self.workers: list[Worker] = provider.start(env, n_workers, env_kwargs or {})
         self.clients = [BinaryClient(w.address, timeout) for w in self.workers]
+        #: Each worker's slice, once :meth:`open_slices` ran.
+        self.slices: list[RemoteSlice] = []
+        self._slice_args: tuple[Any, ...] = ()
+
+    def open_slices(self, observation_space: Any, action_space: Any, shared: bool | None = None) -> None:
+        """Open a slice on every worker: its envs' sessions and their shared columns.
+
+        Args:
+            observation_space: The single env's observation space.
+            action_space: The single env's action space.
+            shared: Columns in shared memory (None: for workers on this host).
+        """
+        self._slice_args = (observation_space, action_space, shared)
+        self.slices = [self._open_slice(w) for w in range(len(self.workers))]
+
+    def _open_slice(self, worker: int) -> RemoteSlice:
+        observation_space, action_space, shared = self._slice_args
+        piece = RemoteSlice(self.clients[worker], observation_space, action_space,
+                            len(self.groups[worker]), shared)
+        for i, sid in zip(self.groups[worker], piece.sids):
+            self.sids[i] = sid
+        return piece
+
+    def send_slices(self, extras: dict[int, dict[str, Any] | None],
+                    timeout: float | None = None) -> dict[int, WorkerFailure]:
+        """Ask each worker in ``extras`` to run the commands in its slice's ``cmd`` column.
+
+        Returns:
+            The workers whose send already failed (leave them out of :meth:`receive_slices`).
+        """
+        self._send_failed = {}
+        for w, extra in extras.items():
+            try:
+                self.slices[w].send(extra, timeout)
+            except (WorkerError, OSError) as exc:
+                self._send_failed[w] = WorkerFailure(w, exc)
+        return self._send_failed
+
+    def receive_slices(self, workers: list[int]) -> dict[int, dict[str, Any] | WorkerFailure]:
+        """Gather the slice replies of ``workers`` (results now in each slice's columns)."""
+        failed = getattr(self, "_send_failed", {})
+        out: dict[int, dict[str, Any] | WorkerFailure] = {}
+        for w in workers:
+            if w in failed:
+                out[w] = failed[w]
+                continue
+            try:
+                out[w] = self.slices[w].receive()
+            except (WorkerError, ProtocolError, OSError) as exc:
+                out[w] = WorkerFailure(w, exc)
+            except OpenEnvError as exc:
+                # The worker refused the whole step (e.g. a reply the wire cannot carry): in
+                # frame and alive, so every env of the slice gets that error.
+                out[w] = {"errors": {j: error_to_wire(exc) for j in range(len(self.groups[w]))}}
+        self._send_failed = {}
+        return out
 
     def request(self, worker: int, message: dict[str, Any]) -> dict[str, Any]:
         """One plain request to one worker (spec, health)."""
@@ -139,6 +198,9 @@ class WorkerPool:
         self.clients[worker].address = self.workers[worker].address
         for i in self.groups[worker]:
             self.sids[i] = None
+        if self.slices:
+            self.slices[worker].release()
+            self.slices[worker] = self._open_slice(worker)
 
     def describe(self, worker: int, error: Exception) -> str:
         """One line naming the worker, its envs and what happened, plus its log tail."""
@@ -152,8 +214,11 @@ class WorkerPool:
 
     def close(self) -> None:
         """Drop every connection and stop every worker (safe to call twice)."""
+        for piece in self.slices:
+            piece.release()
         for client in self.clients:
             client.drop()
+        self.slices = []
         if self.workers:
             self.provider.stop_all(self.workers)
         self.workers, self.clients = [], []

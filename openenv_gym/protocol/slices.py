@@ -1,0 +1,138 @@
+"""The vector fast path's contract: a slice of envs stepped from one message, columns in shared memory.
+
+A worker hosts a *slice*: ``n`` sub-envs of one vector env. One ``slice_step`` message
+steps (or resets) all of them; what each env does is a command byte. The per-env columns
+— commands, actions, observations, rewards, flags — live in one buffer whose layout both
+sides derive from the spaces with :class:`SliceLayout` (this module is the only place it
+is defined). On a Unix socket the buffer is a sealed ``memfd`` the trainer creates and
+hands to the worker with the open request (``SCM_RIGHTS``), so a step moves no array
+bytes through the socket at all, as Gymnasium's ``AsyncVectorEnv`` and EnvPool do with
+their shared memory. The seals forbid resizing: a hostile worker can write its own
+columns (as it could send any reply) but cannot shrink the mapping under the trainer.
+Over TCP (Ray, remote hosts) the same columns travel inline in the messages instead.
+
+Only flat spaces (Box, Discrete, MultiDiscrete, MultiBinary) get a column; other
+observations and actions (text, dicts) travel inline as lists.
+
+Example:
+    >>> from gymnasium import spaces
+    >>> layout = SliceLayout(spaces.Box(-1, 1, (4,)), spaces.Discrete(2), 3)
+    >>> cols = layout.views(bytearray(layout.size))
+    >>> cols["obs"].shape, cols["action"].dtype.name, cols["cmd"].shape
+    ((3, 4), 'int64', (3,))
+"""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector.utils import batch_space
+
+__all__ = ["STEP", "STEP_AUTORESET", "STEP_THEN_RESET", "RESET", "SKIP", "STEPPED", "SliceLayout",
+           "is_flat", "create_shared", "map_shared"]
+
+#: Step the env.
+STEP = 0
+#: Step; if the episode ends, reset at once and report the final obs/info (``SAME_STEP``).
+STEP_AUTORESET = 1
+#: Step, then reset whatever happened (a ``SAME_STEP`` time limit ends the episode).
+STEP_THEN_RESET = 2
+#: Reset (seed/options from the message).
+RESET = 3
+#: Leave the env alone.
+SKIP = 4
+#: The commands that step the env.
+STEPPED = (STEP, STEP_AUTORESET, STEP_THEN_RESET)
+
+_FLAT = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+_ALIGN = 64  # cache-line aligned columns
+
+
+def is_flat(space: spaces.Space) -> bool:
+    """Whether a space's values are fixed-shape arrays that get a column in the buffer."""
+    return isinstance(space, _FLAT)
+
+
+class SliceLayout:
+    """Where each column of a slice of ``n`` envs lives in its buffer.
+
+    Args:
+        observation_space: The single env's observation space.
+        action_space: The single env's action space.
+        n: Envs in the slice.
+
+    Attributes:
+        size: Bytes the buffer needs.
+        flat_obs: Observations have a column (else they travel inline).
+        flat_action: Actions have a column (else they travel inline).
+    """
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, n: int) -> None:
+        self.n = n
+        self.flat_obs = is_flat(observation_space)
+        self.flat_action = is_flat(action_space)
+        columns: list[tuple[str, np.dtype, tuple[int, ...]]] = [
+            ("cmd", np.dtype(np.uint8), (n,)),
+            ("reward", np.dtype(np.float64), (n,)),
+            ("terminated", np.dtype(np.bool_), (n,)),
+            ("truncated", np.dtype(np.bool_), (n,)),
+        ]
+        if self.flat_action:
+            batched = batch_space(action_space, n)
+            columns.append(("action", np.dtype(batched.dtype), tuple(batched.shape)))
+        if self.flat_obs:
+            batched = batch_space(observation_space, n)
+            columns.append(("obs", np.dtype(batched.dtype), tuple(batched.shape)))
+        self.columns: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
+        offset = 0
+        for name, dtype, shape in columns:
+            self.columns[name] = (offset, dtype, shape)
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            offset += -(-nbytes // _ALIGN) * _ALIGN
+        self.size = max(offset, _ALIGN)
+
+    def views(self, buffer: Any) -> dict[str, np.ndarray]:
+        """Numpy views of every column over ``buffer`` (an mmap, bytearray, ...)."""
+        return {name: np.ndarray(shape, dtype, buffer=buffer, offset=offset)
+                for name, (offset, dtype, shape) in self.columns.items()}
+
+
+def create_shared(size: int) -> tuple[int, mmap.mmap]:
+    """Create a sealed shared-memory buffer for a slice (trainer side).
+
+    Args:
+        size: Bytes.
+
+    Returns:
+        The memfd (to send to the worker, then close) and the trainer's mapping of it.
+    """
+    fd = os.memfd_create("openenv-gym-slice", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, size)
+        # The worker may be hostile: it must not be able to shrink the buffer under our
+        # mapping (a SIGBUS in the trainer), nor grow it.
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        return fd, mmap.mmap(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def map_shared(fd: int, size: int) -> mmap.mmap:
+    """Map a slice buffer received from the trainer (worker side); closes ``fd``.
+
+    Raises:
+        ValueError: The file is smaller than the layout needs.
+    """
+    try:
+        actual = os.fstat(fd).st_size
+        if actual < size:
+            raise ValueError(f"shared buffer has {actual} bytes; the slice layout needs {size}")
+        return mmap.mmap(fd, size)
+    finally:
+        os.close(fd)

@@ -1,0 +1,207 @@
+"""The worker side of the vector fast path: a slice of sessions stepped from one message.
+
+A :class:`VectorSlice` owns ``n`` sessions of its server. Each ``slice_step`` runs the
+per-env commands of :mod:`openenv_gym.protocol.slices` (step, step-and-autoreset, reset,
+skip) over all of them in one tight loop: actions are read from the action column
+(checked for the whole column at once), observations, rewards and flags written straight
+into their columns. Only what has no column — non-empty infos, the final observation of a
+same-step autoreset, errors, non-array observations — goes back in the reply. An error in
+one env (a bad action, an env bug) is that env's error; the others step on.
+
+Example:
+    >>> from gymnasium import spaces
+    >>> from openenv_gym.envs.gym.env import GymEnv
+    >>> from openenv_gym.server.service import EnvService
+    >>> service = EnvService(lambda: GymEnv("CartPole-v1"))
+    >>> piece = VectorSlice(service, 2)
+    >>> piece.columns["cmd"][:] = RESET
+    >>> _ = piece.step({"seeds": [1, 2]})
+    >>> piece.columns["cmd"][:] = STEP
+    >>> piece.columns["action"][:] = [0, 1]
+    >>> _ = piece.step({})
+    >>> piece.columns["obs"].shape, piece.columns["reward"].tolist()
+    ((2, 4), [1.0, 1.0])
+    >>> service.shutdown()
+"""
+
+from __future__ import annotations
+
+import mmap
+import uuid
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from openenv_gym.errors import InvalidActionError, InvalidRequestError, error_to_wire
+from openenv_gym.protocol.slices import (
+    RESET,
+    SKIP,
+    STEP_AUTORESET,
+    STEP_THEN_RESET,
+    SliceLayout,
+)
+from openenv_gym.server.sessions import Session
+
+__all__ = ["VectorSlice"]
+
+#: Most envs one slice may hold (a worker's session limit applies too).
+MAX_SLICE = 4096
+
+
+class VectorSlice:
+    """``n`` sessions of one server, stepped together; columns in ``buffer`` or local memory.
+
+    Args:
+        service: The server's :class:`~openenv_gym.server.service.EnvService`.
+        n: Envs in the slice.
+        buffer: The shared buffer mapped from the trainer's memfd, or None to keep the
+            columns in local memory and carry them inline in the messages (TCP).
+    """
+
+    def __init__(self, service: Any, n: int, buffer: mmap.mmap | None = None) -> None:
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_SLICE:
+            raise InvalidRequestError(f"a slice holds 1..{MAX_SLICE} envs, got n={n!r}")
+        self.id = uuid.uuid4().hex
+        self.sessions: list[Session] = []
+        try:
+            for _ in range(n):
+                self.sessions.append(service.sessions.create())
+        except BaseException:
+            for session in self.sessions:
+                service.sessions.close(session.id)
+            raise
+        env = self.sessions[0].env
+        self.layout = SliceLayout(env.observation_space, env.action_space, n)
+        self.shared = buffer is not None
+        self._buffer = buffer if buffer is not None else bytearray(self.layout.size)
+        #: The columns (numpy views over the buffer).
+        self.columns = self.layout.views(self._buffer)
+        self._action_space = env.action_space
+
+    def step(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run every env's command.
+
+        Args:
+            request: ``seeds``/``options`` for resets, ``actions`` (a list) when actions
+                have no column; inline slices also get ``cmd`` and ``action`` here.
+
+        Returns:
+            What has no column: ``infos``/``finals``/``errors`` keyed by env index in the
+            slice, ``obs`` (a list) when observations have no column, and for inline slices
+            the result columns.
+        """
+        cols = self.columns
+        n = self.layout.n
+        if not self.shared:
+            self._load_inline(request)
+        cmd = cols["cmd"]
+        seeds = _per_env(request, "seeds", n)
+        options = request.get("options")
+        actions = self._actions(cmd) if self.layout.flat_action else _per_env(request, "actions", n)
+        obs_col = cols["obs"] if self.layout.flat_obs else None
+        obs_list: list[Any] = [None] * n if obs_col is None else []
+        rewards, terms, truncs = cols["reward"], cols["terminated"], cols["truncated"]
+        infos: dict[int, Any] = {}
+        finals: dict[int, Any] = {}
+        errors: dict[int, Any] = {}
+        for j, session in enumerate(self.sessions):
+            c = cmd[j]
+            if c == SKIP:
+                continue
+            try:
+                if c == RESET:
+                    obs, info = session.reset(seeds[j], options)
+                    reward, terminated, truncated = 0.0, False, False
+                else:
+                    action = actions[j]
+                    if isinstance(action, InvalidActionError):
+                        raise action
+                    obs, reward, terminated, truncated, info = session.step(
+                        action, parsed=self.layout.flat_action)
+                    if c == STEP_THEN_RESET or (c == STEP_AUTORESET and (terminated or truncated)):
+                        finals[j] = (obs, info)
+                        obs, info = session.reset()
+                if obs_col is not None:
+                    obs_col[j] = obs
+                else:
+                    obs_list[j] = obs
+            except Exception as exc:  # one env's error is that env's; the others step on
+                errors[j] = error_to_wire(exc)
+                continue
+            rewards[j], terms[j], truncs[j] = reward, terminated, truncated
+            if info:
+                infos[j] = info
+        reply: dict[str, Any] = {}
+        if infos:
+            reply["infos"] = infos
+        if finals:
+            reply["finals"] = finals
+        if errors:
+            reply["errors"] = errors
+        if obs_col is None:
+            reply["obs"] = obs_list
+        if not self.shared:
+            reply["columns"] = {k: v for k, v in cols.items() if k not in ("cmd", "action")}
+        return reply
+
+    def _load_inline(self, request: dict[str, Any]) -> None:
+        for name in ("cmd", "action"):
+            if name in self.columns and name in request:
+                value = request[name]
+                try:
+                    self.columns[name][...] = value
+                except (TypeError, ValueError) as exc:
+                    raise InvalidRequestError(f"slice_step needs {name!r} as an array of shape "
+                                              f"{self.columns[name].shape}: {exc}") from None
+
+    def _actions(self, cmd: np.ndarray) -> Any:
+        """The action column, with each env's invalid action replaced by its error."""
+        column = self.columns["action"]
+        stepped = cmd < RESET
+        bad = stepped & ~_valid_rows(self._action_space, column)
+        if not bad.any():
+            # Per-env values the env may keep: scalars by value, rows copied out of the buffer.
+            return column if column.ndim == 1 else [row.copy() for row in column]
+        out: list[Any] = list(column) if column.ndim == 1 else [row.copy() for row in column]
+        for j in np.flatnonzero(bad):
+            out[j] = InvalidActionError(f"action {column[j].tolist()!r} is not in the action space "
+                                        f"{self._action_space}")
+        return out
+
+    def close(self, service: Any) -> None:
+        """Close the slice's sessions."""
+        for session in self.sessions:
+            try:
+                service.sessions.close(session.id)
+            except Exception:  # already closed or expired: nothing left to do
+                pass
+        if isinstance(self._buffer, mmap.mmap):
+            self.columns = {}
+            try:
+                self._buffer.close()
+            except BufferError:  # a view is still held somewhere; the GC unmaps it later
+                pass
+
+
+def _valid_rows(space: spaces.Space, column: np.ndarray) -> np.ndarray:
+    """Which rows of an action column lie in ``space`` (one vectorized check for all envs)."""
+    rows = column.reshape(len(column), -1)
+    if isinstance(space, spaces.Discrete):
+        return (rows[:, 0] >= space.start) & (rows[:, 0] < space.start + space.n)
+    if isinstance(space, spaces.MultiDiscrete):
+        start, nvec = space.start.reshape(-1), space.nvec.reshape(-1)
+        return ((rows >= start) & (rows < start + nvec)).all(axis=1)
+    if isinstance(space, spaces.MultiBinary):
+        return ((rows == 0) | (rows == 1)).all(axis=1)
+    low, high = space.low.reshape(-1), space.high.reshape(-1)  # Box: NaN fails both tests
+    return ((rows >= low) & (rows <= high)).all(axis=1)
+
+
+def _per_env(request: dict[str, Any], key: str, n: int) -> list[Any]:
+    values = request.get(key)
+    if values is None:
+        return [None] * n
+    if not isinstance(values, list) or len(values) != n:
+        raise InvalidRequestError(f"slice_step needs {key!r} as a list of {n} values (one per env)")
+    return values

@@ -1,0 +1,136 @@
+"""The trainer side of a slice: one worker's envs of a vector env, and their columns.
+
+A :class:`RemoteSlice` opens a :class:`~openenv_gym.server.slices.VectorSlice` on a worker
+and keeps its columns (:mod:`openenv_gym.protocol.slices`): in a sealed shared-memory
+buffer handed to the worker when it is on this host (Unix socket), so a step sends a
+constant 40-byte request and reads a reply that is empty unless an env has info to
+report; or in local memory, sent and received inline, for workers reached over TCP.
+
+Example:
+    >>> from gymnasium import spaces
+    >>> from openenv_gym.client.transport import BinaryClient
+    >>> from openenv_gym.providers import get_provider
+    >>> provider = get_provider("process")
+    >>> [worker] = provider.start("gym", 1, {"env_id": "CartPole-v1"})
+    >>> piece = RemoteSlice(BinaryClient(worker.address), spaces.Box(-5, 5, (4,)), spaces.Discrete(2), 2)
+    >>> piece.columns["cmd"][:] = RESET
+    >>> piece.send({"seeds": [0, 1]}); _ = piece.receive()
+    >>> piece.columns["obs"].shape
+    (2, 4)
+    >>> provider.stop_all([worker])
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from openenv_gym.client.transport import BinaryClient
+from openenv_gym.errors import ProtocolError
+from openenv_gym.protocol.slices import RESET, SliceLayout, create_shared
+from openenv_gym.protocol.wire import encode
+
+__all__ = ["RemoteSlice", "RESET"]
+
+
+class RemoteSlice:
+    """``n`` envs on one worker, stepped together through columns.
+
+    Args:
+        client: The connection to the worker.
+        observation_space: The single env's observation space.
+        action_space: The single env's action space.
+        n: Envs in the slice (the worker starts a session for each).
+        shared: Put the columns in shared memory (None: when the worker is reached
+            through a Unix socket, i.e. on this host).
+    """
+
+    def __init__(self, client: BinaryClient, observation_space: spaces.Space,
+                 action_space: spaces.Space, n: int, shared: bool | None = None) -> None:
+        self.client = client
+        self.layout = SliceLayout(observation_space, action_space, n)
+        self.shared = client.address.startswith("unix://") if shared is None else shared
+        if self.shared:
+            fd, self._buffer = create_shared(self.layout.size)
+            try:
+                reply = client.request({"op": "slice_open", "n": n, "size": self.layout.size}, fds=(fd,))
+            finally:
+                os.close(fd)  # the worker holds its own copy now
+        else:
+            self._buffer = bytearray(self.layout.size)
+            reply = client.request({"op": "slice_open", "n": n})
+        if reply.get("size") != self.layout.size:
+            raise ProtocolError(f"slice layout mismatch with the worker at {client.address}: "
+                                f"{reply.get('size')} bytes there, {self.layout.size} here")
+        #: The slice's id on the worker.
+        self.id: str = reply["slice"]
+        #: The session id of each env in the slice.
+        self.sids: list[str] = list(reply["sids"])
+        #: The columns (numpy views of the buffer): write ``cmd``/``action``, read the rest.
+        self.columns: dict[str, np.ndarray] = self.layout.views(self._buffer)
+        self._step_frame = encode({"op": "slice_step", "slice": self.id})
+
+    def send(self, extra: dict[str, Any] | None = None, timeout: float | None = None) -> None:
+        """Ask the worker to run the commands now in the ``cmd`` column.
+
+        Args:
+            extra: What has no column (``seeds``, ``options``, ``actions``).
+            timeout: Seconds the worker may take.
+        """
+        if self.shared and not extra:
+            self.client.send_frame(self._step_frame, timeout)
+            return
+        message: dict[str, Any] = {"op": "slice_step", "slice": self.id, **(extra or {})}
+        if not self.shared:
+            message["cmd"] = self.columns["cmd"]
+            if "action" in self.columns:
+                message["action"] = self.columns["action"]
+        self.client.send(message, timeout)
+
+    def receive(self) -> dict[str, Any]:
+        """The reply to :meth:`send`; inline result columns are copied into :attr:`columns`.
+
+        Raises:
+            OpenEnvError: As :meth:`BinaryClient.receive`.
+        """
+        reply = self.client.receive()
+        self._check(reply)
+        inline = reply.pop("columns", None)
+        if not self.shared:
+            if not isinstance(inline, dict):
+                raise ProtocolError(f"slice reply from {self.client.address} lacks its columns")
+            for name, value in inline.items():
+                if name in self.columns and name not in ("cmd", "action"):
+                    self.columns[name][...] = value
+        return reply
+
+    def _check(self, reply: dict[str, Any]) -> None:
+        """Refuse a reply whose shape does not fit the slice (a broken or hostile worker)."""
+        if not reply and self.layout.flat_obs:
+            return  # the usual step: everything is in the columns
+        n = self.layout.n
+        for key in ("infos", "finals", "errors"):
+            part = reply.get(key, {})
+            if not isinstance(part, dict) or not all(
+                    isinstance(j, int) and not isinstance(j, bool) and 0 <= j < n for j in part):
+                raise ProtocolError(f"malformed slice reply from {self.client.address}: {key!r}")
+        finals = reply.get("finals", {})
+        if not all(isinstance(v, (list, tuple)) and len(v) == 2 for v in finals.values()):
+            raise ProtocolError(f"malformed slice reply from {self.client.address}: 'finals'")
+        if not self.layout.flat_obs:
+            obs = reply.get("obs")
+            if not isinstance(obs, list) or len(obs) != n:
+                raise ProtocolError(f"malformed slice reply from {self.client.address}: 'obs'")
+
+    def release(self) -> None:
+        """Drop the trainer's mapping (the worker keeps its own until it closes the slice)."""
+        self.columns = {}
+        buffer, self._buffer = self._buffer, None
+        if buffer is not None and hasattr(buffer, "close"):
+            try:
+                buffer.close()
+            except BufferError:  # a caller still holds a view; the GC unmaps it later
+                pass
