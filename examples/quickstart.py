@@ -27,7 +27,7 @@ from openenv_gym.sb3 import RemoteVecEnv
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("--provider", default="process")
 parser.add_argument("--num-envs", type=int, default=8)
-parser.add_argument("--envs-per-worker", type=int, default=4)
+parser.add_argument("--envs-per-worker", type=int, default=None, help="default: one worker per core")
 parser.add_argument("--timesteps", type=int, default=40_000)
 args = parser.parse_args()
 console = Console()

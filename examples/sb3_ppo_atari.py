@@ -38,7 +38,7 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, default=2048, help="PPO training steps")
     parser.add_argument("--full", action="store_true", help="rl-zoo's 10M-step run")
     parser.add_argument("--num-envs", type=int, default=8)
-    parser.add_argument("--envs-per-worker", type=int, default=4)
+    parser.add_argument("--envs-per-worker", type=int, default=None, help="default: one worker per core")
     parser.add_argument("--provider", default="process", help="process, docker, ray or auto")
     parser.add_argument("--game", default="pong")
     parser.add_argument("--seed", type=int, default=0)

@@ -24,7 +24,7 @@ from openenv_gym.sb3 import RemoteVecEnv
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("--provider", default="process")
 parser.add_argument("--num-envs", type=int, default=8)
-parser.add_argument("--envs-per-worker", type=int, default=1)
+parser.add_argument("--envs-per-worker", type=int, default=None, help="default: one worker per core")
 parser.add_argument("--total-timesteps", type=int, default=300_000)
 parser.add_argument("--target", type=float, default=400.0)
 parser.add_argument("--seed", type=int, default=1)

@@ -217,8 +217,8 @@ class EnvService:
             if fd is not None:
                 if not isinstance(size, int) or size <= 0:
                     raise InvalidRequestError("slice_open with a shared buffer needs its 'size'")
-                buffer = map_shared(fd, size)
-                fd = None
+                owned, fd = fd, None
+                buffer = map_shared(owned, size)  # closes it, mapped or not
             piece = VectorSlice(self, n, buffer)
         except BaseException:
             if fd is not None:

@@ -19,17 +19,20 @@ N = 4
 STEPS = 45
 
 
-def _remote(provider: str, mode: AutoresetMode) -> RemoteVectorEnv:
+def _remote(provider: str, mode: AutoresetMode, shared: bool) -> RemoteVectorEnv:
     envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=N, env_id="CartPole-v1", provider=provider,
-                        envs_per_worker=2, autoreset_mode=mode, max_episode_steps=MAX_STEPS)
+                        envs_per_worker=2, autoreset_mode=mode, max_episode_steps=MAX_STEPS,
+                        shared_memory=shared)
     assert isinstance(envs, RemoteVectorEnv)
     return envs
 
 
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-memory", "inline"])
 @pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.name)
-def test_trajectories_equal_sync_vector_env(provider: str, mode: AutoresetMode) -> None:
-    remote, local = _remote(provider, mode), local_sync(N, mode)
+def test_trajectories_equal_sync_vector_env(provider: str, mode: AutoresetMode, shared: bool) -> None:
+    remote, local = _remote(provider, mode, shared), local_sync(N, mode)
     try:
+        assert all(piece.shared is shared for piece in remote.pool.slices)
         assert remote.metadata["autoreset_mode"] is mode
         assert remote.single_observation_space == local.single_observation_space
         assert remote.action_space == local.action_space
@@ -59,7 +62,7 @@ def test_trajectories_equal_sync_vector_env(provider: str, mode: AutoresetMode) 
 
 
 def test_step_async_wait_and_record_episode_statistics(provider: str) -> None:
-    remote = gym.wrappers.vector.RecordEpisodeStatistics(_remote(provider, AutoresetMode.NEXT_STEP))
+    remote = gym.wrappers.vector.RecordEpisodeStatistics(_remote(provider, AutoresetMode.NEXT_STEP, True))
     local = gym.wrappers.vector.RecordEpisodeStatistics(local_sync(N, AutoresetMode.NEXT_STEP))
     try:
         remote.reset(seed=3)

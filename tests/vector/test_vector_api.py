@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ from gymnasium.vector import AutoresetMode
 
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import InvalidActionError, InvalidRequestError
+from openenv_gym.vector.env import default_envs_per_worker
 from openenv_gym.vector import RemoteVectorEnv
 from tests.vector.vector_helpers import assert_same, local_sync
 
@@ -92,6 +95,24 @@ def test_bad_arguments_are_typed_errors() -> None:
     try:
         with pytest.raises(gym.error.ResetNeeded):
             envs.step(np.array([0, 0]))
+        envs.reset(seed=0)
+        with pytest.raises(InvalidActionError, match="integers"):
+            envs.step(np.array([0.5, 1.0]))  # would truncate silently in an integer column
+        with pytest.raises(InvalidRequestError, match="3 actions for 2 envs"):
+            envs.step(np.array([0, 1, 1]))
+        assert envs.step(np.array([0, 1]))[0].shape == (2, 4)  # still in step
+    finally:
+        envs.close()
+
+
+def test_default_is_one_worker_per_core_and_a_sandbox_per_untrusted_env() -> None:
+    cores = len(os.sched_getaffinity(0))
+    assert default_envs_per_worker(8) == -(-8 // cores)
+    assert default_envs_per_worker(1) == 1
+    assert default_envs_per_worker(8, untrusted=True) == 1
+    envs = RemoteVectorEnv(2 * cores + 1, "gym", provider="process")
+    try:
+        assert len(envs.workers) <= cores and envs.envs_per_worker == 3
     finally:
         envs.close()
 

@@ -1,0 +1,108 @@
+"""A worker's vector slice: per-env commands, per-env errors, and a bad open that harms nothing."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import numpy as np
+import pytest
+
+from openenv_gym.envs.gym.env import GymEnv
+from openenv_gym.protocol.slices import RESET, SKIP, STEP, STEP_AUTORESET
+from openenv_gym.protocol.sockets import FrameReader, connect, send_frame
+from openenv_gym.protocol.wire import decode, encode
+from openenv_gym.server.binary import BinaryServer
+from openenv_gym.server.service import EnvService
+from openenv_gym.server.slices import VectorSlice
+
+
+@pytest.fixture
+def service() -> EnvService:
+    svc = EnvService(lambda: GymEnv("CartPole-v1"), env_name="gym", idle_timeout=None)
+    yield svc
+    svc.shutdown()
+
+
+def test_slice_steps_like_separate_envs(service: EnvService) -> None:
+    piece = VectorSlice(service, 3)
+    piece.columns["cmd"][:] = RESET
+    reply = piece.step({"seeds": [1, 2, 3]})
+    assert "errors" not in reply
+    refs = [GymEnv("CartPole-v1") for _ in range(3)]
+    want = [env.reset(seed=s)[0] for env, s in zip(refs, (1, 2, 3))]
+    np.testing.assert_array_equal(piece.columns["obs"], np.stack(want))
+    for t in range(30):
+        actions = np.array([t % 2, 1, 0])
+        piece.columns["cmd"][:] = STEP_AUTORESET
+        piece.columns["action"][:] = actions
+        reply = piece.step({})
+        for j, env in enumerate(refs):
+            obs, reward, term, trunc, _ = env.step(actions[j])
+            if term or trunc:
+                np.testing.assert_array_equal(reply["finals"][j][0], obs)
+                obs, _ = env.reset()  # unseeded reset: only the final obs is comparable
+                assert piece.columns["terminated"][j] == term
+                continue
+            np.testing.assert_array_equal(piece.columns["obs"][j], obs)
+            assert piece.columns["reward"][j] == reward and not piece.columns["terminated"][j]
+
+
+def test_one_bad_action_is_that_envs_error_and_the_others_step(service: EnvService) -> None:
+    piece = VectorSlice(service, 3)
+    piece.columns["cmd"][:] = RESET
+    piece.step({"seeds": [0, 0, 0]})
+    before = piece.columns["obs"].copy()
+    piece.columns["cmd"][:] = [STEP, STEP, SKIP]
+    piece.columns["action"][:] = [1, 7, 1]  # Discrete(2): 7 does not fit
+    reply = piece.step({})
+    assert set(reply["errors"]) == {1}
+    assert reply["errors"][1]["type"] == "InvalidActionError" and "7" in reply["errors"][1]["message"]
+    assert not np.array_equal(piece.columns["obs"][0], before[0])  # stepped
+    np.testing.assert_array_equal(piece.columns["obs"][1:], before[1:])  # refused, skipped
+    piece.columns["cmd"][:] = STEP
+    piece.columns["action"][:] = 0
+    assert "errors" not in piece.step({})  # the session goes on
+
+
+def test_step_before_reset_and_bad_seeds_are_typed_errors(service: EnvService) -> None:
+    piece = service.slices[service.open_slice(2)["slice"]]
+    piece.columns["cmd"][:] = STEP
+    reply = piece.step({})
+    assert {e["type"] for e in reply["errors"].values()} == {"InvalidRequestError"}
+    piece.columns["cmd"][:] = RESET
+    reply = piece.step({"seeds": [-1, 3]})
+    assert list(reply["errors"]) == [0] and "seed" in reply["errors"][0]["message"]
+    bad = service.handle({"op": "slice_step", "slice": piece.id, "seeds": "nope"})
+    assert bad["ok"] is False and "seeds" in bad["error"]["message"]
+    assert service.handle({"op": "slice_step", "slice": "nope"})["error"]["type"] == "InvalidRequestError"
+
+
+def test_slice_open_with_a_bad_descriptor_is_refused_and_the_server_serves_on(tmp_path, service) -> None:
+    server = BinaryServer(service, f"unix://{tmp_path}/w.sock")
+    sock = connect(server.address, 10)
+    try:
+        reader = FrameReader(sock)
+        r, w = os.pipe()  # not a buffer of the announced size
+        send_frame(sock, encode({"op": "slice_open", "n": 2, "size": 4096}), [r])
+        os.close(r)
+        os.close(w)
+        reply = decode(reader.read())
+        assert reply["ok"] is False and "4096" in reply["error"]["message"]
+        assert service.slices == {} and len(service.sessions) == 0
+        send_frame(sock, encode({"op": "health"}))
+        assert decode(reader.read())["status"] == "ok"
+    finally:
+        sock.close()
+        server.close()
+
+
+def test_frame_reader_splits_frames_that_arrive_together() -> None:
+    a, b = socket.socketpair()
+    try:
+        a.sendall(encode({"n": 1}) + encode({"n": 2, "blob": b"x" * 200_000}) + encode({"n": 3}))
+        reader = FrameReader(b)
+        assert [decode(reader.read())["n"] for _ in range(3)] == [1, 2, 3]
+    finally:
+        a.close()
+        b.close()
