@@ -27,7 +27,7 @@ from openenv_gym.errors import (
     WorkerTimeoutError,
     error_from_wire,
 )
-from openenv_gym.protocol.sockets import FrameReader, connect, send_frame
+from openenv_gym.protocol.sockets import FrameReader, available_cores, connect, send_frame
 from openenv_gym.protocol.wire import MAX_FRAME, decode, encode
 
 __all__ = ["BinaryClient"]
@@ -40,10 +40,16 @@ class BinaryClient:
         address: ``unix:///path`` or ``tcp://host:port``.
         timeout: Default seconds a call may take before :class:`WorkerTimeoutError`.
         max_frame: Largest reply accepted.
+        spin: Poll briefly for replies before sleeping (see
+            :class:`~openenv_gym.protocol.sockets.FrameReader`); None: when this machine has
+            more than one core. Set it off when this process waits on as many busy workers
+            as there are cores.
     """
 
-    def __init__(self, address: str, timeout: float = 60.0, max_frame: int = MAX_FRAME) -> None:
+    def __init__(self, address: str, timeout: float = 60.0, max_frame: int = MAX_FRAME,
+                 spin: bool | None = None) -> None:
         self.address = address
+        self.spin = available_cores() > 1 if spin is None else spin
         self.timeout = timeout
         self.max_frame = max_frame
         self._sock: socket.socket | None = None
@@ -56,7 +62,7 @@ class BinaryClient:
             # Blocking mode: deadlines are kept by send_frame/FrameReader, which costs no
             # extra system call per message (a Python socket timeout adds a poll to each).
             sock.settimeout(None)
-            self._sock, self._reader = sock, FrameReader(sock, self.max_frame)
+            self._sock, self._reader = sock, FrameReader(sock, self.max_frame, spin=self.spin)
         return self._sock
 
     def send(self, message: Any, timeout: float | None = None, fds: tuple[int, ...] = ()) -> None:

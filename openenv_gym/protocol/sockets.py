@@ -23,7 +23,8 @@ from typing import Any
 from openenv_gym.errors import ProtocolError, WorkerConnectionError
 from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode
 
-__all__ = ["parse_address", "connect", "FrameReader", "send_frame", "read_message", "write_message"]
+__all__ = ["parse_address", "connect", "FrameReader", "send_frame", "read_message", "write_message",
+           "available_cores", "SPIN_SECONDS"]
 
 #: Most file descriptors accepted with one frame.
 MAX_FDS = 4
@@ -82,16 +83,22 @@ _CHUNK = 1 << 16  # one recv takes a whole small frame (and never more than this
 
 def _spin_seconds() -> float:
     try:
-        return max(0.0, float(os.environ.get("OPENENV_GYM_SPIN_US", "100"))) / 1e6
+        return max(0.0, float(os.environ.get("OPENENV_GYM_SPIN_US", "300"))) / 1e6
     except ValueError:
-        return 100e-6
+        return 300e-6
 
 
 #: How long a reader polls (yielding the CPU) before it sleeps in the kernel. Waking a
 #: sleeping process costs ~17 µs per side here (an idle vCPU must be woken), most of a
 #: small round trip; a reply or the next request often arrives within this window.
-#: ``OPENENV_GYM_SPIN_US=0`` turns it off.
+#: Workers always spin; a client spins only when it has a core to itself (see
+#: :class:`FrameReader`). ``OPENENV_GYM_SPIN_US=0`` turns it off.
 SPIN_SECONDS = _spin_seconds()
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 class FrameReader:
@@ -101,6 +108,10 @@ class FrameReader:
         sock: A connected socket (blocking mode; deadlines are handled here).
         max_frame: Largest accepted payload.
         accept_fds: Collect file descriptors sent along with frames (Unix sockets).
+        spin: Poll for up to :data:`SPIN_SECONDS` before sleeping. Worth it only when this
+            process does not compete for a core with the peers it waits for: measured here,
+            a trainer spinning while 2 workers compute on 2 cores loses 15%; with 1 worker
+            it gains 60%.
 
     Example:
         >>> a, b = socket.socketpair()
@@ -109,8 +120,10 @@ class FrameReader:
         {'op': 'health'}
     """
 
-    def __init__(self, sock: socket.socket, max_frame: int = MAX_FRAME, accept_fds: bool = False) -> None:
+    def __init__(self, sock: socket.socket, max_frame: int = MAX_FRAME, accept_fds: bool = False,
+                 spin: bool = True) -> None:
         self.sock = sock
+        self.spin = SPIN_SECONDS if spin else 0.0
         self.max_frame = max_frame
         self.accept_fds = accept_fds and sock.family == socket.AF_UNIX
         self._rest = b""
@@ -163,7 +176,7 @@ class FrameReader:
 
     def _recv(self, n: int, deadline: float | None) -> bytes:
         sock = self.sock
-        if SPIN_SECONDS:
+        if self.spin:
             data = self._spin(n)
             if data is not None:
                 if not data:
@@ -189,7 +202,7 @@ class FrameReader:
     def _spin(self, n: int) -> bytes | None:
         """Poll without sleeping for up to :data:`SPIN_SECONDS`; None when nothing came."""
         sock = self.sock
-        end = time.perf_counter() + SPIN_SECONDS
+        end = time.perf_counter() + self.spin
         while True:
             try:
                 if self.accept_fds:

@@ -21,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import math
-import os
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -41,6 +40,7 @@ from openenv_gym.errors import (
     error_from_wire,
 )
 from openenv_gym.providers import get_provider
+from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.protocol.slices import RESET, SKIP, STEP, STEP_AUTORESET, STEP_THEN_RESET, is_flat
 from openenv_gym.spaces import from_wire, space_from_dict
 from openenv_gym.vector.batch import BatchBuffer, split_actions
@@ -612,8 +612,7 @@ def default_envs_per_worker(num_envs: int, untrusted: bool = False) -> int:
     """
     if untrusted:
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, math.ceil(num_envs / max(1, cores)))
+    return max(1, math.ceil(num_envs / available_cores()))
 
 
 def _check_positive_int(name: str, value: Any) -> None:

@@ -27,6 +27,7 @@ import math
 from typing import Any, Union
 
 from openenv_gym.client.transport import BinaryClient
+from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
 from openenv_gym.providers.base import Provider, Worker
 from openenv_gym.vector.slices import RemoteSlice
@@ -80,7 +81,10 @@ class WorkerPool:
         #: Session id of each sub-env on its worker (None: no session yet, or lost).
         self.sids: list[str | None] = [None] * num_envs
         self.workers: list[Worker] = provider.start(env, n_workers, env_kwargs or {})
-        self.clients = [BinaryClient(w.address, timeout) for w in self.workers]
+        # Spin for replies only with a core to spare: a trainer spinning beside as many busy
+        # workers as cores slows them down (measured in benchmarks/RESULTS.md).
+        spin = n_workers < available_cores()
+        self.clients = [BinaryClient(w.address, timeout, spin=spin) for w in self.workers]
         #: Each worker's slice, once :meth:`open_slices` ran.
         self.slices: list[RemoteSlice] = []
         self._slice_args: tuple[Any, ...] = ()
