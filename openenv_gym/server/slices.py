@@ -95,7 +95,7 @@ class VectorSlice:
         n = self.layout.n
         if not self.shared:
             self._load_inline(request)
-        cmd = cols["cmd"]
+        cmd: list[int] = cols["cmd"].tolist()
         seeds = _per_env(request, "seeds", n)
         options = request.get("options")
         actions = self._actions(cmd) if self.layout.flat_action else _per_env(request, "actions", n)
@@ -155,19 +155,24 @@ class VectorSlice:
                     raise InvalidRequestError(f"slice_step needs {name!r} as an array of shape "
                                               f"{self.columns[name].shape}: {exc}") from None
 
-    def _actions(self, cmd: np.ndarray) -> Any:
-        """The action column, with each env's invalid action replaced by its error."""
+    def _actions(self, cmd: list[int]) -> list[Any]:
+        """Each env's action from the column; an invalid one is replaced by its error."""
         column = self.columns["action"]
-        stepped = cmd < RESET
-        bad = stepped & ~_valid_rows(self._action_space, column)
-        if not bad.any():
-            # Per-env values the env may keep: scalars by value, rows copied out of the buffer.
-            return column if column.ndim == 1 else [row.copy() for row in column]
-        out: list[Any] = list(column) if column.ndim == 1 else [row.copy() for row in column]
-        for j in np.flatnonzero(bad):
-            out[j] = InvalidActionError(f"action {column[j].tolist()!r} is not in the action space "
-                                        f"{self._action_space}")
-        return out
+        space = self._action_space
+        if isinstance(space, spaces.Discrete):
+            # Python ints: an env's own contains() check is several times faster on them
+            # than on numpy scalars (measured: ~1.5 µs per CartPole step).
+            values: list[Any] = column.tolist()
+            start, end = int(space.start), int(space.start + space.n)
+            bad = [j for j, (c, v) in enumerate(zip(cmd, values)) if c < RESET and not start <= v < end]
+        else:
+            # Rows copied out of the buffer: the env may keep them past this step.
+            values = [row.copy() for row in column]
+            ok = _valid_rows(space, column)
+            bad = [j for j, c in enumerate(cmd) if c < RESET and not ok[j]]
+        for j in bad:
+            values[j] = InvalidActionError(f"action {column[j].tolist()!r} is not in the action space {space}")
+        return values
 
     def close(self, service: Any) -> None:
         """Close the slice's sessions."""
@@ -185,10 +190,8 @@ class VectorSlice:
 
 
 def _valid_rows(space: spaces.Space, column: np.ndarray) -> np.ndarray:
-    """Which rows of an action column lie in ``space`` (one vectorized check for all envs)."""
+    """Which rows of an action column lie in ``space`` (MultiDiscrete, MultiBinary, Box), at once."""
     rows = column.reshape(len(column), -1)
-    if isinstance(space, spaces.Discrete):
-        return (rows[:, 0] >= space.start) & (rows[:, 0] < space.start + space.n)
     if isinstance(space, spaces.MultiDiscrete):
         start, nvec = space.start.reshape(-1), space.nvec.reshape(-1)
         return ((rows >= start) & (rows < start + nvec)).all(axis=1)
