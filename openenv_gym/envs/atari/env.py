@@ -55,16 +55,19 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int = 4,
     if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1):
         raise InvalidRequestError("clip_rewards, terminal_on_life_loss and frame_stack apply with "
                                   "preprocess=True only; set it or drop them")
+    if preprocess and obs_type != "rgb":
+        raise InvalidRequestError(f"preprocess=True reads rgb screens; got obs_type={obs_type!r}")
     # AtariPreprocessing skips frames itself (max-pooling the last two) and needs frameskip 1.
-    env: gym.Env = ALEEnv(game=rom_id(game), mode=mode, difficulty=difficulty, obs_type=obs_type,
+    # It reads the screen from the emulator itself and drops the inner env's observations:
+    # make those 33 KB grayscale screens, not four discarded 100 KB RGB copies per step.
+    env: gym.Env = ALEEnv(game=rom_id(game), mode=mode, difficulty=difficulty,
+                          obs_type="grayscale" if preprocess else obs_type,
                           frameskip=1 if preprocess else frameskip,
                           repeat_action_probability=repeat_action_probability,
                           full_action_space=full_action_space,
                           max_num_frames_per_episode=max_num_frames_per_episode, render_mode=render_mode)
     if not preprocess:
         return env
-    if obs_type != "rgb":
-        raise InvalidRequestError(f"preprocess=True reads rgb screens; got obs_type={obs_type!r}")
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
 
     env = AtariPreprocessing(env, noop_max=noop_max, frame_skip=frameskip, screen_size=screen_size,
