@@ -3,7 +3,7 @@
 A :class:`RemoteSlice` opens a :class:`~openenv_gym.server.slices.VectorSlice` on a worker
 and keeps its columns (:mod:`openenv_gym.protocol.slices`): in a sealed shared-memory
 buffer handed to the worker when it is on this host (Unix socket), so a step sends a
-constant 40-byte request and reads a reply that is empty unless an env has info to
+constant 59-byte request and reads a reply that is empty unless an env has info to
 report; or in local memory, sent and received inline, for workers reached over TCP.
 
 Example:
