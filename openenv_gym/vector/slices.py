@@ -104,7 +104,11 @@ class RemoteSlice:
                 raise ProtocolError(f"slice reply from {self.client.address} lacks its columns")
             for name, value in inline.items():
                 if name in self.columns and name not in ("cmd", "action"):
-                    self.columns[name][...] = value
+                    try:
+                        self.columns[name][...] = value
+                    except (TypeError, ValueError) as exc:
+                        raise ProtocolError(f"malformed slice reply from {self.client.address}: "
+                                            f"column {name!r}: {exc}") from None
         return reply
 
     def _check(self, reply: dict[str, Any]) -> None:
