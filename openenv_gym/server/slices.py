@@ -9,8 +9,8 @@ same-step autoreset, errors, non-array observations — goes back in the reply. 
 one env (a bad action, an env bug) is that env's error; the others step on.
 
 Example:
-    >>> from gymnasium import spaces
     >>> from openenv_gym.envs.gym.env import GymEnv
+    >>> from openenv_gym.protocol.slices import RESET, STEP
     >>> from openenv_gym.server.service import EnvService
     >>> service = EnvService(lambda: GymEnv("CartPole-v1"))
     >>> piece = VectorSlice(service, 2)
