@@ -1,10 +1,13 @@
 """``RemoteVectorEnv``: a :class:`gymnasium.vector.VectorEnv` over a pool of remote workers.
 
 ``gym.make_vec("OpenEnv/Gym-v0", num_envs=8, env_id="CartPole-v1")`` builds one through
-``vector_entry_point``. Each worker hosts ``envs_per_worker`` sub-envs; a vector step sends
-one message per worker and gathers the replies into preallocated batch arrays. Autoreset
-follows Gymnasium 1.x (``NEXT_STEP`` by default, ``SAME_STEP``, ``DISABLED``), and a worker
-that dies or hangs is replaced while the other envs carry on.
+``vector_entry_point``. Each worker hosts ``envs_per_worker`` sub-envs (default: one worker
+per core) as one slice (:mod:`openenv_gym.vector.slices`): a vector step or reset writes each
+env's command and action into the slice's columns — shared memory for workers on this host —
+sends one small message per worker and copies the results into preallocated batch arrays.
+Autoreset follows Gymnasium 1.x (``NEXT_STEP`` by default, ``SAME_STEP``, ``DISABLED``) and is
+decided here, per env, as a command; a worker that dies or hangs is replaced while the other
+envs carry on.
 
 Example:
     >>> import gymnasium as gym
@@ -454,6 +457,8 @@ class RemoteVectorEnv(VectorEnv):
                 continue
             lo, hi = self._bounds[w]
             cols = pool.slices[w].columns
+            # The usual step: every env of the slice ran, so whole column blocks are copied;
+            # otherwise only the rows that ran (no skip, no error).
             ran = cmd[lo:hi] != SKIP if any_skipped or "errors" in reply else None
             for j, error in reply.get("errors", {}).items():
                 ran[j] = False  # type: ignore[index]
