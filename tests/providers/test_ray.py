@@ -140,8 +140,10 @@ def test_node_lost_mid_rollout_replaces_its_workers_and_the_rollout_continues(ra
     extra = ray_cluster.cluster.add_node(num_cpus=4, resources={"docker": 4})
     ray_cluster.extra.append(extra)
     ray_cluster.cluster.wait_for_nodes()
+    # One env per worker: six workers spread over three nodes (the default, one worker per
+    # core, would make two, which need not land on the node this test removes).
     envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=6, env_id="CartPole-v1", provider="ray",
-                        step_timeout=20.0,
+                        envs_per_worker=1, step_timeout=20.0,
                         provider_options={"num_cpus": 0.5, "resources": {"docker": 1}})
     try:
         pool = envs.unwrapped._pool if hasattr(envs.unwrapped, "_pool") else envs._pool
@@ -182,6 +184,8 @@ def test_node_lost_mid_rollout_replaces_its_workers_and_the_rollout_continues(ra
             assert envs.observation_space.contains(obs)
     finally:
         envs.close()
+        if extra in ray_cluster.cluster.worker_nodes:  # failed before removing it: later tests expect it gone
+            ray_cluster.cluster.remove_node(extra)
     assert not procs.wait_gone({w.pid for w in pool.workers}, 10)
 
 
