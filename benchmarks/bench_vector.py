@@ -154,22 +154,31 @@ def suite_scaling(seconds: float, provider: str, sizes: list[int]) -> None:
 
 
 def suite_fanout(seconds: float, provider: str) -> None:
+    from openenv_gym.protocol.slices import RESET, STEP_AUTORESET
     from openenv_gym.providers import get_provider
+    from openenv_gym.spaces import space_from_dict
     from openenv_gym.vector.pool import WorkerPool
 
     print(f"# fan-out of one vector step to 8 workers (1 env each), provider={provider}")
     pool = WorkerPool(get_provider(provider), "gym", 8, 1, {"env_id": "CartPole-v1"})
     try:
-        replies = pool.exchange({w: [{"op": "reset", "seed": w}] for w in range(8)})
-        sids = [r[0]["sid"] for r in replies.values()]
-        calls = {w: [{"op": "step", "sid": sids[w], "action": 0, "autoreset": True}] for w in range(8)}
+        spec = pool.request(0, {"op": "spec"})["spec"]
+        pool.open_slices(space_from_dict(spec["observation_space"]), space_from_dict(spec["action_space"]))
+        for piece in pool.slices:
+            piece.columns["cmd"][:] = RESET
+        pool.send_slices({w: {"seeds": [w]} for w in range(8)})
+        pool.receive_slices(list(range(8)))
+        for piece in pool.slices:  # from now on: step, resetting ended episodes at once
+            piece.columns["cmd"][:] = STEP_AUTORESET
+            piece.columns["action"][:] = 0
         threads = ThreadPoolExecutor(8)
 
         def one_thread() -> None:
-            pool.exchange(calls)
+            pool.send_slices(dict.fromkeys(range(8)))
+            pool.receive_slices(list(range(8)))
 
         def thread_per_worker() -> None:
-            list(threads.map(lambda w: pool.clients[w].request({"op": "batch", "calls": calls[w]}), range(8)))
+            list(threads.map(lambda w: (pool.slices[w].send(), pool.slices[w].receive()), range(8)))
 
         # Interleaved short runs, median of each: load from other users hits both alike.
         runs: dict[str, list[float]] = {"send-all-then-gather, one thread": [], "a thread per worker": []}

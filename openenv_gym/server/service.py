@@ -66,7 +66,7 @@ class EnvService:
             "spec": lambda r: {"spec": self.spec()},
             "health": lambda r: self.health(),
             "reset": lambda r: self.reset(r.get("sid"), r.get("seed"), r.get("options")),
-            "step": lambda r: self.step(_sid(r), _field(r, "action"), bool(r.get("autoreset"))),
+            "step": lambda r: self.step(_sid(r), _field(r, "action")),
             "state": lambda r: {"state": self.state(_sid(r))},
             "render": lambda r: {"frame": self.render(_sid(r))},
             "close": lambda r: self.close(_sid(r)),
@@ -74,7 +74,7 @@ class EnvService:
             "get_attr": lambda r: {"value": self.get_attr(_sid(r), _name(r))},
             "set_attr": lambda r: self.set_attr(_sid(r), _name(r), _field(r, "value")),
             "batch": lambda r: {"results": [self.handle(c) for c in _calls(r)]},
-            "slice_open": lambda r: self.open_slice(r.get("n"), None, r.get("size")),
+            "slice_open": lambda r: self.open_slice(r.get("n"), r.get(_FD), r.get("size")),
             "slice_step": lambda r: self._slice(r).step(r),
             "slice_close": lambda r: self.close_slice(_field(r, "slice")),
             "web": lambda r: {"web": self.web(r.get("known"))},
@@ -133,32 +133,19 @@ class EnvService:
                 raise
         return {"sid": session.id, "obs": obs, "info": info}
 
-    def step(self, sid: str, action: Any, autoreset: bool = False) -> dict[str, Any]:
+    def step(self, sid: str, action: Any) -> dict[str, Any]:
         """Step a session with an action (validated before the env sees it).
 
         Args:
             sid: The session.
             action: The action as decoded from the wire.
-            autoreset: When the step ends the episode, reset the session at once (unseeded)
-                and add ``reset_obs``/``reset_info``: a vector env's same-step autoreset
-                then costs one round trip, not two.
 
         Returns:
-            ``{"obs", "reward", "terminated", "truncated", "info"}`` (+ ``reset_obs``,
-            ``reset_info`` after an autoreset).
+            ``{"obs", "reward", "terminated", "truncated", "info"}``.
         """
         obs, reward, terminated, truncated, info = self.sessions.get(sid).step(action)
-        reply = {
-            "obs": obs,
-            "reward": reward,
-            "terminated": terminated,
-            "truncated": truncated,
-            "info": info,
-        }
-        if autoreset and (terminated or truncated):
-            after = self.reset(sid)
-            reply["reset_obs"], reply["reset_info"] = after["obs"], after["info"]
-        return reply
+        return {"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated,
+                "info": info}
 
     def state(self, sid: str) -> dict[str, Any]:
         """The env's state plus the server's episode bookkeeping."""
@@ -271,9 +258,8 @@ class EnvService:
             if not isinstance(request, dict):
                 raise InvalidRequestError(f"a request must be a map with an 'op', got {type(request).__name__}")
             op = request.get("op")
-            if op == "slice_open":
-                fd = fds.pop(0) if fds else None
-                return {"ok": True, **self.open_slice(request.get("n"), fd, request.get("size"))}
+            if fds and op == "slice_open":
+                request[_FD] = fds.pop(0)  # a key no decoded message can hold
             handler = self._ops.get(op)  # type: ignore[arg-type]
             if handler is None:
                 raise InvalidRequestError(f"unknown op {op!r}; known: {', '.join(self._ops)}")
@@ -290,6 +276,11 @@ class EnvService:
             piece.close(self)
         self.slices.clear()
         self.sessions.close_all()
+
+
+#: Where :meth:`EnvService.handle` puts a descriptor that came with ``slice_open``: an object,
+#: not a string, so no client can name a descriptor of the worker's in its message.
+_FD = object()
 
 
 def _field(request: dict[str, Any], key: str) -> Any:
