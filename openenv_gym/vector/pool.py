@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.protocol.sockets import available_cores
@@ -88,6 +88,7 @@ class WorkerPool:
         #: Each worker's slice, once :meth:`open_slices` ran.
         self.slices: list[RemoteSlice] = []
         self._slice_args: tuple[Any, ...] = ()
+        self._send_failed: dict[int, WorkerFailure] = {}
 
     def open_slices(self, observation_space: Any, action_space: Any, shared: bool | None = None) -> None:
         """Open a slice on every worker: its envs' sessions and their shared columns.
@@ -108,40 +109,6 @@ class WorkerPool:
             self.sids[i] = sid
         return piece
 
-    def send_slices(self, extras: dict[int, dict[str, Any] | None],
-                    timeout: float | None = None) -> dict[int, WorkerFailure]:
-        """Ask each worker in ``extras`` to run the commands in its slice's ``cmd`` column.
-
-        Returns:
-            The workers whose send already failed (leave them out of :meth:`receive_slices`).
-        """
-        self._send_failed = {}
-        for w, extra in extras.items():
-            try:
-                self.slices[w].send(extra, timeout)
-            except (WorkerError, OSError) as exc:
-                self._send_failed[w] = WorkerFailure(w, exc)
-        return self._send_failed
-
-    def receive_slices(self, workers: list[int]) -> dict[int, dict[str, Any] | WorkerFailure]:
-        """Gather the slice replies of ``workers`` (results now in each slice's columns)."""
-        failed = getattr(self, "_send_failed", {})
-        out: dict[int, dict[str, Any] | WorkerFailure] = {}
-        for w in workers:
-            if w in failed:
-                out[w] = failed[w]
-                continue
-            try:
-                out[w] = self.slices[w].receive()
-            except (WorkerError, ProtocolError, OSError) as exc:
-                out[w] = WorkerFailure(w, exc)
-            except OpenEnvError as exc:
-                # The worker refused the whole step (e.g. a reply the wire cannot carry): in
-                # frame and alive, so every env of the slice gets that error.
-                out[w] = {"errors": {j: error_to_wire(exc) for j in range(len(self.groups[w]))}}
-        self._send_failed = {}
-        return out
-
     def request(self, worker: int, message: dict[str, Any]) -> dict[str, Any]:
         """One plain request to one worker (spec, health)."""
         return self.clients[worker].request(message)
@@ -158,41 +125,46 @@ class WorkerPool:
             Worker index -> its sub-replies (each ``{"ok": ..., ...}``, in order), or a
             :class:`WorkerFailure` when the worker crashed, hung or is unreachable.
         """
-        self.send(calls, timeout)
-        return self.receive(list(calls))
-
-    def send(self, calls: dict[int, list[dict[str, Any]]], timeout: float | None = None) -> dict[int, WorkerFailure]:
-        """First half of :meth:`exchange`: send without waiting.
-
-        Returns:
-            The workers whose send already failed (leave them out of :meth:`receive`).
-        """
-        self._send_failed: dict[int, WorkerFailure] = {}
-        self._sizes = {w: len(batch) for w, batch in calls.items()}
         for w, batch in calls.items():
-            try:
-                self.clients[w].send({"op": "batch", "calls": batch}, timeout)
-            except (WorkerError, OSError) as exc:
-                self._send_failed[w] = WorkerFailure(w, exc)
-        return self._send_failed
+            self._send(w, lambda c=self.clients[w], b=batch: c.send({"op": "batch", "calls": b}, timeout))
+        return self._gather(list(calls), lambda w: self.clients[w].receive()["results"],
+                            lambda w, error: [{"ok": False, "error": error}] * len(calls[w]))
 
-    def receive(self, workers: list[int]) -> dict[int, Reply]:
-        """Second half of :meth:`exchange`: gather the replies of ``workers``, in order."""
-        failed = getattr(self, "_send_failed", {})
-        out: dict[int, Reply] = {}
+    def send_slices(self, extras: dict[int, dict[str, Any] | None], timeout: float | None = None) -> None:
+        """Ask each worker in ``extras`` to run the commands in its slice's ``cmd`` column
+        (with ``extras[w]``: what has no column); pair with :meth:`receive_slices`."""
+        for w, extra in extras.items():
+            self._send(w, lambda p=self.slices[w], e=extra: p.send(e, timeout))
+
+    def receive_slices(self, workers: list[int]) -> dict[int, dict[str, Any] | WorkerFailure]:
+        """Gather the slice replies of ``workers`` (results now in each slice's columns)."""
+        return self._gather(workers, lambda w: self.slices[w].receive(),
+                            lambda w, error: {"errors": dict.fromkeys(range(len(self.groups[w])), error)})
+
+    def _send(self, worker: int, send: Callable[[], None]) -> None:
+        try:
+            send()
+        except (WorkerError, OSError) as exc:
+            self._send_failed[worker] = WorkerFailure(worker, exc)
+
+    def _gather(self, workers: list[int], read: Callable[[int], Any],
+                refused: Callable[[int, dict[str, Any]], Any]) -> dict[int, Any]:
+        """Read each worker's reply; a failed worker becomes a :class:`WorkerFailure`, never an
+        exception, so every other reply is still read and every connection stays in frame."""
+        failed, self._send_failed = self._send_failed, {}
+        out: dict[int, Any] = {}
         for w in workers:
             if w in failed:
                 out[w] = failed[w]
                 continue
             try:
-                out[w] = self.clients[w].receive()["results"]
+                out[w] = read(w)
             except (WorkerError, ProtocolError, OSError) as exc:
                 out[w] = WorkerFailure(w, exc)
             except OpenEnvError as exc:
-                # The whole batch was refused (e.g. a reply the wire cannot carry): the
-                # worker is fine and in frame; every sub-request gets that error.
-                out[w] = [{"ok": False, "error": error_to_wire(exc)}] * self._sizes.get(w, 1)
-        self._send_failed = {}
+                # The worker refused the whole message (e.g. a reply the wire cannot carry):
+                # it is alive and in frame, so each of its envs gets that error.
+                out[w] = refused(w, error_to_wire(exc))
         return out
 
     def restart(self, worker: int) -> None:
