@@ -33,7 +33,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
-__all__ = ["STEP", "STEP_AUTORESET", "STEP_THEN_RESET", "RESET", "SKIP", "STEPPED", "SliceLayout",
+__all__ = ["STEP", "STEP_AUTORESET", "STEP_THEN_RESET", "RESET", "SKIP", "SliceLayout",
            "is_flat", "create_shared", "map_shared"]
 
 #: Step the env.
@@ -44,10 +44,8 @@ STEP_AUTORESET = 1
 STEP_THEN_RESET = 2
 #: Reset (seed/options from the message).
 RESET = 3
-#: Leave the env alone.
+#: Leave the env alone. (Commands below RESET step the env.)
 SKIP = 4
-#: The commands that step the env.
-STEPPED = (STEP, STEP_AUTORESET, STEP_THEN_RESET)
 
 _FLAT = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 _ALIGN = 64  # cache-line aligned columns

@@ -78,6 +78,9 @@ class VectorSlice:
         #: The columns (numpy views over the buffer).
         self.columns = self.layout.views(self._buffer)
         self._action_space = env.action_space
+        space = env.action_space
+        #: [start, end) of a Discrete action space, checked on every step.
+        self._discrete = (int(space.start), int(space.start + space.n)) if isinstance(space, spaces.Discrete) else None
 
     def step(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run every env's command.
@@ -159,11 +162,11 @@ class VectorSlice:
         """Each env's action from the column; an invalid one is replaced by its error."""
         column = self.columns["action"]
         space = self._action_space
-        if isinstance(space, spaces.Discrete):
+        if self._discrete is not None:
             # Python ints: an env's own contains() check is several times faster on them
             # than on numpy scalars (measured: ~1.5 µs per CartPole step).
             values: list[Any] = column.tolist()
-            start, end = int(space.start), int(space.start + space.n)
+            start, end = self._discrete
             bad = [j for j, (c, v) in enumerate(zip(cmd, values)) if c < RESET and not start <= v < end]
         else:
             # Rows copied out of the buffer: the env may keep them past this step.

@@ -3,8 +3,8 @@
 Flat spaces (Box, Discrete, MultiDiscrete, MultiBinary) are written row by row straight
 into one array; nested ones (Dict, Tuple, Text) keep the per-env values and are joined
 with Gymnasium's own :func:`~gymnasium.vector.utils.concatenate`, as ``SyncVectorEnv``
-does. Actions go the other way: :func:`split_actions` turns a batched action into the
-per-env values sent to the workers.
+does. Actions go the other way: :func:`split_actions` turns a batched action in a space
+without a column (:mod:`openenv_gym.protocol.slices`) into per-env values.
 
 Example:
     >>> from gymnasium import spaces
@@ -12,8 +12,8 @@ Example:
     >>> _ = buf.write(1, [0.5, 0.5])
     >>> buf.batch().tolist()
     [[0.0, 0.0], [0.5, 0.5], [0.0, 0.0]]
-    >>> split_actions(spaces.Discrete(2), spaces.MultiDiscrete([2, 2]), np.array([1, 0]))
-    [1, 0]
+    >>> split_actions(spaces.Tuple([spaces.Text(5)] * 2), ("a", "b"))
+    ['a', 'b']
 """
 
 from __future__ import annotations
@@ -43,15 +43,13 @@ class BatchBuffer:
     def __init__(self, space: spaces.Space, n: int) -> None:
         self.space = space
         self.flat = isinstance(space, _FLAT)
-        self.box = isinstance(space, spaces.Box)
         self.array: Any = create_empty_array(space, n, fn=np.zeros)
         self.items: list[Any] = [space.sample() if not self.flat else None for _ in range(n)]
         self._dirty = False
 
     def write(self, i: int, value: Any) -> Any:
         """Store env ``i``'s observation (as decoded from the wire); returns it normalized."""
-        if not (self.box and isinstance(value, np.ndarray) and value.dtype == self.array.dtype):
-            value = from_wire(value, self.space)  # arrays of the right dtype need no normalizing
+        value = from_wire(value, self.space)
         if self.flat:
             self.array[i] = value
         else:
@@ -73,19 +71,14 @@ class BatchBuffer:
         return self.array.copy() if self.flat else copy.deepcopy(self.array)
 
 
-def split_actions(single: spaces.Space, batched: spaces.Space, actions: Any) -> list[Any]:
-    """Per-env actions of a batched action, in forms that encode fast on the wire.
+def split_actions(batched: spaces.Space, actions: Any) -> list[Any]:
+    """Per-env values of a batched action in a space that has no column (Text, Dict, Tuple).
 
     Args:
-        single: The single env's action space.
         batched: The batched action space.
-        actions: A batched action (array for flat spaces, nested otherwise).
+        actions: A batched action.
 
     Returns:
-        One action per sub-env (Python ints for Discrete, array rows for arrays).
+        One action per sub-env.
     """
-    if isinstance(single, spaces.Discrete):
-        return np.asarray(actions).reshape(-1).tolist()
-    if isinstance(single, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
-        return list(np.asarray(actions, dtype=single.dtype))
     return list(iterate(batched, actions))

@@ -33,6 +33,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
+from openenv_gym.client.spec import read_spec
 from openenv_gym.errors import (
     InvalidActionError,
     InvalidRequestError,
@@ -45,7 +46,7 @@ from openenv_gym.errors import (
 from openenv_gym.providers import get_provider
 from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.protocol.slices import RESET, SKIP, STEP, STEP_AUTORESET, STEP_THEN_RESET, is_flat
-from openenv_gym.spaces import from_wire, space_from_dict
+from openenv_gym.spaces import from_wire
 from openenv_gym.vector.batch import BatchBuffer, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
 
@@ -139,13 +140,10 @@ class RemoteVectorEnv(VectorEnv):
             self.close()
             raise
         self.remote_spec: dict[str, Any] = spec
-        self.single_observation_space = space_from_dict(spec["observation_space"])
-        self.single_action_space = space_from_dict(spec["action_space"])
+        self.single_observation_space, self.single_action_space, metadata = read_spec(spec)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        metadata = dict(spec.get("metadata", {}))
-        metadata["render_modes"] = [m for m in metadata.get("render_modes", []) if m != "human"]
-        self.metadata = {**metadata, "autoreset_mode": self.autoreset_mode, "openenv_env": spec["env"]}
+        self.metadata = {**metadata, "autoreset_mode": self.autoreset_mode}
 
         self._obs = BatchBuffer(self.single_observation_space, num_envs)
         self._rewards = np.zeros(num_envs, dtype=np.float64)
@@ -304,7 +302,7 @@ class RemoteVectorEnv(VectorEnv):
         """The batched action as a column-ready array (flat spaces) or a list of per-env values."""
         single = self.single_action_space
         if not self._flat_action:
-            acts = split_actions(single, self.action_space, actions)
+            acts = split_actions(self.action_space, actions)
             if len(acts) != self.num_envs:
                 raise InvalidRequestError(f"got {len(acts)} actions for {self.num_envs} envs")
             return acts

@@ -9,6 +9,7 @@ report; or in local memory, sent and received inline, for workers reached over T
 Example:
     >>> from gymnasium import spaces
     >>> from openenv_gym.client.transport import BinaryClient
+    >>> from openenv_gym.protocol.slices import RESET
     >>> from openenv_gym.providers import get_provider
     >>> provider = get_provider("process")
     >>> [worker] = provider.start("gym", 1, {"env_id": "CartPole-v1"})
@@ -30,10 +31,10 @@ from gymnasium import spaces
 
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import ProtocolError
-from openenv_gym.protocol.slices import RESET, SliceLayout, create_shared
+from openenv_gym.protocol.slices import SliceLayout, create_shared
 from openenv_gym.protocol.wire import encode
 
-__all__ = ["RemoteSlice", "RESET"]
+__all__ = ["RemoteSlice"]
 
 
 class RemoteSlice:
