@@ -26,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 
 from openenv_gym.catalog import get_env_info
+from openenv_gym.client.spec import read_spec
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import (
     OpenEnvError,
@@ -37,7 +38,7 @@ from openenv_gym.errors import (
 )
 from openenv_gym.providers import get_provider
 from openenv_gym.providers.base import Provider, Worker
-from openenv_gym.spaces import from_wire, space_from_dict
+from openenv_gym.spaces import from_wire
 
 __all__ = ["RemoteEnv", "attach_address"]
 
@@ -116,12 +117,7 @@ class RemoteEnv(gym.Env):
     def _load_spec(self) -> None:
         spec = self._client.request({"op": "spec"})["spec"]
         self.remote_spec: dict[str, Any] = spec
-        self.action_space = space_from_dict(spec["action_space"])
-        self.observation_space = space_from_dict(spec["observation_space"])
-        metadata = dict(spec.get("metadata", {}))
-        # A worker has no display: "human" rendering cannot cross the wire.
-        metadata["render_modes"] = [m for m in metadata.get("render_modes", []) if m != "human"]
-        self.metadata = {**metadata, "openenv_env": spec["env"]}
+        self.observation_space, self.action_space, self.metadata = read_spec(spec)
 
     @property
     def session_id(self) -> str | None:

@@ -45,7 +45,8 @@ from openenv_gym.errors import (
 )
 from openenv_gym.providers import get_provider
 from openenv_gym.providers.base import Worker
-from openenv_gym.spaces import from_wire, space_from_dict
+from openenv_gym.client.spec import read_spec
+from openenv_gym.spaces import from_wire
 from openenv_gym.trl.outcome import REWARD_MODES, EpisodeOutcome, FailurePolicy, FailureReward
 
 __all__ = ["EnvPool", "EpisodeJob", "Episode"]
@@ -260,8 +261,7 @@ class EnvPool:
             self.close()
             raise
         self.spec: dict[str, Any] = spec
-        self.action_space = space_from_dict(spec["action_space"])
-        self.observation_space = space_from_dict(spec["observation_space"])
+        self.observation_space, self.action_space, _ = read_spec(spec)
         # One long-lived lane per (worker, slot): its session is reused across episodes.
         self._lanes: "queue.SimpleQueue[Episode]" = queue.SimpleQueue()
         for _ in range(concurrency):

@@ -1,0 +1,39 @@
+"""What a worker's ``spec`` reply means on the client side: spaces and servable metadata.
+
+Example:
+    >>> from gymnasium import spaces
+    >>> from openenv_gym.spaces import space_to_dict
+    >>> spec = {"env": "gym", "observation_space": space_to_dict(spaces.Discrete(3)),
+    ...         "action_space": space_to_dict(spaces.Discrete(2)),
+    ...         "metadata": {"render_modes": ["human", "rgb_array"]}}
+    >>> observation_space, action_space, metadata = read_spec(spec)
+    >>> action_space, metadata["render_modes"]
+    (Discrete(2), ['rgb_array'])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gymnasium import spaces
+
+from openenv_gym.spaces import space_from_dict
+
+__all__ = ["read_spec"]
+
+
+def read_spec(spec: dict[str, Any]) -> tuple[spaces.Space, spaces.Space, dict[str, Any]]:
+    """The single env's spaces and metadata from a worker's ``spec`` reply.
+
+    Args:
+        spec: The ``spec`` field of the reply.
+
+    Returns:
+        Observation space, action space, and the env's metadata with the render modes a
+        worker can serve (not ``"human"``: a worker has no display) and ``openenv_env``.
+    """
+    metadata = dict(spec.get("metadata", {}))
+    metadata["render_modes"] = [m for m in metadata.get("render_modes", []) if m != "human"]
+    metadata["openenv_env"] = spec["env"]
+    return (space_from_dict(spec["observation_space"]), space_from_dict(spec["action_space"]),
+            metadata)
