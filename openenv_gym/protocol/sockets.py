@@ -151,6 +151,7 @@ class FrameReader:
         data = self._rest
         while len(data) < HEADER.size:
             data += self._recv(_CHUNK, deadline)
+            self._rest = data  # a deadline passing mid-frame keeps what arrived
         (length,) = HEADER.unpack_from(data)
         end = HEADER.size + length
         if length > self.max_frame:
@@ -164,8 +165,12 @@ class FrameReader:
             buf[: len(data)] = data
             view = memoryview(buf)
             got = len(data)
-            while got < end:
-                got += self._recv_into(view[got:], deadline)
+            try:
+                while got < end:
+                    got += self._recv_into(view[got:], deadline)
+            except socket.timeout:
+                self._rest = bytes(view[:got])
+                raise
             data = buf
         self._rest = bytes(data[end:]) if len(data) > end else b""
         return memoryview(data)[HEADER.size : end]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 
 import numpy as np
 import pytest
@@ -95,14 +94,3 @@ def test_slice_open_with_a_bad_descriptor_is_refused_and_the_server_serves_on(tm
     finally:
         sock.close()
         server.close()
-
-
-def test_frame_reader_splits_frames_that_arrive_together() -> None:
-    a, b = socket.socketpair()
-    try:
-        a.sendall(encode({"n": 1}) + encode({"n": 2, "blob": b"x" * 200_000}) + encode({"n": 3}))
-        reader = FrameReader(b)
-        assert [decode(reader.read())["n"] for _ in range(3)] == [1, 2, 3]
-    finally:
-        a.close()
-        b.close()
