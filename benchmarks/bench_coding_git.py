@@ -57,8 +57,6 @@ def bench_coding(provider: str, n: int) -> dict[str, float]:
 
 
 def bench_git(provider: str, n: int) -> dict[str, float]:
-    from openenv_gym.envs.git.tasks import load_tasks
-
     out: dict[str, float] = {}
     env = gym.make("OpenEnv/Git-v0", provider=provider, task="push-rejected")
     env.reset()
@@ -69,7 +67,6 @@ def bench_git(provider: str, n: int) -> dict[str, float]:
     env.reset()
     out["reset create-branch"] = median_ms(env.reset, n)
     env.close()
-    _ = load_tasks
     return out
 
 
