@@ -43,6 +43,43 @@ def test_a_deadline_ends_the_wait_and_a_late_frame_is_still_read(spin: bool) -> 
         b.close()
 
 
+def test_a_frame_that_came_before_the_deadline_is_read_after_it() -> None:
+    # A vector env reads its workers one after another: after waiting out a hung worker,
+    # the others' replies, already there, must not be counted as late.
+    import time
+
+    a, b = socket.socketpair()
+    try:
+        reader = FrameReader(b, spin=False)
+        a.sendall(encode({"n": 1}))
+        time.sleep(0.01)
+        assert decode(reader.read(deadline=time.monotonic() - 1.0)) == {"n": 1}
+        with pytest.raises(socket.timeout):
+            reader.read(deadline=time.monotonic() - 1.0)  # nothing there: no wait at all
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_short_deadline_after_a_long_one_is_kept() -> None:
+    # The kernel's receive bound set for a 60 s call must not outlive it: a later call with
+    # 0.2 s left times out instead of waiting a minute.
+    import time
+
+    a, b = socket.socketpair()
+    try:
+        reader = FrameReader(b, spin=False)
+        a.sendall(encode({"n": 1}))
+        assert decode(reader.read(deadline=time.monotonic() + 60)) == {"n": 1}
+        start = time.monotonic()
+        with pytest.raises(socket.timeout):
+            reader.read(deadline=start + 0.2)
+        assert time.monotonic() - start < 30  # a bound behaviour, not a speed: 60 s if broken
+    finally:
+        a.close()
+        b.close()
+
+
 def test_descriptors_sent_with_a_frame_reach_the_reader() -> None:
     a, b = socket.socketpair(socket.AF_UNIX)
     r, w = os.pipe()
