@@ -5,6 +5,7 @@ into one array; nested ones (Dict, Tuple, Text) keep the per-env values and are 
 with Gymnasium's own :func:`~gymnasium.vector.utils.concatenate`, as ``SyncVectorEnv``
 does. Actions go the other way: :func:`split_actions` turns a batched action in a space
 without a column (:mod:`openenv_gym.protocol.slices`) into per-env values.
+:func:`batch_infos` joins per-env infos into Gymnasium's batched info dict.
 
 Example:
     >>> from gymnasium import spaces
@@ -14,12 +15,16 @@ Example:
     [[0.0, 0.0], [0.5, 0.5], [0.0, 0.0]]
     >>> split_actions(spaces.Tuple([spaces.Text(5)] * 2), ("a", "b"))
     ['a', 'b']
+    >>> import gymnasium as gym
+    >>> envs = gym.make_vec("CartPole-v1", num_envs=3)
+    >>> batch_infos(3, {0: {"lives": 3}, 2: {"lives": 2}}, envs._add_info)
+    {'lives': array([3, 0, 2]), '_lives': array([ True, False,  True])}
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from gymnasium import spaces
@@ -27,7 +32,7 @@ from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from openenv_gym.spaces import from_wire
 
-__all__ = ["BatchBuffer", "split_actions"]
+__all__ = ["BatchBuffer", "split_actions", "batch_infos"]
 
 _FLAT = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
@@ -82,3 +87,59 @@ def split_actions(batched: spaces.Space, actions: Any) -> list[Any]:
         One action per sub-env.
     """
     return list(iterate(batched, actions))
+
+
+#: Plain info values batched column-wise, and the dtype Gymnasium's ``_add_info`` gives them.
+_DTYPES = {int: np.dtype(int), float: np.dtype(float), bool: np.dtype(np.bool_)}
+
+
+def batch_infos(num_envs: int, infos: dict[int, dict[str, Any]],
+                add_info: Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]) -> dict[str, Any]:
+    """Gymnasium's batched info dict of per-env infos: what ``add_info`` env by env would give.
+
+    The usual case, every env reporting the same keys with plain ``int``/``float``/``bool``
+    values (Atari's ``lives`` and frame numbers), is built one key at a time instead of one
+    env and key at a time. Anything else goes through ``add_info`` (Gymnasium's
+    ``VectorEnv._add_info``) in env order.
+
+    Args:
+        num_envs: Number of sub-envs.
+        infos: Env index -> that env's info (envs without one are left out).
+        add_info: The vector env's ``_add_info``.
+
+    Returns:
+        ``{key: values, "_" + key: mask}`` for every key.
+    """
+    if num_envs and len(infos) == num_envs:
+        out = _columns(num_envs, [infos[i] for i in range(num_envs)])
+        if out is not None:
+            return out
+    out = {}
+    for i in sorted(infos):
+        out = add_info(out, infos[i], i)
+    return out
+
+
+def _columns(num_envs: int, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """:func:`batch_infos` of one info per env, key by key; None when a value is not plain."""
+    first = rows[0]
+    if any(len(row) != len(first) for row in rows):
+        return None
+    out: dict[str, Any] = {}
+    everyone = np.ones(num_envs, dtype=np.bool_)
+    for key, value in first.items():
+        dtype = _DTYPES.get(type(value))
+        # Gymnasium treats "final_obs" apart, and a "_"-key would meet another key's mask.
+        if dtype is None or type(key) is not str or key.startswith("_") or key == "final_obs":
+            return None
+        try:
+            array = np.array([row[key] for row in rows])
+        except (KeyError, ValueError, TypeError):
+            return None
+        # Another type later (a float after an int, None, an array) would be cast or fail
+        # differently in Gymnasium's array of the first value's type: leave it to add_info.
+        if array.dtype != dtype or array.shape != (num_envs,):
+            return None
+        out[key] = array
+        out["_" + key] = everyone.copy()
+    return out

@@ -1,0 +1,100 @@
+"""Batched infos: ``batch_infos`` gives exactly what Gymnasium's ``_add_info`` gives, env by env."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from openenv_gym.vector.batch import _columns, batch_infos
+
+N = 4
+
+
+@pytest.fixture(scope="module")
+def add_info() -> Any:
+    envs = gym.make_vec("CartPole-v1", num_envs=N, vectorization_mode="sync")
+    yield envs._add_info
+    envs.close()
+
+
+def _reference(add_info: Any, infos: dict[int, dict[str, Any]]) -> Any:
+    out: dict[str, Any] = {}
+    for i in sorted(infos):
+        out = add_info(out, infos[i], i)
+    return out
+
+
+def _outcome(fn: Any) -> Any:
+    try:
+        return fn()
+    except Exception as exc:  # both sides must fail alike on the same input
+        return type(exc)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, type) or isinstance(b, type):
+        return a is b
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return (isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape
+                and repr(a.tolist()) == repr(b.tolist()))
+    return type(a) is type(b) and repr(a) == repr(b)
+
+
+def test_the_usual_case_is_one_array_and_mask_per_key(add_info: Any) -> None:
+    infos = {i: {"lives": 3 - i, "frame_number": 100 * i, "ok": i % 2 == 0} for i in range(N)}
+    out = batch_infos(N, infos, add_info)
+    assert list(out) == ["lives", "_lives", "frame_number", "_frame_number", "ok", "_ok"]
+    np.testing.assert_array_equal(out["lives"], [3, 2, 1, 0])
+    assert out["ok"].dtype == np.bool_ and out["_lives"].all()
+    assert out["_lives"] is not out["_ok"]  # each mask is the caller's own array
+    assert _same(out, _reference(add_info, infos))
+
+
+@pytest.mark.parametrize("infos", [
+    {0: {"lives": 3}, 2: {"lives": 2}},  # some envs report nothing
+    {0: {"a": 1}, 1: {"a": 2.5}, 2: {"a": 3}, 3: {"a": 4}},  # a float after an int: cast
+    {0: {"a": 1.5}, 1: {"a": 2}, 2: {"a": 3}, 3: {"a": None}},  # None in a float column
+    {0: {"a": 1, "_a": 5}, 1: {"a": 1, "_a": 5}, 2: {"a": 1, "_a": 5}, 3: {"a": 1, "_a": 5}},
+    {0: {"final_obs": 1}, 1: {"final_obs": 2}, 2: {"final_obs": 3}, 3: {"final_obs": 4}},
+    {i: {"a": 1, **({"b": 2} if i == 3 else {})} for i in range(N)},  # a key only later
+    {i: {"nested": {"x": i}} for i in range(N)},
+    {i: {"a": np.int64(i)} for i in range(N)},
+    {i: {"big": 2**70} for i in range(N)},  # fails in both
+])
+def test_unusual_infos_match_gymnasium(add_info: Any, infos: dict[int, dict[str, Any]]) -> None:
+    assert _same(_outcome(lambda: batch_infos(N, infos, add_info)),
+                 _outcome(lambda: _reference(add_info, infos)))
+
+
+def test_random_infos_match_gymnasium(add_info: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from openenv_gym.vector import batch
+
+    columnwise = []
+    monkeypatch.setattr(batch, "_columns", lambda n, rows: columnwise.append(
+        _columns(n, rows)) or columnwise[-1])
+    rng = random.Random(0)
+    plain = [0, 1, -5, 2**40, 1.5, 2.0, True, False]
+    other = [np.int64(3), np.float32(1.5), "s", None, np.zeros(2), {"x": 1}, [1, 2]]
+    keys = ["lives", "a", "_a", "final_obs", 3]
+    for _ in range(3000):
+        infos: dict[int, dict[Any, Any]] = {}
+        if rng.random() < 0.5:  # the usual shape, with now and then one odd value
+            for i in range(N):
+                infos[i] = {"lives": rng.randint(0, 5), "a": rng.random(), "done": rng.random() < 0.5}
+            if rng.random() < 0.3:
+                infos[rng.randrange(N)][rng.choice(["lives", "a", "done"])] = rng.choice(plain + other)
+        for i in range(N) if not infos else ():
+            if rng.random() < 0.85:
+                names = ["lives", "a"] if rng.random() < 0.7 else rng.sample(keys, rng.randint(0, 3))
+                infos[i] = {k: rng.choice(plain) if rng.random() < 0.8 else rng.choice(other)
+                            for k in names}
+        mine = _outcome(lambda: batch_infos(N, infos, add_info))
+        assert _same(mine, _outcome(lambda: _reference(add_info, infos))), infos
+    built = sum(out is not None for out in columnwise)
+    assert 100 < built < len(columnwise)  # both ways were taken, many times
