@@ -166,7 +166,7 @@ def suite_fanout(seconds: float, provider: str) -> None:
         pool.open_slices(space_from_dict(spec["observation_space"]), space_from_dict(spec["action_space"]))
         for piece in pool.slices:
             piece.columns["cmd"][:] = RESET
-        pool.send_slices({w: {"seeds": [w]} for w in range(8)})
+        pool.send_slices(list(range(8)), {w: {"seeds": [w]} for w in range(8)})
         pool.receive_slices(list(range(8)))
         for piece in pool.slices:  # from now on: step, resetting ended episodes at once
             piece.columns["cmd"][:] = STEP_AUTORESET
@@ -174,7 +174,7 @@ def suite_fanout(seconds: float, provider: str) -> None:
         threads = ThreadPoolExecutor(8)
 
         def one_thread() -> None:
-            pool.send_slices(dict.fromkeys(range(8)))
+            pool.send_slices(list(range(8)))
             pool.receive_slices(list(range(8)))
 
         def thread_per_worker() -> None:

@@ -47,7 +47,7 @@ from openenv_gym.providers import get_provider
 from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.protocol.slices import RESET, SKIP, STEP, STEP_AUTORESET, STEP_THEN_RESET, is_flat
 from openenv_gym.spaces import from_wire
-from openenv_gym.vector.batch import BatchBuffer, split_actions
+from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
 
 __all__ = ["RemoteVectorEnv", "parse_autoreset_mode", "default_envs_per_worker"]
@@ -203,9 +203,8 @@ class RemoteVectorEnv(VectorEnv):
             mask = _check_mask(options.pop("reset_mask"), self.num_envs)
         indices = [int(i) for i in np.flatnonzero(mask)]
         reset_infos = self._reset_envs(indices, seeds, options)
-        infos: dict[str, Any] = {}
+        infos = batch_infos(self.num_envs, {i: reset_infos[i] for i in indices}, self._add_info)
         for i in indices:
-            infos = self._add_info(infos, reset_infos[i], i)
             self._lost.pop(i, None)
         self._terminations[mask] = False
         self._truncations[mask] = False
@@ -342,13 +341,16 @@ class RemoteVectorEnv(VectorEnv):
                 self._truncations.copy(), self.last_env_infos, self.last_final)
 
     def _batched(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        infos: dict[str, Any] = {}
         final = self.last_final
-        # Only envs with something to report: the keys come out as SyncVectorEnv orders them.
-        for i in sorted(final.keys() | self._step_infos.keys()):
-            if i in final:
-                infos = self._add_info(infos, {"final_obs": final[i][0], "final_info": final[i][1]}, i)
-            infos = self._add_info(infos, self._step_infos.get(i) or {}, i)
+        if final:
+            infos: dict[str, Any] = {}
+            # Only envs with something to report: the keys come out as SyncVectorEnv orders them.
+            for i in sorted(final.keys() | self._step_infos.keys()):
+                if i in final:
+                    infos = self._add_info(infos, {"final_obs": final[i][0], "final_info": final[i][1]}, i)
+                infos = self._add_info(infos, self._step_infos.get(i) or {}, i)
+        else:
+            infos = batch_infos(self.num_envs, self._step_infos, self._add_info)
         return (self._obs.batch(self.copy), self._rewards.copy(), self._terminations.copy(),
                 self._truncations.copy(), infos)
 
@@ -373,7 +375,8 @@ class RemoteVectorEnv(VectorEnv):
             if same_step:
                 # Ended episodes were reset in the same message; the limit ones always are.
                 self._elapsed[stepped & (self._terminations | self._truncations)] = 0
-        restarted: dict[int, str] = {i: self._lost.pop(i) for i in list(self._lost) if cmd[i] == SKIP}
+        restarted: dict[int, str] = (
+            {i: self._lost.pop(i) for i in list(self._lost) if cmd[i] == SKIP} if self._lost else {})
         if failures and self.on_worker_error == "raise":
             raise self._worker_error(failures[0])
         for failure in failures:
@@ -407,28 +410,31 @@ class RemoteVectorEnv(VectorEnv):
         is involved and nothing needs checking.
         """
         pool = self.pool
-        extras: dict[int, dict[str, Any] | None] = {}
+        slices = pool.slices
+        workers: list[int] = []
+        extras: dict[int, dict[str, Any]] = {}
         flat_action = self._flat_action
-        for w, piece in enumerate(pool.slices):
-            lo, hi = self._bounds[w]
+        for w, (lo, hi) in enumerate(self._bounds):
             part = cmd[lo:hi]
             if any_skipped and (part == SKIP).all():
                 continue
-            columns = piece.columns
+            workers.append(w)
+            columns = slices[w].columns
             columns["cmd"][:] = part
-            extra: dict[str, Any] | None = None
+            extra: dict[str, Any] = {}
             if actions is not None:
                 if flat_action:
                     columns["action"][...] = actions[lo:hi]
                 else:
-                    extra = {"actions": actions[lo:hi]}
+                    extra["actions"] = actions[lo:hi]
             if seeds is not None and any(s is not None for s in seeds[lo:hi]):
-                extra = dict(extra or {}, seeds=seeds[lo:hi])
+                extra["seeds"] = seeds[lo:hi]
             if options is not None:
-                extra = dict(extra or {}, options=options)
-            extras[w] = extra
-        pool.send_slices(extras)
-        self._pending = (cmd, list(extras), any_skipped)
+                extra["options"] = options
+            if extra:
+                extras[w] = extra
+        pool.send_slices(workers, extras)
+        self._pending = (cmd, workers, any_skipped)
 
     def _collect(self) -> tuple[np.ndarray, dict[int, Any], dict[int, tuple[Any, Any]],
                                 list[OpenEnvError], list[WorkerFailure]]:

@@ -126,24 +126,26 @@ class WorkerPool:
             :class:`WorkerFailure` when the worker crashed, hung or is unreachable.
         """
         for w, batch in calls.items():
-            self._send(w, lambda c=self.clients[w], b=batch: c.send({"op": "batch", "calls": b}, timeout))
+            self._send(w, self.clients[w].send, {"op": "batch", "calls": batch}, timeout)
         return self._gather(list(calls), lambda w: self.clients[w].receive()["results"],
                             lambda w, error: [{"ok": False, "error": error}] * len(calls[w]))
 
-    def send_slices(self, extras: dict[int, dict[str, Any] | None], timeout: float | None = None) -> None:
-        """Ask each worker in ``extras`` to run the commands in its slice's ``cmd`` column
-        (with ``extras[w]``: what has no column); pair with :meth:`receive_slices`."""
-        for w, extra in extras.items():
-            self._send(w, lambda p=self.slices[w], e=extra: p.send(e, timeout))
+    def send_slices(self, workers: list[int], extras: dict[int, dict[str, Any]] | None = None,
+                    timeout: float | None = None) -> None:
+        """Ask each of ``workers`` to run the commands in its slice's ``cmd`` column (with
+        ``extras[w]``: what has no column); pair with :meth:`receive_slices`."""
+        slices = self.slices
+        for w in workers:
+            self._send(w, slices[w].send, extras.get(w) if extras else None, timeout)
 
     def receive_slices(self, workers: list[int]) -> dict[int, dict[str, Any] | WorkerFailure]:
         """Gather the slice replies of ``workers`` (results now in each slice's columns)."""
         return self._gather(workers, lambda w: self.slices[w].receive(),
                             lambda w, error: {"errors": dict.fromkeys(range(len(self.groups[w])), error)})
 
-    def _send(self, worker: int, send: Callable[[], None]) -> None:
+    def _send(self, worker: int, send: Callable[..., None], *args: Any) -> None:
         try:
-            send()
+            send(*args)
         except (WorkerError, OSError) as exc:
             self._send_failed[worker] = WorkerFailure(worker, exc)
 

@@ -118,12 +118,16 @@ class RemoteSlice:
             return  # the usual step: everything is in the columns
         n = self.layout.n
         for key in ("infos", "finals", "errors"):
-            part = reply.get(key, {})
-            if not isinstance(part, dict) or not all(
-                    isinstance(j, int) and not isinstance(j, bool) and 0 <= j < n for j in part):
+            part = reply.get(key)
+            if part is not None and not (type(part) is dict and _indices(part, n)):
                 raise ProtocolError(f"malformed slice reply from {self.client.address}: {key!r}")
-        finals = reply.get("finals", {})
-        if not all(isinstance(v, (list, tuple)) and len(v) == 2 for v in finals.values()):
+        infos = reply.get("infos")
+        if infos:
+            for info in infos.values():
+                if type(info) is not dict:
+                    raise ProtocolError(f"malformed slice reply from {self.client.address}: 'infos'")
+        finals = reply.get("finals")
+        if finals and not all(isinstance(v, (list, tuple)) and len(v) == 2 for v in finals.values()):
             raise ProtocolError(f"malformed slice reply from {self.client.address}: 'finals'")
         if not self.layout.flat_obs:
             obs = reply.get("obs")
@@ -139,3 +143,11 @@ class RemoteSlice:
                 buffer.close()
             except BufferError:  # a caller still holds a view; the GC unmaps it later
                 pass
+
+
+def _indices(part: dict[Any, Any], n: int) -> bool:
+    """Whether every key of ``part`` is an env index of the slice (an int in ``[0, n)``)."""
+    for j in part:
+        if type(j) is not int or not 0 <= j < n:  # bool and float keys are refused too
+            return False
+    return True

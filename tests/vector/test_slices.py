@@ -22,6 +22,8 @@ BAD_REPLIES = [
     {"errors": "everything"},                   # not a map
     {"finals": {0: 5}},                         # not an (obs, info) pair
     {"infos": {"0": {}}},                       # keys must be env indices
+    {"infos": {True: {}}},                      # ... not bools, which hash like 1
+    {"infos": {0: 5}},                          # an info must be a map
 ]
 
 
