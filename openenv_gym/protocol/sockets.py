@@ -2,8 +2,7 @@
 
 Addresses are strings: ``unix:///path/to.sock`` or ``tcp://127.0.0.1:PORT``.
 :class:`FrameReader` reads frames with as few system calls as the data allows (a small
-frame costs one ``recv``), optionally bounded by a deadline kept by the kernel
-(``SO_RCVTIMEO``, set only when the time left changes by more than 1%) instead of Python's
+frame costs one ``recv``, or a ``poll`` and a ``recv`` under a deadline) instead of Python's
 per-call socket timeouts, each of which adds a ``poll`` before every send and receive. On a
 2-core machine the syscalls per message are much of a remote step's overhead.
 
@@ -18,7 +17,6 @@ import array
 import os
 import select
 import socket
-import struct
 import time
 from typing import Any
 
@@ -31,7 +29,6 @@ __all__ = ["parse_address", "connect", "FrameReader", "send_frame", "read_messag
 #: Most file descriptors accepted with one frame.
 MAX_FDS = 4
 _FDS_SPACE = socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
-_TIMEVAL = struct.Struct("@ll")
 
 
 def parse_address(address: str) -> tuple[str, Any]:
@@ -130,8 +127,7 @@ class FrameReader:
         self.max_frame = max_frame
         self.accept_fds = accept_fds and sock.family == socket.AF_UNIX
         self._rest = b""
-        #: The receive timeout set on the socket (seconds), None: not set yet.
-        self._rcvtimeo: float | None = None
+        self._poller: select.poll | None = None
         #: Descriptors that came with the last frame read (the caller owns them).
         self.fds: list[int] = []
 
@@ -232,34 +228,26 @@ class FrameReader:
         """``recv(target)`` (a size) or ``recv_into(target)`` (a buffer), waiting no longer
         than ``deadline``.
 
-        The kernel keeps the bound (``SO_RCVTIMEO``), so a receive is one system call; the
-        bound is set again only when the time left falls outside a 1% tolerance. Data that
+        The wait is a ``poll`` for input, not a blocking receive: a task asleep in ``recv``
+        on a Unix socket is also woken each time the peer reads what it sent (the socket has
+        room to write again), which costs two context switches per message. Data that
         arrived before the deadline is taken even after it.
 
         Raises:
             socket.timeout: Nothing came before the deadline.
         """
-        while True:
+        poller = self._poller
+        if poller is None:
+            poller = self._poller = select.poll()
+            poller.register(self.sock, select.POLLIN)
+        remaining = deadline - time.monotonic()
+        while not poller.poll(remaining * 1000.0 + 1 if remaining > 0 else 0):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                try:
-                    if isinstance(target, int):
-                        return self.sock.recv(target, socket.MSG_DONTWAIT)
-                    return self.sock.recv_into(target, 0, socket.MSG_DONTWAIT)
-                except BlockingIOError:
-                    raise socket.timeout("timed out") from None
-            bound = self._rcvtimeo
-            if bound is None or bound > remaining * 1.01 + 1e-3 or bound < remaining * 0.5:
-                sec = int(remaining)
-                usec = max(1, int((remaining - sec) * 1e6))  # 0 would mean: no bound at all
-                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _TIMEVAL.pack(sec, usec))
-                self._rcvtimeo = remaining
-            try:
-                if isinstance(target, int):
-                    return self.sock.recv(target)
-                return self.sock.recv_into(target)
-            except BlockingIOError:  # the kernel's bound ran out: look at the deadline again
-                continue
+                raise socket.timeout("timed out")
+        if isinstance(target, int):
+            return self.sock.recv(target, socket.MSG_DONTWAIT)
+        return self.sock.recv_into(target, 0, socket.MSG_DONTWAIT)
 
     def _drain(self, n: int) -> None:
         chunk = bytearray(min(n, 1 << 20))

@@ -62,8 +62,8 @@ def test_a_frame_that_came_before_the_deadline_is_read_after_it() -> None:
 
 
 def test_a_short_deadline_after_a_long_one_is_kept() -> None:
-    # The kernel's receive bound set for a 60 s call must not outlive it: a later call with
-    # 0.2 s left times out instead of waiting a minute.
+    # A 60 s call's wait must not outlive it: a later call with 0.2 s left times out
+    # instead of waiting a minute.
     import time
 
     a, b = socket.socketpair()
