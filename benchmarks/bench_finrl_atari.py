@@ -155,9 +155,25 @@ def pong_rows(args: argparse.Namespace) -> list[tuple[str, float, float, str]]:
     ]
 
 
-def byte_rows() -> list[tuple[str, int]]:
+def vector_wire_bytes(env: str, **kwargs: Any) -> int:
+    """Bytes through one worker's socket for one vector step over shared memory, both ways:
+    the constant request and the reply, which carries only what has no column (infos)."""
     from openenv_gym.protocol.wire import encode
 
+    envs = gym.make_vec(f"OpenEnv/{env}", num_envs=1, provider="process", **kwargs)
+    try:
+        envs.reset(seed=0)
+        piece = envs.pool.slices[0]
+        piece.columns["cmd"][:] = 0  # STEP
+        piece.columns["action"][:] = 0
+        piece.send()
+        reply = piece.receive()
+        return len(piece._step_frame) + len(encode({"ok": True, **reply}))
+    finally:
+        envs.close()
+
+
+def byte_rows() -> list[tuple[str, int]]:
     return [
         ("Pong raw RGB 210×160×3", wire_bytes("atari", 0, game="pong")),
         ("Pong preprocessed 84×84", wire_bytes("atari", 0, game="pong", preprocess=True)),
@@ -165,9 +181,11 @@ def byte_rows() -> list[tuple[str, int]]:
                                                         frame_stack=4)),
         ("FinRL 20 stocks (201 float32)", wire_bytes("finrl", np.zeros(20, np.float32), split="train")),
         # A vector step over shared memory moves no array through the socket: per worker, a
-        # constant request and an empty reply (unless an env has info to report).
-        ("vector step, shared memory, per worker, any env (request + reply)",
-         len(encode({"op": "slice_step", "slice": "0" * 32})) + len(encode({"ok": True}))),
+        # constant request and a reply with the infos only (Pong: lives, frame numbers).
+        ("vector step over shared memory, per worker: Pong preprocessed, 4-stack (request + reply)",
+         vector_wire_bytes("Atari-v0", game="pong", **PONG_PRE)),
+        ("vector step over shared memory, per worker: FinRL (request + reply)",
+         vector_wire_bytes("FinRL-v0", split="train")),
     ]
 
 
