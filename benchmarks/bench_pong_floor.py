@@ -1,0 +1,132 @@
+"""Pong n=2: how close to ALE's C++ ``AtariVectorEnv`` a Python trainer over two worker
+processes can get, and where the rest goes.
+
+Three ways to step 2 preprocessed Pong envs (84×84 gray, 4-stack, noop 30, sticky actions
+off), in interleaved blocks so the load of other users hits all alike:
+
+- ``RemoteVectorEnv``: ``gym.make_vec("OpenEnv/Atari-v0", num_envs=2)``, the product.
+- A bare loop over the same two workers: per step it writes the actions into the shared
+  columns, sends each worker its constant 59-byte request, waits for both replies and copies
+  the results out, with no checks, no error handling and no info merging. No trainer in
+  Python over this topology can be faster, so it bounds what optimizing
+  ``RemoteVectorEnv`` can still give.
+- ALE's ``AtariVectorEnv``: the same emulator, preprocessing in C++ threads, no isolation.
+
+Besides env-steps/s it reports the trainer's CPU time per vector step (its thread time).
+On 2 cores that time is not free: the trainer runs on the core of a worker that is waiting
+for its next action (``perf sched timehist``), so the step takes about one worker's
+compute plus the trainer's time.
+
+Run: ``python benchmarks/bench_pong_floor.py [--blocks 20] [--write]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import time
+from typing import Any, Callable
+
+import ale_py
+import gymnasium as gym
+import numpy as np
+
+import openenv_gym  # noqa: F401  (registers OpenEnv/*)
+from openenv_gym.protocol.slices import STEP
+from openenv_gym.protocol.wire import decode
+
+PONG_PRE = dict(preprocess=True, frame_stack=4, noop_max=30, repeat_action_probability=0.0)
+STEPS_PER_BLOCK = 150
+
+
+def bare_loop(envs: Any) -> Callable[[np.ndarray], Any]:
+    """A step over ``envs``' own workers with nothing but the exchange and the copies."""
+    slices = envs.pool.slices
+    socks = [piece.client._sock for piece in slices]
+    frames = [piece._step_frame for piece in slices]
+    columns = [piece.columns for piece in slices]
+    n = len(slices)
+    obs = np.zeros((n, *columns[0]["obs"].shape[1:]), columns[0]["obs"].dtype)
+    rewards, terms, truncs = np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
+
+    def step(actions: np.ndarray) -> Any:
+        for k in range(n):
+            columns[k]["cmd"][0] = STEP
+            columns[k]["action"][0] = actions[k]
+            socks[k].send(frames[k])
+        for k in range(n):
+            decode(memoryview(socks[k].recv(1 << 16))[4:])  # the reply (its infos unused)
+            cols = columns[k]
+            rewards[k], terms[k], truncs[k] = cols["reward"][0], cols["terminated"][0], cols["truncated"][0]
+            obs[k] = cols["obs"][0]
+        return obs.copy(), rewards.copy(), terms.copy(), truncs.copy(), {}
+
+    return step
+
+
+def block(step: Callable[[np.ndarray], Any], actions: list[np.ndarray]) -> tuple[float, float]:
+    """Seconds and trainer CPU seconds per vector step over one block."""
+    for a in actions[:10]:
+        step(a)
+    cpu, start = time.thread_time(), time.perf_counter()
+    for a in actions[:STEPS_PER_BLOCK]:
+        step(a)
+    return ((time.perf_counter() - start) / STEPS_PER_BLOCK, (time.thread_time() - cpu) / STEPS_PER_BLOCK)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--blocks", type=int, default=20)
+    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    load = os.getloadavg()[0]
+    ours = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider="process", game="pong", **PONG_PRE)
+    ale = ale_py.AtariVectorEnv("pong", 2, repeat_action_probability=0.0, reward_clipping=False,
+                                use_fire_reset=False)
+    try:
+        ours.reset(seed=0)
+        ale.reset(seed=0)
+        rng = np.random.default_rng(0)
+        actions = [rng.integers(0, 6, 2) for _ in range(STEPS_PER_BLOCK)]
+        ways = {"RemoteVectorEnv": ours.step, "bare loop, same workers": bare_loop(ours),
+                "ALE AtariVectorEnv (C++ threads)": ale.step}
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
+        for _ in range(args.blocks):
+            for name, step in ways.items():
+                times[name].append(block(step, actions))
+    finally:
+        ours.close()
+        ale.close()
+    ale_wall = [wall for wall, _ in times["ALE AtariVectorEnv (C++ threads)"]]
+    lines = [f"Command: `python benchmarks/bench_pong_floor.py{' --write' if args.write else ''}` "
+             f"({args.blocks} interleaved blocks of {STEPS_PER_BLOCK} vector steps, medians; "
+             f"2 shared cores, 1-min load {load:.1f} at start).", "",
+             "| Pong n=2, preprocessed | env-steps/s | vs ALE (median of block ratios) "
+             "| µs per vector step | trainer CPU µs per vector step |", "|---|---|---|---|---|"]
+    for name, rows in times.items():
+        wall = [w for w, _ in rows]
+        ratio = statistics.median(a / w for a, w in zip(ale_wall, wall))
+        lines.append(f"| {name} | {2 / statistics.median(wall):,.0f} | {ratio:.2f}× "
+                     f"| {statistics.median(wall) * 1e6:.0f} | {statistics.median(c for _, c in rows) * 1e6:.0f} |")
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
+        with open(path) as f:
+            content = f.read()
+        block_text = ("<!-- section:pong-floor -->\n## Pong n=2: RemoteVectorEnv, a bare loop over the "
+                      f"same workers, ALE (issue 6)\n\n{text}\n<!-- /section:pong-floor -->")
+        if "<!-- section:pong-floor -->" in content:
+            content = re.sub(r"<!-- section:pong-floor -->.*?<!-- /section:pong-floor -->",
+                             lambda _: block_text, content, flags=re.S)
+        else:
+            content = content.replace("<!-- /section:finrl-atari-notes -->",
+                                      "<!-- /section:finrl-atari-notes -->\n\n" + block_text, 1)
+        with open(path, "w") as f:
+            f.write(content)
+
+
+if __name__ == "__main__":
+    main()
