@@ -12,10 +12,8 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import time
-from pathlib import Path
 
 import gymnasium as gym
 
@@ -25,7 +23,7 @@ from openenv_gym.client.transport import BinaryClient
 from openenv_gym.providers.docker import DockerProvider
 from openenv_gym.providers.process import ProcessProvider
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+from _results import write_section  # benchmarks/_results.py
 
 
 def step_median(provider: str, steps: int) -> float:
@@ -121,11 +119,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        content = RESULTS.read_text()
-        block = f"<!-- section:docker -->\n## Docker provider\n\n{text}\n<!-- /section:docker -->"
-        content = re.sub(r"<!-- section:docker -->.*?<!-- /section:docker -->", lambda _: block,
-                         content, flags=re.S)
-        RESULTS.write_text(content)
+        write_section("docker", f"## Docker provider\n\n{text}")
 
 
 if __name__ == "__main__":

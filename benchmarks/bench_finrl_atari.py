@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import time
 from typing import Any, Callable
@@ -31,6 +30,8 @@ import numpy as np
 
 import openenv_gym  # noqa: F401
 from openenv_gym.vector.env import default_envs_per_worker
+
+from _results import write_section  # benchmarks/_results.py
 
 TICKERS = None  # all 20 stocks
 PONG_PRE = dict(preprocess=True, frame_stack=4, noop_max=30, repeat_action_probability=0.0)
@@ -209,16 +210,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
-        with open(path) as f:
-            content = f.read()
-        block = (f"<!-- section:finrl-atari -->\n## FinRL-v0 and Atari-v0 (issue 6)\n\n{text}\n"
-                 "<!-- /section:finrl-atari -->")
-        content = re.sub(r"<!-- section:finrl-atari -->.*?<!-- /section:finrl-atari -->",
-                         lambda _: block, content, flags=re.S)
-        with open(path, "w") as f:
-            f.write(content)
-
+        write_section("finrl-atari", f"## FinRL-v0 and Atari-v0 (issue 6)\n\n{text}")
 
 if __name__ == "__main__":
     main()

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import time
 from typing import Any, Callable
@@ -36,6 +35,8 @@ import numpy as np
 import openenv_gym  # noqa: F401  (registers OpenEnv/*)
 from openenv_gym.protocol.slices import STEP
 from openenv_gym.protocol.wire import decode
+
+from _results import write_section  # benchmarks/_results.py
 
 PONG_PRE = dict(preprocess=True, frame_stack=4, noop_max=30, repeat_action_probability=0.0)
 STEPS_PER_BLOCK = 150
@@ -113,20 +114,8 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
-        with open(path) as f:
-            content = f.read()
-        block_text = ("<!-- section:pong-floor -->\n## Pong n=2: RemoteVectorEnv, a bare loop over the "
-                      f"same workers, ALE (issue 6)\n\n{text}\n<!-- /section:pong-floor -->")
-        if "<!-- section:pong-floor -->" in content:
-            content = re.sub(r"<!-- section:pong-floor -->.*?<!-- /section:pong-floor -->",
-                             lambda _: block_text, content, flags=re.S)
-        else:
-            content = content.replace("<!-- /section:finrl-atari-notes -->",
-                                      "<!-- /section:finrl-atari-notes -->\n\n" + block_text, 1)
-        with open(path, "w") as f:
-            f.write(content)
-
+        write_section("pong-floor", "## Pong n=2: RemoteVectorEnv, a bare loop over the same workers, "
+                      f"ALE (issue 6)\n\n{text}", after="finrl-atari-notes")
 
 if __name__ == "__main__":
     main()

@@ -12,10 +12,8 @@ workers; the reference in the same run is a plain loop over one ``gym.make`` Rem
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import time
-from pathlib import Path
 
 import gymnasium as gym
 
@@ -23,7 +21,7 @@ import openenv_gym  # noqa: F401
 from openenv_gym.envs.coding.humaneval import get_problem
 from openenv_gym.trl import EnvPool, EnvReward
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
+from _results import write_section  # benchmarks/_results.py
 
 
 def workload(n: int) -> tuple[list[str], list[int]]:
@@ -101,10 +99,7 @@ def main() -> None:
     ])
     print(body)
     if args.write:
-        text = RESULTS.read_text()
-        new = re.sub(r"(<!-- section:trl -->\n).*?(<!-- /section:trl -->)",
-                     lambda m: m.group(1) + body + "\n" + m.group(2), text, flags=re.DOTALL)
-        RESULTS.write_text(new)
+        write_section("trl", body)
 
 
 if __name__ == "__main__":
