@@ -212,5 +212,6 @@ def main() -> None:
     if args.write:
         write_section("finrl-atari", f"## FinRL-v0 and Atari-v0 (issue 6)\n\n{text}")
 
+
 if __name__ == "__main__":
     main()

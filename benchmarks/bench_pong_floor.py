@@ -117,5 +117,6 @@ def main() -> None:
         write_section("pong-floor", "## Pong n=2: RemoteVectorEnv, a bare loop over the same workers, "
                       f"ALE (issue 6)\n\n{text}", after="finrl-atari-notes")
 
+
 if __name__ == "__main__":
     main()
