@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from openenv_gym.errors import ProtocolError, WorkerConnectionError
-from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode
+from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode, frame_length
 
 __all__ = ["parse_address", "connect", "FrameReader", "send_frame", "read_message", "write_message",
            "available_cores", "SPIN_SECONDS"]
@@ -152,14 +152,16 @@ class FrameReader:
         while len(data) < HEADER.size:
             data += self._recv(_CHUNK, deadline)
             self._rest = data  # a deadline passing mid-frame keeps what arrived
-        (length,) = HEADER.unpack_from(data)
-        end = HEADER.size + length
-        if length > self.max_frame:
+        try:
+            length = frame_length(data[: HEADER.size], self.max_frame)
+        except ProtocolError:
             self._rest = b""
             if drain_oversized:
-                self._drain(end - len(data))
+                (announced,) = HEADER.unpack_from(data)
+                self._drain(HEADER.size + announced - len(data))
             self.close_fds()
-            raise ProtocolError(f"frame of {length} bytes exceeds the {self.max_frame}-byte limit")
+            raise
+        end = HEADER.size + length
         if len(data) < end:
             buf = bytearray(end)
             buf[: len(data)] = data
@@ -311,10 +313,7 @@ def read_message(sock: socket.socket, max_frame: int = MAX_FRAME) -> Any:
         ProtocolError: Oversized or undecodable frame (the oversized payload is not read).
         ConnectionResetError: The peer closed the connection.
     """
-    header = _recv_exact(sock, HEADER.size)
-    (length,) = HEADER.unpack(header)
-    if length > max_frame:
-        raise ProtocolError(f"frame of {length} bytes exceeds the {max_frame}-byte limit")
+    length = frame_length(bytes(_recv_exact(sock, HEADER.size)), max_frame)
     return decode(_recv_exact(sock, length))
 
 
