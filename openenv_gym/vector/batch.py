@@ -30,11 +30,10 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
+from openenv_gym.protocol.slices import is_flat
 from openenv_gym.spaces import from_wire
 
 __all__ = ["BatchBuffer", "split_actions", "batch_infos"]
-
-_FLAT = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
 
 class BatchBuffer:
@@ -47,7 +46,7 @@ class BatchBuffer:
 
     def __init__(self, space: spaces.Space, n: int) -> None:
         self.space = space
-        self.flat = isinstance(space, _FLAT)
+        self.flat = is_flat(space)
         self.array: Any = create_empty_array(space, n, fn=np.zeros)
         self.items: list[Any] = [space.sample() if not self.flat else None for _ in range(n)]
         self._dirty = False
