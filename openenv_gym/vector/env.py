@@ -537,7 +537,7 @@ class RemoteVectorEnv(VectorEnv):
         order: dict[int, list[int]] = {}
         for i in targets:
             order.setdefault(pool.worker_of[i], []).append(i)
-        calls = {w: [make(i, pool.sids[i]) for i in envs] for w, envs in order.items()}
+        calls = {w: [make(i, pool.sid(i)) for i in envs] for w, envs in order.items()}
         values: dict[int, Any] = {}
         for w, reply in pool.exchange(calls).items():
             if isinstance(reply, WorkerFailure):

@@ -78,8 +78,6 @@ class WorkerPool:
         ]
         #: Worker index of each sub-env.
         self.worker_of: list[int] = [w for w, group in enumerate(self.groups) for _ in group]
-        #: Session id of each sub-env on its worker (None: no session yet, or lost).
-        self.sids: list[str | None] = [None] * num_envs
         self.workers: list[Worker] = provider.start(env, n_workers, env_kwargs or {})
         # Spin for replies only with a core to spare: a trainer spinning beside as many busy
         # workers as cores slows them down (measured in benchmarks/RESULTS.md).
@@ -103,11 +101,15 @@ class WorkerPool:
 
     def _open_slice(self, worker: int) -> RemoteSlice:
         observation_space, action_space, shared = self._slice_args
-        piece = RemoteSlice(self.clients[worker], observation_space, action_space,
-                            len(self.groups[worker]), shared)
-        for i, sid in zip(self.groups[worker], piece.sids):
-            self.sids[i] = sid
-        return piece
+        return RemoteSlice(self.clients[worker], observation_space, action_space,
+                           len(self.groups[worker]), shared)
+
+    def sid(self, env: int) -> str | None:
+        """The session id of sub-env ``env`` on its worker (None before the slices open)."""
+        if not self.slices:
+            return None
+        w = self.worker_of[env]
+        return self.slices[w].sids[env - self.groups[w][0]]
 
     def request(self, worker: int, message: dict[str, Any]) -> dict[str, Any]:
         """One plain request to one worker (spec, health)."""
@@ -174,8 +176,6 @@ class WorkerPool:
         self.clients[worker].drop()
         self.workers[worker].restart()
         self.clients[worker].address = self.workers[worker].address
-        for i in self.groups[worker]:
-            self.sids[i] = None
         if self.slices:
             self.slices[worker].release()
             self.slices[worker] = self._open_slice(worker)
