@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import time
+from typing import Iterator
 
 import pytest
 
@@ -11,77 +13,64 @@ from openenv_gym.protocol.sockets import FrameReader, send_frame
 from openenv_gym.protocol.wire import decode, encode
 
 
-def test_frame_reader_splits_frames_that_arrive_together() -> None:
-    a, b = socket.socketpair()
-    try:
-        a.sendall(encode({"n": 1}) + encode({"n": 2, "blob": b"x" * 200_000}) + encode({"n": 3}))
-        reader = FrameReader(b)
-        assert [decode(reader.read())["n"] for _ in range(3)] == [1, 2, 3]
-    finally:
-        a.close()
-        b.close()
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A connected pair of Unix stream sockets: write on the first, read on the second."""
+    a, b = socket.socketpair(socket.AF_UNIX)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_frame_reader_splits_frames_that_arrive_together(pair) -> None:
+    a, b = pair
+    a.sendall(encode({"n": 1}) + encode({"n": 2, "blob": b"x" * 200_000}) + encode({"n": 3}))
+    reader = FrameReader(b)
+    assert [decode(reader.read())["n"] for _ in range(3)] == [1, 2, 3]
 
 
 @pytest.mark.parametrize("spin", [True, False])
-def test_a_deadline_ends_the_wait_and_a_late_frame_is_still_read(spin: bool) -> None:
-    import time
-
-    a, b = socket.socketpair()
-    try:
-        reader = FrameReader(b, spin=spin)
+def test_a_deadline_ends_the_wait_and_a_late_frame_is_still_read(pair, spin: bool) -> None:
+    a, b = pair
+    reader = FrameReader(b, spin=spin)
+    with pytest.raises(socket.timeout):
+        reader.read(deadline=time.monotonic() + 0.05)
+    frame = encode({"late": True, "blob": b"x" * 100})
+    for part in (frame[:3], frame[3:50]):  # part of the header, then part of the payload
+        a.sendall(part)
         with pytest.raises(socket.timeout):
-            reader.read(deadline=time.monotonic() + 0.05)
-        frame = encode({"late": True, "blob": b"x" * 100})
-        for part in (frame[:3], frame[3:50]):  # part of the header, then part of the payload
-            a.sendall(part)
-            with pytest.raises(socket.timeout):
-                reader.read(deadline=time.monotonic() + 0.05)  # keeps what it has read
-        a.sendall(frame[50:])
-        assert decode(reader.read(deadline=time.monotonic() + 5))["blob"] == b"x" * 100
-    finally:
-        a.close()
-        b.close()
+            reader.read(deadline=time.monotonic() + 0.05)  # keeps what it has read
+    a.sendall(frame[50:])
+    assert decode(reader.read(deadline=time.monotonic() + 5))["blob"] == b"x" * 100
 
 
-def test_a_frame_that_came_before_the_deadline_is_read_after_it() -> None:
+def test_a_frame_that_came_before_the_deadline_is_read_after_it(pair) -> None:
     # A vector env reads its workers one after another: after waiting out a hung worker,
     # the others' replies, already there, must not be counted as late.
-    import time
-
-    a, b = socket.socketpair()
-    try:
-        reader = FrameReader(b, spin=False)
-        a.sendall(encode({"n": 1}))
-        time.sleep(0.01)
-        assert decode(reader.read(deadline=time.monotonic() - 1.0)) == {"n": 1}
-        with pytest.raises(socket.timeout):
-            reader.read(deadline=time.monotonic() - 1.0)  # nothing there: no wait at all
-    finally:
-        a.close()
-        b.close()
+    a, b = pair
+    reader = FrameReader(b, spin=False)
+    a.sendall(encode({"n": 1}))
+    time.sleep(0.01)
+    assert decode(reader.read(deadline=time.monotonic() - 1.0)) == {"n": 1}
+    with pytest.raises(socket.timeout):
+        reader.read(deadline=time.monotonic() - 1.0)  # nothing there: no wait at all
 
 
-def test_a_short_deadline_after_a_long_one_is_kept() -> None:
+def test_a_short_deadline_after_a_long_one_is_kept(pair) -> None:
     # A 60 s call's wait must not outlive it: a later call with 0.2 s left times out
     # instead of waiting a minute.
-    import time
-
-    a, b = socket.socketpair()
-    try:
-        reader = FrameReader(b, spin=False)
-        a.sendall(encode({"n": 1}))
-        assert decode(reader.read(deadline=time.monotonic() + 60)) == {"n": 1}
-        start = time.monotonic()
-        with pytest.raises(socket.timeout):
-            reader.read(deadline=start + 0.2)
-        assert time.monotonic() - start < 30  # a bound behaviour, not a speed: 60 s if broken
-    finally:
-        a.close()
-        b.close()
+    a, b = pair
+    reader = FrameReader(b, spin=False)
+    a.sendall(encode({"n": 1}))
+    assert decode(reader.read(deadline=time.monotonic() + 60)) == {"n": 1}
+    start = time.monotonic()
+    with pytest.raises(socket.timeout):
+        reader.read(deadline=start + 0.2)
+    assert time.monotonic() - start < 30  # a bound behaviour, not a speed: 60 s if broken
 
 
-def test_descriptors_sent_with_a_frame_reach_the_reader() -> None:
-    a, b = socket.socketpair(socket.AF_UNIX)
+def test_descriptors_sent_with_a_frame_reach_the_reader(pair) -> None:
+    a, b = pair
     r, w = os.pipe()
     try:
         send_frame(a, encode({"op": "x"}), [r])
@@ -94,5 +83,3 @@ def test_descriptors_sent_with_a_frame_reach_the_reader() -> None:
     finally:
         for f in (r, w):
             os.close(f)
-        a.close()
-        b.close()
