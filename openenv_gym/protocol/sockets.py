@@ -182,36 +182,19 @@ class FrameReader:
         return decode(self.read(deadline))
 
     def _recv(self, n: int, deadline: float | None) -> bytes:
-        sock = self.sock
-        if self.spin:
-            data = self._spin(n)
-            if data is not None:
-                if not data:
-                    raise ConnectionResetError("connection closed by peer")
-                return data
-        if deadline is None:
-            if self.accept_fds:
-                data, ancdata, _, _ = sock.recvmsg(n, _FDS_SPACE)
-                self._take_fds(ancdata)
-            else:
-                data = sock.recv(n)
-        else:
-            data = self._bounded(n, deadline)
+        data = self._spin(n) if self.spin else None
+        if data is None:
+            data = self._recv_once(n) if deadline is None else self._bounded(n, deadline)
         if not data:
             raise ConnectionResetError("connection closed by peer")
         return data
 
     def _spin(self, n: int) -> bytes | None:
         """Poll without sleeping for up to :data:`SPIN_SECONDS`; None when nothing came."""
-        sock = self.sock
         end = time.perf_counter() + self.spin
         while True:
             try:
-                if self.accept_fds:
-                    data, ancdata, _, _ = sock.recvmsg(n, _FDS_SPACE, socket.MSG_DONTWAIT)
-                    self._take_fds(ancdata)
-                    return data
-                return sock.recv(n, socket.MSG_DONTWAIT)
+                return self._recv_once(n, socket.MSG_DONTWAIT)
             except BlockingIOError:
                 if time.perf_counter() > end:
                     return None
@@ -248,8 +231,16 @@ class FrameReader:
             if remaining <= 0:
                 raise socket.timeout("timed out")
         if isinstance(target, int):
-            return self.sock.recv(target, socket.MSG_DONTWAIT)
+            return self._recv_once(target, socket.MSG_DONTWAIT)
         return self.sock.recv_into(target, 0, socket.MSG_DONTWAIT)
+
+    def _recv_once(self, n: int, flags: int = 0) -> bytes:
+        """One ``recv`` of up to ``n`` bytes, taking descriptors that came along if accepted."""
+        if self.accept_fds:
+            data, ancdata, _, _ = self.sock.recvmsg(n, _FDS_SPACE, flags)
+            self._take_fds(ancdata)
+            return data
+        return self.sock.recv(n, flags)
 
     def _drain(self, n: int) -> None:
         chunk = bytearray(min(n, 1 << 20))
