@@ -59,8 +59,8 @@ class BinaryClient:
     def _connected(self, timeout: float) -> socket.socket:
         if self._sock is None:
             sock = connect(self.address, timeout)
-            # Blocking mode: deadlines are kept by send_frame/FrameReader, which costs no
-            # extra system call per message (a Python socket timeout adds a poll to each).
+            # Blocking mode: send_frame and FrameReader keep the deadlines themselves (a
+            # Python socket timeout would add a poll to every send, which here needs none).
             sock.settimeout(None)
             self._sock, self._reader = sock, FrameReader(sock, self.max_frame, spin=self.spin)
         return self._sock
