@@ -72,6 +72,63 @@ def test_crashing_completion_scores_zero(task_env: gym.Env) -> None:
     assert reward == 0.0  # an early clean exit proves nothing
 
 
+# Completions that try to earn a reward without solving the problem. The checks run in the
+# worker, outside the completion's process; each of these scored 1.0 when they ran inside it.
+HACKS = {
+    "an object equal to anything": "    class Yes:\n        def __eq__(self, other): return True\n"
+                                   "    return Yes()\n",
+    "an int subclass equal to anything": "    class Yes(int):\n        def __eq__(self, other): return True\n"
+                                         "        __hash__ = int.__hash__\n    return Yes(1)\n",
+    "a patched builtin": "    import builtins\n    builtins.abs = lambda x: 0  # abs(candidate(x) - y) < eps\n"
+                         "    return 0.0\n",
+    "a forged results file": "    import os\n    for root, dirs, files in os.walk('..'):\n"
+                             "        for name in ['results.txt', *files]:\n"
+                             "            try:\n"
+                             "                open(os.path.join(root, name), 'w').write("
+                             "'\\n'.join(map(str, range(50))))\n"
+                             "            except OSError:\n                pass\n    raise SystemExit(0)\n",
+}
+
+
+@pytest.mark.parametrize("hack", sorted(HACKS))
+def test_a_completion_cannot_fake_its_reward(task_env: gym.Env, hack: str) -> None:
+    # HumanEval/0 asserts `candidate(...) == value`, HumanEval/2 `abs(candidate(x) - y) < eps`
+    # (returning 0.0, the patched abs would be honestly right where 0 asserts `== False`).
+    for index in (2,) if hack == "a patched builtin" else (0, 2):
+        task_env.reset(options={"problem": index})
+        obs, reward, *_ = task_env.step({"code": HACKS[hack]})
+        assert reward == 0.0 and int(obs["tests_passed"]) == 0, (index, obs["stderr"])
+    if "equal" in hack:
+        assert "not plain data" in obs["stderr"]
+    # The env is unharmed: the next completion is judged as usual.
+    task_env.reset(options={"problem": 2})
+    assert task_env.step({"code": get_problem(2).canonical_solution})[1] == 1.0
+
+
+def test_a_check_that_hangs_or_exits_fails_alone(provider: str) -> None:
+    env = _make(provider, task="humaneval/0", per_check_timeout=1.0)
+    solution = get_problem(0).canonical_solution
+    try:
+        for trap, message in (("while True: pass", "check 1 timed out"),
+                              ("import os; os._exit(3)", "check 1 failed (the program exited with code 3")):
+            env.reset()
+            code = f"    if threshold == 0.05:  # only HumanEval/0's check 1\n        {trap}\n{solution}"
+            obs, reward, terminated, *_ = env.step({"code": code})
+            total = get_problem(0).num_checks
+            assert int(obs["tests_passed"]) == total - 1 and reward == pytest.approx((total - 1) / total)
+            assert message in obs["stderr"] and "restarted 1 time" in obs["stderr"]
+    finally:
+        env.close()
+
+
+def test_a_program_that_does_not_load_fails_every_check_at_once(task_env: gym.Env) -> None:
+    task_env.reset(options={"problem": 0})
+    obs, reward, *_ = task_env.step({"code": "  return oops\n"})  # an IndentationError
+    assert reward == 0.0 and "IndentationError" in obs["stderr"]
+    assert obs["stderr"].count("exited with code 1 before it was ready") == int(obs["tests_total"])
+    assert "restarted" not in obs["stderr"]  # not started again for every check
+
+
 def test_task_sampling_follows_the_seed(task_env: gym.Env) -> None:
     ids = [task_env.reset(seed=s)[1]["task_id"] for s in (5, 6, 5)]
     assert ids[0] == ids[2]

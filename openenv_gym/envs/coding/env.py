@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from openenv_gym.envs._exec import ExecResult, Limits
 from openenv_gym.envs.base import Environment
+from openenv_gym.envs.coding.grader import grade
 from openenv_gym.envs.coding.humaneval import NUM_PROBLEMS, Problem, get_problem
 from openenv_gym.envs.coding.models import CodeAction, CodeObservation
 from openenv_gym.envs.coding.sandbox import Repl, Sandbox
@@ -155,8 +156,8 @@ class CodingEnv(Environment):
             result = ExecResult(stderr="empty completion: nothing was run; it scores 0\n", exit_code=1)
             passed: set[int] = set()
         else:
-            result, passed = self.sandbox.run_checks(problem.prompt + action.code, problem, timeout,
-                                                     min(self.per_check_timeout, timeout))
+            result, passed = grade(self.sandbox, problem.prompt + action.code, problem, timeout,
+                                   min(self.per_check_timeout, timeout))
         obs = self._last = self._observe(result, passed=len(passed))
         reward = len(passed) / problem.num_checks
         terminated = len(passed) == problem.num_checks or self.attempts >= self.max_attempts

@@ -6,17 +6,19 @@ the child needs nothing of openenv_gym. Modes (``sys.argv[1]``):
 
 - ``run CODE_FILE``: execute the code as ``__main__``; an uncaught exception prints its
   traceback (without this runner's frame) and exits 1.
-- ``check PROGRAM_FILE PLAN_FILE RESULTS_FILE PER_CHECK_SECONDS``: execute the program,
-  then each statement of the test plan in its namespace; every check that passes
-  appends its index to the results file. A check that raises or overruns its alarm
-  fails alone; an early exit of the process fails the checks not yet reported.
-- ``repl CONTROL_FD STATUS_FD``: a persistent interpreter; reads length-prefixed cells
-  from the control pipe, runs each in one namespace, answers ``{"ok": bool}`` lines.
+- ``serve PROGRAM_FILE ENTRY_POINT CONTROL_FD STATUS_FD``: execute the program, send an
+  empty frame (ready), then answer calls of its entry point: each request is a pickled
+  ``(args, kwargs)``, each answer a pickled ``("ok", result)``, ``("raised", text)`` or
+  ``("refused", text)`` for a result that is not plain data. The checks themselves run in the worker
+  (:mod:`openenv_gym.envs.coding.grader`), out of this process's reach.
+- ``repl CONTROL_FD STATUS_FD``: a persistent interpreter; reads cells from the control
+  pipe, runs each in one namespace, answers ``{"ok": bool}``.
+
+Requests and answers are frames: an 8-byte big-endian length, then the bytes.
 """
 
 import json
 import os
-import signal
 import sys
 import traceback
 
@@ -52,61 +54,16 @@ def _run(code_file: str) -> int:
     return 0
 
 
-class _CheckTimeout(BaseException):
-    """Raised by the alarm when one check overruns (BaseException: `except Exception` in
-    the candidate cannot swallow it)."""
+def _read_frame(fd: int) -> bytes:
+    """One length-prefixed request from the control pipe (EOFError when the parent closed it)."""
+    return _read_exact(fd, int.from_bytes(_read_exact(fd, 8), "big"))
 
 
-def _on_alarm(signum, frame):
-    raise _CheckTimeout()
-
-
-def _check(program_file: str, plan_file: str, results_file: str, per_check: str) -> int:
-    with open(program_file, encoding="utf-8") as f:
-        program = f.read()
-    with open(plan_file, encoding="utf-8") as f:
-        plan = json.load(f)
-    namespace = _fresh_main()
-    sys.argv = ["<code>"]
-    try:
-        _exec(program, "<code>", namespace)
-        _exec(plan["preamble"], "<test>", namespace)
-        namespace["candidate"] = namespace[plan["entry_point"]]
-    except SystemExit:
-        raise
-    except BaseException:
-        _print_exc()
-        return 1
-    signal.signal(signal.SIGALRM, _on_alarm)
-    failed = 0
-    index = 0
-    for source, is_check in plan["plan"]:
-        signal.setitimer(signal.ITIMER_REAL, float(per_check))
-        try:
-            _exec(source, "<test>", namespace)
-            ok = True
-        except _CheckTimeout:
-            ok = False
-            print(f"check {index} timed out after {per_check} s: {source[:200]}", file=sys.stderr)
-        except SystemExit:
-            raise
-        except BaseException as exc:
-            ok = False
-            if is_check:
-                print(f"check {index} failed ({type(exc).__name__}: {exc}): {source[:200]}",
-                      file=sys.stderr)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        if is_check:
-            if ok:
-                # Opened per check: a crash later keeps what was already proven.
-                fd = os.open(results_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                os.write(fd, f"{index}\n".encode())
-                os.close(fd)
-            else:
-                failed += 1
-            index += 1
-    return 1 if failed else 0
+def _write_frame(fd: int, data: bytes) -> None:
+    """One length-prefixed answer on the status pipe."""
+    view = memoryview(len(data).to_bytes(8, "big") + data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _read_exact(fd: int, n: int) -> bytes:
@@ -119,6 +76,78 @@ def _read_exact(fd: int, n: int) -> bytes:
     return buf
 
 
+# What the grader lets in (``grader.plain_loads``); checked here too, so that a result it
+# would refuse gets an answer that says why instead of an unreadable pickle.
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _plain_error(value: object, depth: int = 0) -> "str | None":
+    """Why ``value`` is not plain data (exact builtin types only: a subclass of ``int``
+    could redefine ``==``), or None when it is."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return None
+    if depth > 100:
+        return "it is nested more than 100 levels deep"
+    if kind in (list, tuple, set, frozenset):
+        for item in value:
+            why = _plain_error(item, depth + 1)
+            if why:
+                return why
+        return None
+    if kind is dict:
+        for key, item in value.items():
+            why = _plain_error(key, depth + 1) or _plain_error(item, depth + 1)
+            if why:
+                return why
+        return None
+    return (f"it contains a {kind.__module__}.{kind.__qualname__}; checks compare plain "
+            "data only (None, bool, int, float, complex, str, bytes, list, tuple, set, dict)")
+
+
+def _serve(program_file: str, entry_point: str, control_fd: str, status_fd: str) -> int:
+    import pickle  # here: the other modes start without it
+
+    control, status = int(control_fd), int(status_fd)
+    with open(program_file, encoding="utf-8") as f:
+        program = f.read()
+    namespace = _fresh_main()
+    sys.argv = ["<code>"]
+    try:
+        _exec(program, "<code>", namespace)
+        function = namespace[entry_point]
+    except SystemExit:
+        raise
+    except BaseException:
+        _print_exc()
+        return 1
+    _write_frame(status, b"")  # ready: the program is loaded
+    while True:
+        try:
+            args, kwargs = pickle.loads(_read_frame(control))
+        except EOFError:
+            return 0
+        try:
+            value = function(*args, **kwargs)
+            why = _plain_error(value)
+            answer = ("ok", value) if why is None else ("refused", f"the result is not plain data: {why}")
+        except SystemExit:
+            raise
+        except BaseException as exc:
+            answer = ("raised", _describe(exc))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _write_frame(status, pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except BaseException:  # a __str__ that raises is the candidate's problem, not ours
+        text = type(exc).__name__
+    return text[:500]
+
+
 def _repl(control_fd: str, status_fd: str) -> int:
     control, status = int(control_fd), int(status_fd)
     namespace = _fresh_main()
@@ -126,8 +155,7 @@ def _repl(control_fd: str, status_fd: str) -> int:
     cell = 0
     while True:
         try:
-            size = int.from_bytes(_read_exact(control, 8), "big")
-            source = _read_exact(control, size).decode("utf-8")
+            source = _read_frame(control).decode("utf-8")
         except EOFError:
             return 0
         ok = True
@@ -141,12 +169,12 @@ def _repl(control_fd: str, status_fd: str) -> int:
         cell += 1
         sys.stdout.flush()
         sys.stderr.flush()
-        os.write(status, (json.dumps({"ok": ok}) + "\n").encode())
+        _write_frame(status, json.dumps({"ok": ok}).encode())
 
 
 def main() -> int:
     mode, args = sys.argv[1], sys.argv[2:]
-    return {"run": _run, "check": _check, "repl": _repl}[mode](*args)
+    return {"run": _run, "serve": _serve, "repl": _repl}[mode](*args)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""Where Coding-v0 runs code: a private folder per env, a fresh child per step, or a REPL.
+"""Where Coding-v0 runs code: a private folder per env, a fresh child per step, a REPL, or
+a child that answers calls of a completion's function (:class:`Conversation`).
 
 The folder (under :func:`tempfile.gettempdir`, which the docker provider makes a sized
-tmpfs) holds ``io/`` (code, test plan and results files the worker writes and reads) and
-one fresh, empty ``run-N/`` working directory per step. Everything is removed on close.
+tmpfs) holds ``io/`` (the code files the worker writes) and one fresh, empty ``run-N/``
+working directory per step. Everything is removed on close.
 
 Example:
     >>> box = Sandbox()
@@ -22,9 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from openenv_gym.envs._exec import Child, ExecResult, Limits, minimal_environ, python_argv
-from openenv_gym.envs.coding.humaneval import Problem
 
-__all__ = ["Sandbox", "Repl", "RUNNER_SOURCE"]
+__all__ = ["Sandbox", "Conversation", "Repl", "RUNNER_SOURCE", "MAX_ANSWER"]
 
 #: The child-side runner (see :mod:`openenv_gym.envs.coding.runner`), sent with ``-c``.
 RUNNER_SOURCE = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
@@ -62,11 +62,12 @@ class Sandbox:
         """The child's whole environment: HOME and TMPDIR are its working directory."""
         return minimal_environ(HOME=self.workdir, TMPDIR=self.workdir)
 
-    def _limits(self, timeout: float) -> Limits:
+    def child_limits(self, timeout: float) -> Limits:
+        """The limits of a child whose wall clock is ``timeout`` (CPU time follows it)."""
         return replace(self.limits, cpu_seconds=int(timeout) + 1) if self.limits.cpu_seconds else self.limits
 
     def _run(self, timeout: float, *args: str) -> ExecResult:
-        child = Child(python_argv(self._limits(timeout), RUNNER_SOURCE, *args), cwd=self.workdir,
+        child = Child(python_argv(self.child_limits(timeout), RUNNER_SOURCE, *args), cwd=self.workdir,
                       env=self.environ(), output_limit=self.output_limit)
         finished = child.pump(child.started + timeout)
         return child.finish(timed_out=not finished)
@@ -83,37 +84,95 @@ class Sandbox:
         Path(path).write_text(code, encoding="utf-8")
         return self._run(timeout, "run", path)
 
-    def run_checks(self, program: str, problem: Problem, timeout: float,
-                   per_check: float) -> tuple[ExecResult, set[int]]:
-        """Run a program, then each check of ``problem`` on it.
-
-        Returns:
-            The execution result and the indices of the checks that passed.
-        """
-        self.fresh_workdir()
-        program_path = os.path.join(self.io, "program.py")
-        plan_path = os.path.join(self.io, "plan.json")
-        results_path = os.path.join(self.io, "results.txt")
-        Path(program_path).write_text(program, encoding="utf-8")
-        Path(plan_path).write_text(json.dumps({"preamble": problem.preamble, "plan": problem.plan,
-                                               "entry_point": problem.entry_point}),
-                                   encoding="utf-8")
-        if os.path.exists(results_path):
-            os.unlink(results_path)
-        result = self._run(timeout, "check", program_path, plan_path, results_path, str(per_check))
-        passed: set[int] = set()
-        try:
-            with open(results_path, encoding="utf-8", errors="replace") as f:
-                for line in f.read(1 << 20).split():
-                    if line.isdigit() and int(line) < problem.num_checks:
-                        passed.add(int(line))
-        except OSError:
-            pass
-        return result, passed
-
     def close(self) -> None:
         """Remove the folder."""
         _remove(self.base)
+
+
+class Conversation:
+    """A runner mode in a child that reads framed requests from a control pipe and answers
+    each with one frame on a status pipe (see :mod:`openenv_gym.envs.coding.runner`).
+
+    Args:
+        sandbox: The folder to run in (its current working directory).
+        limits: The child's limits.
+        *args: The runner mode and its arguments; the two pipe descriptors are appended.
+    """
+
+    def __init__(self, sandbox: Sandbox, limits: Limits, *args: str) -> None:
+        control_r, self._control = os.pipe()
+        self._status, status_w = os.pipe()
+        try:
+            self.child = Child(python_argv(limits, RUNNER_SOURCE, *args, str(control_r), str(status_w)),
+                               cwd=sandbox.workdir, env=sandbox.environ(),
+                               output_limit=sandbox.output_limit, pass_fds=(control_r, status_w))
+        except BaseException:
+            self._close_fds()
+            raise
+        finally:
+            os.close(control_r)
+            os.close(status_w)
+        self._answers = self.child.watch(self._status, limit=MAX_ANSWER)
+        #: Frames received so far.
+        self.answered = 0
+
+    def ask(self, request: bytes, deadline: float) -> bytes | None:
+        """Send one request and wait for its answer (see :meth:`receive`)."""
+        self.send(request)
+        return self.receive(deadline)
+
+    def send(self, request: bytes) -> None:
+        """Send one request."""
+        try:
+            _write_all(self._control, len(request).to_bytes(8, "big") + request)
+        except BrokenPipeError:
+            pass  # it died before reading; receive sees the exit
+
+    def receive(self, deadline: float) -> bytes | None:
+        """The next frame from the child.
+
+        Returns:
+            The frame, or None when the child exited, flooded its output, sent a frame
+            larger than :data:`MAX_ANSWER` or let the deadline pass first.
+        """
+        answers = self._answers
+        self.child.pump(deadline, until=lambda: answers.dropped > 0 or _frame_end(answers.data) > 0)
+        end = 0 if answers.dropped else _frame_end(answers.data)
+        if not end:
+            return None
+        answer = bytes(answers.data[8:end])
+        del answers.data[:end]
+        self.answered += 1
+        return answer
+
+    @property
+    def oversized(self) -> bool:
+        """Whether the last answer was larger than :data:`MAX_ANSWER` (and dropped)."""
+        return self._answers.dropped > 0
+
+    def end(self, timed_out: bool = False) -> ExecResult:
+        """Kill the child (and all it started) and return what it did."""
+        result = self.child.finish(timed_out=timed_out)
+        self._close_fds()
+        return result
+
+    def _close_fds(self) -> None:
+        for fd in (self._control, self._status):
+            if fd >= 0:
+                os.close(fd)
+        self._control = self._status = -1
+
+
+#: Largest answer a child may send (a bigger one counts as no answer).
+MAX_ANSWER = 16 << 20
+
+
+def _frame_end(data: bytearray) -> int:
+    """Where the complete frame at the start of ``data`` ends, or 0 when there is none yet."""
+    if len(data) < 8:
+        return 0
+    end = 8 + int.from_bytes(data[:8], "big")
+    return end if len(data) >= end else 0
 
 
 class Repl:
@@ -128,74 +187,41 @@ class Repl:
 
     def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
-        self.child: Child | None = None
-        self._control = -1
-        self._status = -1
-        self._status_stream = None
+        self.conversation: Conversation | None = None
 
     def start(self) -> None:
         """Start the interpreter (returns at once; it boots while the agent thinks)."""
         self.stop()
-        control_r, self._control = os.pipe()
-        self._status, status_w = os.pipe()
         # No CPU rlimit: it would add up over the whole episode; each cell has a wall clock.
-        limits = replace(self.sandbox.limits, cpu_seconds=None)
-        try:
-            self.child = Child(python_argv(limits, RUNNER_SOURCE, "repl", str(control_r), str(status_w)),
-                               cwd=self.sandbox.workdir, env=self.sandbox.environ(),
-                               output_limit=self.sandbox.output_limit,
-                               pass_fds=(control_r, status_w))
-        finally:
-            os.close(control_r)
-            os.close(status_w)
-        self._status_stream = self.child.watch(self._status)
+        self.conversation = Conversation(self.sandbox, replace(self.sandbox.limits, cpu_seconds=None), "repl")
 
     def run_cell(self, code: str, timeout: float) -> ExecResult:
         """Run one cell; output is what the cell printed."""
         note = ""
-        if self.child is None or self.child.exited():
-            note = "[interpreter restarted: earlier state is gone]\n" if self.child else ""
+        if self.conversation is None or self.conversation.child.exited():
+            note = "[interpreter restarted: earlier state is gone]\n" if self.conversation else ""
             self.start()
-        child = self.child
-        assert child is not None and self._status_stream is not None
+        conversation = self.conversation
+        assert conversation is not None
+        child = conversation.child
         child.reset_output()
-        self._status_stream.data.clear()
         started = time.monotonic()
-        data = code.encode("utf-8")
-        try:
-            os.write(self._control, len(data).to_bytes(8, "big"))
-            _write_all(self._control, data)
-        except BrokenPipeError:
-            pass  # it died before reading; pump sees the exit
-        done = child.pump(started + timeout, until=lambda: b"\n" in self._status_stream.data)
+        answer = conversation.ask(code.encode("utf-8"), started + timeout)
         wall = time.monotonic() - started
-        if done and b"\n" in self._status_stream.data:
-            ok = json.loads(bytes(self._status_stream.data).split(b"\n", 1)[0]).get("ok", False)
+        if answer is not None:
+            ok = json.loads(answer).get("ok", False)
             result = child.snapshot(exit_code=0 if ok else 1)
         else:  # timed out, exited, or flooded: this interpreter is over
-            result = self._end(timed_out=not done)
+            result = conversation.end(timed_out=time.monotonic() >= started + timeout)
         result.wall_time = wall
         result.stderr = note + result.stderr
         return result
 
-    def _end(self, timed_out: bool) -> ExecResult:
-        assert self.child is not None
-        result = self.child.finish(timed_out=timed_out)
-        self._close_fds()
-        return result
-
-    def _close_fds(self) -> None:
-        for fd in (self._control, self._status):
-            if fd >= 0:
-                os.close(fd)
-        self._control = self._status = -1
-
     def stop(self) -> None:
         """Kill the interpreter and everything it started."""
-        if self.child is not None:
-            self.child.finish()
-            self.child = None
-        self._close_fds()
+        if self.conversation is not None:
+            self.conversation.end()
+            self.conversation = None
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -1,0 +1,242 @@
+"""Scoring a completion on a HumanEval problem with the checks out of the completion's reach.
+
+The completion's program runs in a limited child (:class:`~.sandbox.Conversation` in the
+runner's ``serve`` mode); the checks run here, in the worker, in a namespace built from the
+problem's own prompt and test preamble. Inside the checks ``candidate`` is a stand-in:
+each call sends the arguments to the child, which calls the real function and answers
+with its result. The answer is unpickled with every global refused, so it can only be
+plain data (None, bool, int, float, complex, str, bytes, list, tuple, set, dict): an object
+whose ``==`` always says yes, a patched builtin or a forged results file cannot pass a
+check, because nothing of the candidate's runs where the checks are judged.
+
+A check whose calls overrun ``per_check`` seconds, or during which the program exits,
+fails alone: the child is killed and the next check starts a fresh one. A program that
+never answers (it does not start) fails every check at once.
+
+Example:
+    >>> from openenv_gym.envs.coding.humaneval import get_problem
+    >>> from openenv_gym.envs.coding.sandbox import Sandbox
+    >>> box = Sandbox()
+    >>> problem = get_problem(0)
+    >>> result, passed = grade(box, problem.prompt + problem.canonical_solution, problem,
+    ...                        timeout=10.0, per_check=3.0)
+    >>> len(passed) == problem.num_checks, result.exit_code
+    (True, 0)
+    >>> box.close()
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import pickle
+import time
+from functools import lru_cache
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+from openenv_gym.envs._exec import TRUNCATION_MARK, ExecResult, Limits
+from openenv_gym.envs.coding.humaneval import Problem
+from openenv_gym.envs.coding.sandbox import MAX_ANSWER, Conversation, Sandbox
+
+__all__ = ["grade", "CandidateError", "CheckTimeout", "plain_loads"]
+
+
+class CandidateError(Exception):
+    """A call of the candidate did not return plain data: it raised, returned something
+    else, or its process exited."""
+
+
+class CheckTimeout(CandidateError):
+    """The candidate's calls in one check overran ``per_check`` seconds."""
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("builtins", "complex"):
+            return complex
+        raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
+
+
+def plain_loads(data: bytes) -> Any:
+    """Unpickle data from an untrusted process, refusing every class and function.
+
+    Args:
+        data: A pickle.
+
+    Returns:
+        Plain data only: builtin scalars and containers (and ``complex``).
+
+    Raises:
+        pickle.UnpicklingError: The pickle names a class or function, or is malformed.
+
+    Example:
+        >>> plain_loads(pickle.dumps({"a": (1, 2.5, None)}))
+        {'a': (1, 2.5, None)}
+    """
+    try:
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    except pickle.UnpicklingError:
+        raise
+    except Exception as exc:  # truncated or garbled: the same verdict
+        raise pickle.UnpicklingError(f"malformed answer: {type(exc).__name__}: {exc}") from None
+
+
+class _Candidate:
+    """Stands for the completion's entry point inside the checks."""
+
+    def __init__(self, sandbox: Sandbox, program_path: str, entry_point: str, limits: Limits) -> None:
+        self._args = (sandbox, limits, "serve", program_path, entry_point)
+        self._conversation: Conversation | None = None
+        self._failed_to_start = ""
+        #: Until when the calls of the current check may run (``time.monotonic()``).
+        self.deadline = 0.0
+        #: What each child did, in order.
+        self.results: list[ExecResult] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._failed_to_start:
+            raise CandidateError(self._failed_to_start)
+        try:
+            request = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise CandidateError(f"the check's arguments cannot be sent to the program: {exc}") from None
+        conversation = self._conversation or self._start()
+        frame = conversation.ask(request, self.deadline)
+        if frame is None:
+            raise self._lost(conversation, "during the call")
+        try:
+            answer = plain_loads(frame)
+        except pickle.UnpicklingError as exc:
+            self.stop()
+            raise CandidateError(f"the program's answer was refused: {exc}") from None
+        if type(answer) is tuple and len(answer) == 2 and answer[0] == "ok":
+            return answer[1]
+        if type(answer) is tuple and len(answer) == 2 and answer[0] in ("raised", "refused") \
+                and type(answer[1]) is str:
+            raise CandidateError(answer[1])
+        self.stop()
+        raise CandidateError("the program's answer was refused: not an answer")
+
+    def _start(self) -> Conversation:
+        """A fresh child with the program loaded (raises when it does not get that far)."""
+        conversation = self._conversation = Conversation(*self._args)
+        if conversation.receive(self.deadline) is None:
+            error = self._lost(conversation, "before it was ready to take calls")
+            self._failed_to_start = str(error) if str(error) != "timed out" else \
+                "the program did not load within the check's time"
+            raise CandidateError(self._failed_to_start)
+        return conversation
+
+    def _lost(self, conversation: Conversation, when: str) -> CandidateError:
+        """End a child that gave no answer; the error says why."""
+        timed_out = time.monotonic() >= self.deadline
+        flooded, oversized = conversation.child.flooded, conversation.oversized
+        result = self.stop(timed_out)
+        if timed_out:
+            return CheckTimeout("timed out")
+        why = ("was killed: it kept writing past the output cap" if flooded else
+               f"answered with more than {MAX_ANSWER >> 20} MiB" if oversized else
+               f"exited with code {result.exit_code}")
+        return CandidateError(f"the program {why} {when}")
+
+    def stop(self, timed_out: bool = False) -> ExecResult:
+        """End the current child (the next call starts a fresh one)."""
+        assert self._conversation is not None
+        result = self._conversation.end(timed_out=timed_out)
+        self._conversation = None
+        self.results.append(result)
+        return result
+
+    def close(self) -> None:
+        if self._conversation is not None:
+            self.stop()
+
+
+@lru_cache(maxsize=256)
+def _compiled(problem: Problem) -> tuple[CodeType, tuple[tuple[CodeType, bool, str], ...]]:
+    setup = compile(problem.prompt + "\n" + problem.preamble, f"<{problem.task_id} prompt and test>", "exec")
+    plan = tuple((compile(source, "<test>", "exec"), is_check, source) for source, is_check in problem.plan)
+    return setup, plan
+
+
+def grade(sandbox: Sandbox, program: str, problem: Problem, timeout: float,
+          per_check: float) -> tuple[ExecResult, set[int]]:
+    """Run ``program`` in a child and judge it with ``problem``'s checks, one at a time.
+
+    Args:
+        sandbox: The env's folder (a fresh working directory is made for the program).
+        program: The prompt and the completion.
+        problem: The problem whose checks judge it.
+        timeout: Wall-clock seconds for the whole step.
+        per_check: Seconds one check's calls may take.
+
+    Returns:
+        What the program printed, with a line per failed check on stderr (``exit_code`` 0
+        when every check passed, else 1; ``timed_out`` when the step's timeout cut the
+        checks short), and the indices of the checks that passed.
+    """
+    started = time.monotonic()
+    end = started + timeout
+    sandbox.fresh_workdir()
+    program_path = os.path.join(sandbox.io, "program.py")
+    Path(program_path).write_text(program, encoding="utf-8")
+    candidate = _Candidate(sandbox, program_path, problem.entry_point, sandbox.child_limits(timeout))
+    setup, plan = _compiled(problem)
+    # The checks' namespace: the problem's own prompt (helpers such as encode_cyclic) and
+    # test preamble, never the completion's code.
+    namespace: dict[str, Any] = {"__name__": "__check__", "__builtins__": builtins}
+    exec(setup, namespace)
+    namespace["candidate"] = namespace[problem.entry_point] = candidate
+    passed: set[int] = set()
+    notes: list[str] = []
+    index = 0
+    cut_short = False
+    try:
+        for code, is_check, source in plan:
+            now = time.monotonic()
+            cut_short = cut_short or now >= end
+            ok = False
+            if cut_short:
+                note = f"not run: the step's {timeout:g} s timeout passed"
+            else:
+                candidate.deadline = min(now + per_check, end)
+                try:
+                    exec(code, namespace)
+                    ok, note = True, ""
+                except CheckTimeout:
+                    note = f"timed out after {min(per_check, end - now):.3g} s"
+                except CandidateError as exc:
+                    note = f"failed ({exc})"
+                except Exception as exc:  # the check's own verdict (AssertionError) or error
+                    note = f"failed ({type(exc).__name__}{': ' if str(exc) else ''}{exc})"
+            if is_check:
+                if ok:
+                    passed.add(index)
+                else:
+                    notes.append(f"check {index} {note}: {source[:200]}")
+                index += 1
+    finally:
+        candidate.close()
+    return _combine(candidate.results, notes, sandbox.output_limit, started, cut_short, passed, index), passed
+
+
+def _combine(results: list[ExecResult], notes: list[str], limit: int, started: float,
+             cut_short: bool, passed: set[int], total: int) -> ExecResult:
+    """One result for the step: every child's output, then the notes on failed checks."""
+    stdout = "".join(r.stdout for r in results)
+    stderr = "".join(r.stderr for r in results)
+    restarts = len(results) - 1
+    if restarts > 0:
+        notes.append(f"[the program was restarted {restarts} time(s): a check that loses it "
+                     "(a timeout, an exit) leaves a fresh one to the next]")
+    stderr += "".join(note + "\n" for note in notes)
+    truncated = any(r.truncated for r in results)
+    if len(stdout) > limit:
+        stdout, truncated = stdout[:limit] + TRUNCATION_MARK.format(limit=limit), True
+    if len(stderr) > limit:
+        stderr, truncated = stderr[:limit] + TRUNCATION_MARK.format(limit=limit), True
+    return ExecResult(stdout=stdout, stderr=stderr, exit_code=0 if len(passed) == total else 1,
+                      timed_out=cut_short, wall_time=time.monotonic() - started, truncated=truncated)
