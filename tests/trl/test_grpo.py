@@ -70,7 +70,9 @@ def test_grpo_on_coding_rewards_are_the_envs(solver, tmp_path) -> None:
 
 def test_grpo_continues_through_a_timeout_and_a_crash(solver, tmp_path) -> None:
     model, tok = solver
-    hostile = iter(["while True:\n    pass\n", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"])
+    # A body that hangs in every check outlasts the 4 s episode (3 s per check); a hang at
+    # module level would not: a program that does not load fails all its checks at once.
+    hostile = iter(["    while True:\n        pass\n", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"])
 
     def action_fn(text: str) -> dict:
         # The first two completions of the run are replaced by a hang and a worker kill.
