@@ -217,6 +217,12 @@ class Child:
             if pipe is not None:
                 os.set_blocking(pipe.fileno(), False)
                 self._sel.register(pipe, selectors.EVENT_READ, stream)
+        # The child's exit wakes the selector too. Without it, a child whose pipes have
+        # closed but that is not yet reapable (its pipes close before it becomes a zombie)
+        # left pump() sleeping in an empty selector: measured, ~26 ms lost per git call.
+        self._pidfd = _pidfd_open(self.pid)
+        if self._pidfd >= 0:
+            self._sel.register(self._pidfd, selectors.EVENT_READ, None)
         self.flooded = False
         self.result: ExecResult | None = None
 
@@ -282,6 +288,8 @@ class Child:
     def _read(self, wait: float) -> bool:
         got = False
         for key, _ in self._sel.select(wait):
+            if key.data is None:
+                continue  # the pidfd: the child has exited, which the caller checks next
             try:
                 chunk = os.read(key.fd, 65536)
             except BlockingIOError:
@@ -317,6 +325,9 @@ class Child:
         for key in list(self._sel.get_map().values()):
             self._sel.unregister(key.fileobj)
         self._sel.close()
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
         for pipe in (self.proc.stdout, self.proc.stderr):
             if pipe is not None:
                 pipe.close()
@@ -325,6 +336,14 @@ class Child:
                                  timed_out=timed_out, wall_time=wall,
                                  truncated=bool(self.out.dropped or self.err.dropped))
         return self.result
+
+
+def _pidfd_open(pid: int) -> int:
+    """A descriptor that becomes readable when ``pid`` exits (Linux 5.3+), or -1."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return -1
 
 
 #: Children not finished yet (see :func:`kill_all`).
