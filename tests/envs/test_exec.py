@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from openenv_gym.envs._exec import Child, run
+from openenv_gym.envs._exec import Child, Limits, python_argv, run
 
 # Writes, closes its output, then lives on: its pipes reach EOF well before it exits.
 _CLOSES_EARLY = ("import os, sys, time\nprint('before', flush=True)\nos.close(1); os.close(2)\n"
@@ -37,3 +37,9 @@ def test_no_descriptor_outlives_its_child() -> None:
         child = Child(["sleep", "60"])
         child.finish()
     assert _open_fds() == before
+
+
+def test_python_children_skip_site_hooks_but_import_installed_packages() -> None:
+    script = "import sys, numpy\nprint(sys.flags.no_site, numpy.__name__)\nexit(3)"
+    result = run(python_argv(Limits(), script), timeout=30.0)
+    assert (result.exit_code, result.stdout) == (3, "1 numpy\n"), result.stderr
