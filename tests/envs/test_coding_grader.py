@@ -59,3 +59,12 @@ def test_an_oversized_answer_fails_its_check(box: Sandbox) -> None:
     program = problem.prompt + "    return b'x' * (17 << 20)\n"
     result, passed = grade(box, program, problem, timeout=20.0, per_check=5.0)
     assert not passed and "answered with more than 16 MiB during the call" in result.stderr
+
+
+def test_numpy_scalars_count_as_the_numbers_they_hold(box: Sandbox) -> None:
+    problem = get_problem(2)  # truncate_number: `abs(candidate(x) - y) < 1e-6`
+    scalar = problem.prompt + "    import numpy as np\n    return np.float64(number) % np.float64(1.0)\n"
+    assert len(grade(box, scalar, problem, timeout=20.0, per_check=5.0)[1]) == problem.num_checks
+    array = problem.prompt + "    import numpy as np\n    return np.array([number % 1.0])\n"
+    result, passed = grade(box, array, problem, timeout=20.0, per_check=5.0)
+    assert not passed and "numpy.ndarray" in result.stderr

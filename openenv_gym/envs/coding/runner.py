@@ -84,28 +84,28 @@ def _read_exact(fd: int, n: int) -> bytes:
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 
 
-def _plain_error(value: object, depth: int = 0) -> "str | None":
-    """Why ``value`` is not plain data (exact builtin types only: a subclass of ``int``
-    could redefine ``==``), or None when it is."""
+class _NotPlain(Exception):
+    pass
+
+
+def _plain(value: object, depth: int = 0) -> object:
+    """``value`` as plain data: exact builtin types only (a subclass of ``int`` could
+    redefine ``==``); numpy scalars become the Python numbers they hold, as ``==`` would
+    have treated them. Raises _NotPlain with the reason otherwise."""
     kind = type(value)
     if kind in _PLAIN:
-        return None
+        return value
     if depth > 100:
-        return "it is nested more than 100 levels deep"
+        raise _NotPlain("it is nested more than 100 levels deep")
     if kind in (list, tuple, set, frozenset):
-        for item in value:
-            why = _plain_error(item, depth + 1)
-            if why:
-                return why
-        return None
+        return kind(_plain(item, depth + 1) for item in value)
     if kind is dict:
-        for key, item in value.items():
-            why = _plain_error(key, depth + 1) or _plain_error(item, depth + 1)
-            if why:
-                return why
-        return None
-    return (f"it contains a {kind.__module__}.{kind.__qualname__}; checks compare plain "
-            "data only (None, bool, int, float, complex, str, bytes, list, tuple, set, dict)")
+        return {_plain(key, depth + 1): _plain(item, depth + 1) for key, item in value.items()}
+    if kind.__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return _plain(value.item(), depth + 1)  # np.float64(0.5), np.bool_(True)
+    raise _NotPlain(f"it contains a {kind.__module__}.{kind.__qualname__}; checks compare plain "
+                    "data only (None, bool, int, float, complex, str, bytes, list, tuple, set, "
+                    "dict, numpy scalars)")
 
 
 def _serve(program_file: str, entry_point: str, control_fd: str, status_fd: str) -> int:
@@ -131,9 +131,9 @@ def _serve(program_file: str, entry_point: str, control_fd: str, status_fd: str)
         except EOFError:
             return 0
         try:
-            value = function(*args, **kwargs)
-            why = _plain_error(value)
-            answer = ("ok", value) if why is None else ("refused", f"the result is not plain data: {why}")
+            answer = ("ok", _plain(function(*args, **kwargs)))
+        except _NotPlain as exc:
+            answer = ("refused", f"the result is not plain data: {exc}")
         except SystemExit:
             raise
         except BaseException as exc:
