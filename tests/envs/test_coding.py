@@ -222,6 +222,21 @@ def test_persistent_interpreter_keeps_state_within_an_episode(provider: str) -> 
         env.close()
 
 
+def test_a_cell_that_stops_the_interpreter_reading_cannot_hang_the_worker(provider: str) -> None:
+    env = _make(provider, persistent=True, step_timeout=2.0)
+    try:
+        env.reset()
+        # The runner reads cells with os.read: make it sleep instead, then send a cell larger
+        # than a pipe holds. The worker used to block on that write for good.
+        assert _run(env, "import os, time\nos.read = lambda fd, n: time.sleep(3600)")[1] == 1.0
+        obs, reward = _run(env, "x = 1\n" * 40_000, timeout=1.0)
+        assert bool(obs["timed_out"]) and reward == 0.0
+        obs, reward = _run(env, "print('fresh')")
+        assert obs["stdout"] == "fresh\n" and "restarted" in obs["stderr"]
+    finally:
+        env.close()
+
+
 def test_problems_split_per_assert() -> None:
     problems = load_problems()
     assert len(problems) == 164

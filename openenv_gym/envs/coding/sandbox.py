@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import tempfile
 import time
@@ -112,21 +113,40 @@ class Conversation:
         finally:
             os.close(control_r)
             os.close(status_w)
+        os.set_blocking(self._control, False)
         self._answers = self.child.watch(self._status, limit=MAX_ANSWER)
         #: Frames received so far.
         self.answered = 0
 
     def ask(self, request: bytes, deadline: float) -> bytes | None:
-        """Send one request and wait for its answer (see :meth:`receive`)."""
-        self.send(request)
+        """Send one request and wait for its answer (see :meth:`receive`); None also when
+        the child did not take the request before the deadline."""
+        if not self.send(request, deadline):
+            return None
         return self.receive(deadline)
 
-    def send(self, request: bytes) -> None:
-        """Send one request."""
-        try:
-            _write_all(self._control, len(request).to_bytes(8, "big") + request)
-        except BrokenPipeError:
-            pass  # it died before reading; receive sees the exit
+    def send(self, request: bytes, deadline: float) -> bool:
+        """Send one request; False when the child did not take it all before the deadline.
+
+        The pipe is written without blocking: a child that stops reading (its code can
+        replace the runner's ``os.read``) must not hang the worker on a full pipe.
+        """
+        view = memoryview(len(request).to_bytes(8, "big") + request)
+        poller = select.poll()
+        poller.register(self._control, select.POLLOUT)
+        while view:
+            try:
+                view = view[os.write(self._control, view):]
+            except BlockingIOError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                poller.poll(min(remaining, 0.05) * 1000)  # the child may also exit meanwhile
+                if self.child.exited():
+                    return True  # receive sees the exit
+            except BrokenPipeError:
+                return True  # it died before reading; receive sees the exit
+        return True
 
     def receive(self, deadline: float) -> bytes | None:
         """The next frame from the child.
@@ -222,12 +242,6 @@ class Repl:
         if self.conversation is not None:
             self.conversation.end()
             self.conversation = None
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def _remove(path: str) -> None:
