@@ -38,6 +38,15 @@ class _Handler(socketserver.BaseRequestHandler):
         max_frame: int = self.server.max_frame
         if sock.family != socket.AF_UNIX:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.server.lock:
+            self.server.connections.add(sock)
+        try:
+            self._serve(sock, service, max_frame)
+        finally:
+            with self.server.lock:
+                self.server.connections.discard(sock)
+
+    def _serve(self, sock: socket.socket, service: EnvService, max_frame: int) -> None:
         reader = FrameReader(sock, max_frame, accept_fds=True)
         while True:
             try:
@@ -93,14 +102,29 @@ class BinaryServer:
             self.address = f"tcp://{host}:{port}"
         self._server.service = service  # type: ignore[attr-defined]
         self._server.max_frame = max_frame  # type: ignore[attr-defined]
+        self._server.connections = set()  # type: ignore[attr-defined]
+        self._server.lock = threading.Lock()  # type: ignore[attr-defined]
         self._path = addr if kind == "unix" else None
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="binary-server", daemon=True)
         self._thread.start()
 
     def close(self) -> None:
-        """Stop accepting connections and remove the socket file."""
+        """Stop accepting connections, end the open ones and remove the socket file.
+
+        Open connections are shut down too: a worker that is going away must not answer a
+        request it can no longer serve (its sessions and slices are closed next) with an
+        error the client would take for the env's; a closed connection is a worker failure
+        the client knows how to handle (restart the worker).
+        """
         self._server.shutdown()
         self._server.server_close()
+        with self._server.lock:  # type: ignore[attr-defined]
+            open_now = list(self._server.connections)  # type: ignore[attr-defined]
+        for sock in open_now:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by its handler
         if self._path and os.path.exists(self._path):
             os.unlink(self._path)
