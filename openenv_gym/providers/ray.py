@@ -4,7 +4,10 @@ Each worker is a Ray actor (:class:`ServerHost`) that reserves ``num_cpus`` (and
 resources, e.g. ``{"docker": 1}`` for nodes that run an engine) on the node Ray picks, and
 starts ``python -m openenv_gym.server ENV --tcp-port 0`` there as its own child process.
 Only control goes through Ray (start, health, logs, stop); the data plane stays ours: the
-client talks to the worker's binary TCP address directly, never through Ray's object store.
+client talks to the worker's binary address directly, never through Ray's object store.
+The server also listens on a Unix socket in a private folder of its node: a trainer on the
+same host (the socket file is there) uses that, and with it shared-memory vector slices,
+as the process provider does; from anywhere else it uses TCP.
 
 The server binds 127.0.0.1 unless ``host="node"``: on a single machine (or a test cluster
 built with :class:`ray.cluster_utils.Cluster`) every node is loopback; on a real cluster the
@@ -17,8 +20,8 @@ still alive; its new address is read back from the new actor.
 Example:
     >>> provider = RayProvider(num_cpus=0.5)            # starts a local Ray if none runs
     >>> [worker] = provider.start("echo")
-    >>> worker.address.startswith("tcp://127.0.0.1:")
-    True
+    >>> worker.address.startswith("unix://"), worker.tcp_address.startswith("tcp://127.0.0.1:")
+    (True, True)
     >>> provider.close()                                # stops workers, shuts Ray down
 """
 
@@ -34,8 +37,11 @@ import collections  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import re  # noqa: E402
+import shutil  # noqa: E402
+import stat  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from typing import Any, Sequence  # noqa: E402
@@ -61,7 +67,7 @@ __all__ = ["RayProvider", "RayWorker", "ServerHost", "STRATEGIES"]
 STRATEGIES = ("SPREAD", "DEFAULT", "PACK", "STRICT_PACK", "STRICT_SPREAD")
 _GROUP_STRATEGIES = ("PACK", "STRICT_PACK", "STRICT_SPREAD")
 logger = logging.getLogger("openenv_gym.ray")
-_READY = re.compile(r"openenv-gym worker ready: .*binary=(\S+)")
+_READY = re.compile(r"openenv-gym worker ready: .*?binary=(\S+)(?: also=(\S+))?")
 
 
 class ServerHost:
@@ -95,21 +101,27 @@ class ServerHost:
         self.proc: subprocess.Popen | None = None
         self.lines: collections.deque[str] = collections.deque(maxlen=200)
         self.address: str | None = None
+        self.local_address: str | None = None
+        self.folder: str | None = None
         self._ready = threading.Event()
 
     def start(self, timeout: float) -> dict[str, Any]:
         """Start the server and wait until it serves.
 
         Returns:
-            ``address``, ``node_id``, ``node_ip``, ``actor_pid``, ``server_pid``.
+            ``address`` (TCP), ``local_address`` (the Unix socket on this node),
+            ``node_id``, ``node_ip``, ``actor_pid``, ``server_pid``.
         """
         if self.isolation == "docker":
             return self._start_container()
         from openenv_gym.providers.process import _worker_environ  # same PYTHONPATH rule
 
-        cmd = [sys.executable, "-m", "openenv_gym.server", self.env, "--tcp-port", "0",
+        # A private folder for the Unix socket; the server removes it if this actor dies.
+        self.folder = tempfile.mkdtemp(prefix="openenv-ray-")
+        cmd = [sys.executable, "-m", "openenv_gym.server", self.env,
+               "--unix", os.path.join(self.folder, "worker.sock"), "--tcp-port", "0",
                "--host", self.host, "--env-kwargs", self.kwargs_json,
-               "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
+               "--owner-pid", str(os.getpid()), "--owner-dir", self.folder, "--idle-timeout", "0"]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      env=_worker_environ())
@@ -125,7 +137,7 @@ class ServerHost:
             raise WorkerError(f"env server for {self.env!r} {what} on node "
                               f"{ray.util.get_node_ip_address()}.\n{self.logs()}")
         ctx = ray.get_runtime_context()
-        return {"address": self.address, "node_id": ctx.get_node_id(),
+        return {"address": self.address, "local_address": self.local_address, "node_id": ctx.get_node_id(),
                 "node_ip": ray.util.get_node_ip_address(), "actor_pid": os.getpid(),
                 "server_pid": self.proc.pid}
 
@@ -136,7 +148,8 @@ class ServerHost:
         [self.container] = docker.start(self.env, 1, json.loads(self.kwargs_json))
         self.relay = _TcpRelay(self.host, self.container.address)
         self.address = self.relay.address
-        return {"address": self.address, "node_id": ray.get_runtime_context().get_node_id(),
+        return {"address": self.address, "local_address": self.container.address,
+                "node_id": ray.get_runtime_context().get_node_id(),
                 "node_ip": ray.util.get_node_ip_address(), "actor_pid": os.getpid(),
                 "server_pid": 0, "container_id": self.container.container_id}
 
@@ -148,7 +161,8 @@ class ServerHost:
             self.lines.append(line)
             match = _READY.search(line)
             if match and self.address is None:
-                self.address = match.group(1)
+                # The Unix socket comes first, then TCP (see start()).
+                self.local_address, self.address = match.group(1), match.group(2)
                 self._ready.set()
         self._ready.set()  # the server exited: stop waiting
 
@@ -182,6 +196,8 @@ class ServerHost:
             self.container.stop()
         if self.proc is not None:
             terminate(self.proc)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class _TcpRelay:
@@ -249,7 +265,10 @@ class RayWorker(Worker):
     """An env server hosted by a Ray actor somewhere in the cluster.
 
     Attributes:
-        address: ``tcp://IP:PORT`` of the server (re-read on every restart).
+        address: Where the trainer reaches the server (re-read on every restart): its Unix
+            socket when that is on this host and ``local_sockets`` is on, else
+            :attr:`tcp_address`.
+        tcp_address: ``tcp://IP:PORT`` of the server.
         node_id: Hex id of the Ray node it runs on.
         node_ip: That node's IP as Ray sees it.
         pid: The env server's process id (on its node; 0 inside a container).
@@ -310,7 +329,9 @@ class RayWorker(Worker):
             ray.kill(actor, no_restart=True)
             raise WorkerError(f"worker {self.index} of {self.env!r} failed to start on Ray: "
                               f"{_cause(exc)}") from None
-        self.address = info["address"]
+        self.tcp_address = info["address"]
+        local = info.get("local_address")
+        self.address = local if p.local_sockets and local and _on_this_host(local) else self.tcp_address
         self.node_id, self.node_ip = info["node_id"], info["node_ip"]
         self.pid, self.actor_pid = info["server_pid"], info["actor_pid"]
         self.container_id = info.get("container_id")
@@ -355,6 +376,15 @@ class RayWorker(Worker):
             return str(ray.get(self.actor.logs.remote(tail), timeout=5.0))
         except (RayError, GetTimeoutError) as exc:
             return f"(logs unavailable: the actor is gone: {type(exc).__name__})"
+
+
+def _on_this_host(address: str) -> bool:
+    """Whether a worker's ``unix://`` socket is on this host (its file is here: the folder
+    names are random, so another host's socket does not exist here by chance)."""
+    try:
+        return stat.S_ISSOCK(os.stat(address[len("unix://"):]).st_mode)
+    except OSError:
+        return False
 
 
 def _cause(exc: BaseException) -> str:
@@ -423,6 +453,8 @@ class RayProvider(Provider):
             engine are picked).
         docker_options: Keyword arguments for the Docker provider on each node (e.g.
             ``{"container_options": {"mem_limit": "1g"}}``).
+        local_sockets: Reach workers on this host through their Unix socket (and vector
+            slices through shared memory) instead of TCP.
     """
 
     name = "ray"
@@ -434,7 +466,7 @@ class RayProvider(Provider):
                  placement_timeout: float = 120.0, alive_timeout: float = 5.0,
                  regroup_timeout: float = 10.0,
                  init_kwargs: dict[str, Any] | None = None, isolation: str = "process",
-                 docker_options: dict[str, Any] | None = None) -> None:
+                 docker_options: dict[str, Any] | None = None, local_sockets: bool = True) -> None:
         strategy = strategy.upper()
         if isolation not in ("process", "docker"):
             raise ValueError(f"isolation must be 'process' or 'docker', got {isolation!r}")
@@ -460,6 +492,7 @@ class RayProvider(Provider):
         self.init_kwargs = dict(init_kwargs or {})
         self.isolation = isolation
         self.docker_options = dict(docker_options or {})
+        self.local_sockets = local_sockets
         self._holds_ray = False
         self._connected = False
         self._groups: dict[str, Any] = {}

@@ -125,8 +125,8 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
     if http_port is None:
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        print(f"openenv-gym worker ready: env={service.env_name} binary={service.binary_address}",
-              flush=True)
+        print(f"openenv-gym worker ready: env={service.env_name} binary={service.binary_address}"
+              + "".join(f" also={server.address}" for server in servers[1:]), flush=True)
         done.wait()
         shutdown()
         return

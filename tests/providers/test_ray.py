@@ -66,8 +66,10 @@ def test_custom_resource_places_workers_only_on_nodes_that_offer_it(ray_cluster)
         names = _nodes(ray_cluster, workers)
         assert set(names) <= {"node_a", "node_b"} and "head" not in names
         for w in workers:
-            assert w.address.startswith("tcp://127.0.0.1:")
-            assert BinaryClient(w.address, 10).request({"op": "health"})["env"] == "echo"
+            # On this host the worker's Unix socket is reachable; TCP works as well.
+            assert w.address.startswith("unix://") and w.tcp_address.startswith("tcp://127.0.0.1:")
+            for address in (w.address, w.tcp_address):
+                assert BinaryClient(address, 10).request({"op": "health"})["env"] == "echo"
     finally:
         provider.stop_all(workers)
 
@@ -129,10 +131,33 @@ def test_stop_ends_actor_and_server_processes(ray_cluster, procs) -> None:
     provider = RayProvider(num_cpus=0.5)
     workers = provider.start("echo", 3)
     pids = {w.pid for w in workers} | {w.actor_pid for w in workers}
-    assert procs.running(pids) == pids and len(pids) == 6
+    folders = {os.path.dirname(w.address[len("unix://"):]) for w in workers}
+    assert procs.running(pids) == pids and len(pids) == 6 and all(map(os.path.isdir, folders))
     provider.stop_all(workers)
     assert not procs.wait_gone({w.pid for w in workers}, 10), "env servers still running after stop"
     assert all(not w.alive() for w in workers)
+    assert not any(map(os.path.exists, folders)), "socket folders left behind"
+
+
+def test_vector_env_on_this_host_uses_shared_memory_and_matches_tcp(ray_cluster) -> None:
+    def rollout(local_sockets: bool) -> tuple[list[bool], list[np.ndarray]]:
+        envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=4, env_id="CartPole-v1", provider="ray",
+                            envs_per_worker=2,
+                            provider_options={"num_cpus": 0.25, "local_sockets": local_sockets})
+        try:
+            shared = [piece.shared for piece in envs.pool.slices]
+            obs, _ = envs.reset(seed=3)
+            seen = [obs]
+            for t in range(40):
+                seen.append(envs.step(np.array([t % 2, 1, 0, t % 3 == 0]))[0])
+            return shared, seen
+        finally:
+            envs.close()
+
+    shared, by_socket = rollout(local_sockets=True)
+    inline, by_tcp = rollout(local_sockets=False)
+    assert shared == [True, True] and inline == [False, False]
+    np.testing.assert_array_equal(np.stack(by_socket), np.stack(by_tcp))
 
 
 def test_node_lost_mid_rollout_replaces_its_workers_and_the_rollout_continues(ray_cluster, procs) -> None:
@@ -237,11 +262,14 @@ def test_actor_starts_a_hardened_container_on_a_docker_node(ray_cluster) -> None
         for w in workers:
             attrs = engine.containers.get(w.container_id).attrs
             assert attrs["HostConfig"]["NetworkMode"] == "none" and attrs["HostConfig"]["ReadonlyRootfs"]
-            # The trainer reaches the container through the actor's TCP relay.
-            client = BinaryClient(w.address, 10)
-            sid = client.request({"op": "reset", "seed": 0})["sid"]
-            assert client.request({"op": "step", "sid": sid, "action": {"message": "hi"}})["obs"]["echo"] == "hi"
-            client.drop()
+            # The trainer reaches the container through its socket on this host, and from
+            # elsewhere through the actor's TCP relay.
+            assert w.address.startswith("unix://") and w.tcp_address.startswith("tcp://")
+            for address in (w.address, w.tcp_address):
+                client = BinaryClient(address, 10)
+                sid = client.request({"op": "reset", "seed": 0})["sid"]
+                assert client.request({"op": "step", "sid": sid, "action": {"message": "hi"}})["obs"]["echo"] == "hi"
+                client.drop()
         victim = workers[0]
         old = victim.container_id
         engine.containers.get(old).kill()
