@@ -3,12 +3,14 @@
 Starts a 3-node Ray cluster on loopback (``ray.cluster_utils.Cluster``: head + 2 nodes, each
 with logical CPUs; the machine's real cores are shared by all of them) and measures:
 
-  * Echo step round trip through ``RemoteEnv`` (median, p99): ray (TCP to an actor-hosted
-    server) vs process (Unix socket); with ``--docker``, also ray with ``isolation="docker"``
-    (container on the node, reached through the actor's TCP relay);
+  * Echo step round trip through ``RemoteEnv`` (median, p99): ray (an actor-hosted server,
+    reached through its Unix socket since every node is on this host) vs process (Unix
+    socket), and ray with ``local_sockets=False`` (TCP, as for a worker on another host);
+    with ``--docker``, also ray with ``isolation="docker"`` (container on the node);
   * CartPole vector throughput, ``gym.make_vec("OpenEnv/Gym-v0", num_envs=8)`` with
-    ``envs_per_worker`` 1 and 4, random actions, env-steps/s: ray (SPREAD over 3 nodes) vs
-    process; rounds alternate between providers and the median round is reported;
+    ``envs_per_worker`` 1 and 4, random actions, env-steps/s: ray (SPREAD over 3 nodes),
+    ray over TCP (inline slices) and process; rounds alternate between the three and the
+    median round is reported;
   * time to place 16 Echo workers (ray) vs to start 16 (process);
   * time to re-place the workers of a removed node.
 
@@ -39,6 +41,7 @@ from openenv_gym.providers.process import ProcessProvider  # noqa: E402
 from openenv_gym.providers.ray import RayProvider  # noqa: E402
 
 RAY_OPTIONS = {"num_cpus": 0.25}
+TCP = {"local_sockets": False}  # as for workers on another host
 
 
 def echo_latency(provider: str, options: dict[str, Any], n: int) -> dict[str, float]:
@@ -98,33 +101,38 @@ def main() -> None:
     ray.init(address=cluster.address, log_to_driver=False)
     print(f"3-node cluster up in {time.perf_counter() - t0:.1f} s")
     try:
-        rows = []
+        rows: list[tuple[str, float, float, float | None, str]] = []
         process = echo_latency("process", {}, args.steps)
         ray_lat = echo_latency("ray", RAY_OPTIONS, args.steps)
-        rows.append(("Echo step, median", process["median_ms"], ray_lat["median_ms"], "ms"))
-        rows.append(("Echo step, p99", process["p99_ms"], ray_lat["p99_ms"], "ms"))
+        ray_tcp = echo_latency("ray", {**RAY_OPTIONS, **TCP}, args.steps)
+        rows.append(("Echo step, median", process["median_ms"], ray_lat["median_ms"],
+                     ray_tcp["median_ms"], "ms"))
+        rows.append(("Echo step, p99", process["p99_ms"], ray_lat["p99_ms"], ray_tcp["p99_ms"], "ms"))
         if args.docker:
-            dock = echo_latency("ray", {**RAY_OPTIONS, "isolation": "docker",
-                                        "resources": {"docker": 1}}, args.steps)
-            rows.append(("Echo step, median (ray + docker isolation)", process["median_ms"],
-                         dock["median_ms"], "ms"))
+            dock = [echo_latency("ray", {**RAY_OPTIONS, **extra, "isolation": "docker",
+                                         "resources": {"docker": 1}}, args.steps)
+                    for extra in ({}, TCP)]
+            rows.append(("Echo step, median (ray + docker isolation; TCP: through the actor's relay)",
+                         process["median_ms"], dock[0]["median_ms"], dock[1]["median_ms"], "ms"))
 
         for k in (1, 4):
-            runs: dict[str, list[float]] = {"process": [], "ray": []}
+            runs: dict[str, list[float]] = {"process": [], "ray": [], "ray tcp": []}
             for _ in range(args.rounds):
                 runs["process"].append(vector_throughput("process", {}, k, args.vector_steps))
                 runs["ray"].append(vector_throughput("ray", {**RAY_OPTIONS, "strategy": "SPREAD"},
                                                      k, args.vector_steps))
+                runs["ray tcp"].append(vector_throughput(
+                    "ray", {**RAY_OPTIONS, **TCP, "strategy": "SPREAD"}, k, args.vector_steps))
             rows.append((f"CartPole num_envs=8, envs_per_worker={k}",
                          statistics.median(runs["process"]), statistics.median(runs["ray"]),
-                         "env-steps/s"))
+                         statistics.median(runs["ray tcp"]), "env-steps/s"))
 
         proc_provider = ProcessProvider()
         proc_s, proc_workers = place(proc_provider, 16)
         proc_provider.stop_all(proc_workers)
         ray_provider = RayProvider(**RAY_OPTIONS, strategy="SPREAD")
         ray_s, workers = place(ray_provider, 16)
-        rows.append(("start 16 Echo workers", proc_s, ray_s, "s"))
+        rows.append(("start 16 Echo workers", proc_s, ray_s, None, "s"))
 
         lost = [w for w in workers if w.node_id == nodes[0].node_id]
         cluster.remove_node(nodes[0])
@@ -137,10 +145,11 @@ def main() -> None:
         ray_provider.stop_all(workers)
 
         print()
-        print("| measure | process | ray | ray / process |")
-        print("|---|---|---|---|")
-        for name, p, r, unit in rows:
-            print(f"| {name} ({unit}) | {p:.3g} | {r:.3g} | {r / p:.2f}x |")
+        print("| measure | process | ray | ray / process | ray over TCP | TCP / process |")
+        print("|---|---|---|---|---|---|")
+        for name, p, r, t, unit in rows:
+            tcp = f"{t:.3g} | {t / p:.2f}x" if t is not None else "| "
+            print(f"| {name} ({unit}) | {p:.3g} | {r:.3g} | {r / p:.2f}x | {tcp} |")
         print(f"\nnode removed with {len(lost)} of 16 workers on it: detected and all re-placed "
               f"on the surviving nodes in {replace_s:.2f} s")
     finally:
