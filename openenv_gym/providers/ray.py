@@ -118,10 +118,13 @@ class ServerHost:
 
         # A private folder for the Unix socket; the server removes it if this actor dies.
         self.folder = tempfile.mkdtemp(prefix="openenv-ray-")
-        cmd = [sys.executable, "-m", "openenv_gym.server", self.env,
-               "--unix", os.path.join(self.folder, "worker.sock"), "--tcp-port", "0",
+        sock = os.path.join(self.folder, "worker.sock")
+        # A socket path longer than the kernel takes (108 bytes; a long TMPDIR) would fail
+        # the bind and so the worker: serve TCP alone then.
+        unix = ["--unix", sock, "--owner-dir", self.folder] if len(sock.encode()) < 100 else []
+        cmd = [sys.executable, "-m", "openenv_gym.server", self.env, *unix, "--tcp-port", "0",
                "--host", self.host, "--env-kwargs", self.kwargs_json,
-               "--owner-pid", str(os.getpid()), "--owner-dir", self.folder, "--idle-timeout", "0"]
+               "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      env=_worker_environ())
@@ -161,8 +164,11 @@ class ServerHost:
             self.lines.append(line)
             match = _READY.search(line)
             if match and self.address is None:
-                # The Unix socket comes first, then TCP (see start()).
-                self.local_address, self.address = match.group(1), match.group(2)
+                for found in match.groups():
+                    if found and found.startswith("unix://"):
+                        self.local_address = found
+                    elif found:
+                        self.address = found
                 self._ready.set()
         self._ready.set()  # the server exited: stop waiting
 

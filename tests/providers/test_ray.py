@@ -139,6 +139,18 @@ def test_stop_ends_actor_and_server_processes(ray_cluster, procs) -> None:
     assert not any(map(os.path.exists, folders)), "socket folders left behind"
 
 
+def test_a_socket_path_too_long_for_the_kernel_falls_back_to_tcp(ray_cluster, tmp_path) -> None:
+    deep = tmp_path / ("d" * 100)
+    deep.mkdir()
+    provider = RayProvider(num_cpus=0.25, runtime_env={"env_vars": {"TMPDIR": str(deep)}})
+    [worker] = provider.start("echo")
+    try:
+        assert worker.address == worker.tcp_address and worker.address.startswith("tcp://")
+        assert BinaryClient(worker.address, 10).request({"op": "health"})["env"] == "echo"
+    finally:
+        provider.stop_all([worker])
+
+
 def test_vector_env_on_this_host_uses_shared_memory_and_matches_tcp(ray_cluster) -> None:
     def rollout(local_sockets: bool) -> tuple[list[bool], list[np.ndarray]]:
         envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=4, env_id="CartPole-v1", provider="ray",
