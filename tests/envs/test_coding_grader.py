@@ -6,10 +6,13 @@ import os
 import pickle
 from typing import Iterator
 
+import msgpack
+import numpy as np
 import pytest
 
-from openenv_gym.envs.coding.grader import grade, plain_loads
+from openenv_gym.envs.coding.grader import grade
 from openenv_gym.envs.coding.humaneval import get_problem
+from openenv_gym.envs.coding.runner import NotPlain, pack_plain, unpack_plain
 from openenv_gym.envs.coding.sandbox import Sandbox
 
 
@@ -25,17 +28,37 @@ class _Evil:
         return (os.system, ("true",))
 
 
-@pytest.mark.parametrize("value", [os.system, _Evil(), ("ok", [1, {"k": _Evil()}]), ("ok", 1.5j, OSError())])
-def test_plain_loads_refuses_anything_that_names_a_global(value: object) -> None:
-    with pytest.raises(pickle.UnpicklingError, match="not plain data"):
-        plain_loads(pickle.dumps(value))
+class _Yes(int):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = int.__hash__
 
 
-def test_plain_loads_keeps_plain_data_exactly() -> None:
-    value = ("ok", {"a": [1, 2.5, float("inf"), None, True], 3: (b"x", {1, 2}, frozenset({3}), 1j)})
-    assert plain_loads(pickle.dumps(value)) == value
-    with pytest.raises(pickle.UnpicklingError):  # truncated
-        plain_loads(pickle.dumps(value)[:-3])
+@pytest.mark.parametrize("value", [os.system, _Evil(), ["ok", [1, {"k": _Evil()}]], ["ok", 1.5j, OSError()],
+                                   _Yes(1), ["ok", (1, _Yes(2))]])
+def test_only_plain_data_is_sent(value: object) -> None:
+    with pytest.raises(NotPlain, match="checks compare plain data only"):
+        pack_plain(value)
+
+
+@pytest.mark.parametrize("data", [
+    pickle.dumps(os.system),  # a pickle is not plain data, and is never unpickled
+    msgpack.packb(msgpack.ExtType(42, b"")),  # an extension of ours it does not know
+    msgpack.packb(msgpack.ExtType(4, msgpack.packb(["1", "2"]))),  # a complex of strings
+    msgpack.packb({(1,): 2}, strict_types=False)[:-1],  # truncated
+])
+def test_what_is_not_plain_data_is_refused(data: bytes) -> None:
+    with pytest.raises(NotPlain):
+        unpack_plain(data)
+
+
+def test_plain_data_crosses_exactly() -> None:
+    value = ["ok", {"a": [1, 2.5, float("inf"), None, True], 3: (b"x", {1, 2}, frozenset({3}), 1j),
+                    (1, "k"): 2 ** 200, "neg": -(2 ** 70)}]
+    back = unpack_plain(pack_plain(value))
+    assert back == value and type(back[1][3]) is tuple and type(back[1][3][1]) is set
+    assert unpack_plain(pack_plain([np.float64(0.5), np.bool_(True)])) == [0.5, True]
 
 
 def test_output_and_results_of_a_passing_program(box: Sandbox) -> None:

@@ -4,8 +4,9 @@ The completion's program runs in a limited child (:class:`~.sandbox.Conversation
 runner's ``serve`` mode); the checks run here, in the worker, in a namespace built from the
 problem's own prompt and test preamble. Inside the checks ``candidate`` is a stand-in:
 each call sends the arguments to the child, which calls the real function and answers
-with its result. The answer is unpickled with every global refused, so it can only be
-plain data (None, bool, int, float, complex, str, bytes, list, tuple, set, dict): an object
+with its result, both ways as plain data (msgpack with a few extension types:
+:func:`~openenv_gym.envs.coding.runner.pack_plain`), which decodes to None, bool, int,
+float, complex, str, bytes, list, tuple, set or dict and nothing else: an object
 whose ``==`` always says yes, a patched builtin or a forged results file cannot pass a
 check, because nothing of the candidate's runs where the checks are judged.
 
@@ -28,9 +29,7 @@ Example:
 from __future__ import annotations
 
 import builtins
-import io
 import os
-import pickle
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -39,9 +38,10 @@ from typing import Any
 
 from openenv_gym.envs._exec import TRUNCATION_MARK, ExecResult, Limits
 from openenv_gym.envs.coding.humaneval import Problem
+from openenv_gym.envs.coding.runner import NotPlain, pack_plain, unpack_plain
 from openenv_gym.envs.coding.sandbox import MAX_ANSWER, Conversation, Sandbox
 
-__all__ = ["grade", "CandidateError", "CheckTimeout", "plain_loads"]
+__all__ = ["grade", "CandidateError", "CheckTimeout"]
 
 
 class CandidateError(Exception):
@@ -51,37 +51,6 @@ class CandidateError(Exception):
 
 class CheckTimeout(CandidateError):
     """The candidate's calls in one check overran ``per_check`` seconds."""
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) == ("builtins", "complex"):
-            return complex
-        raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
-
-
-def plain_loads(data: bytes) -> Any:
-    """Unpickle data from an untrusted process, refusing every class and function.
-
-    Args:
-        data: A pickle.
-
-    Returns:
-        Plain data only: builtin scalars and containers (and ``complex``).
-
-    Raises:
-        pickle.UnpicklingError: The pickle names a class or function, or is malformed.
-
-    Example:
-        >>> plain_loads(pickle.dumps({"a": (1, 2.5, None)}))
-        {'a': (1, 2.5, None)}
-    """
-    try:
-        return _PlainUnpickler(io.BytesIO(data)).load()
-    except pickle.UnpicklingError:
-        raise
-    except Exception as exc:  # truncated or garbled: the same verdict
-        raise pickle.UnpicklingError(f"malformed answer: {type(exc).__name__}: {exc}") from None
 
 
 class _Candidate:
@@ -100,21 +69,21 @@ class _Candidate:
         if self._failed_to_start:
             raise CandidateError(self._failed_to_start)
         try:
-            request = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:
+            request = pack_plain([args, kwargs])
+        except NotPlain as exc:
             raise CandidateError(f"the check's arguments cannot be sent to the program: {exc}") from None
         conversation = self._conversation or self._start()
         frame = conversation.ask(request, self.deadline)
         if frame is None:
             raise self._lost(conversation, "during the call")
         try:
-            answer = plain_loads(frame)
-        except pickle.UnpicklingError as exc:
+            answer = unpack_plain(frame)
+        except NotPlain as exc:
             self.stop()
             raise CandidateError(f"the program's answer was refused: {exc}") from None
-        if type(answer) is tuple and len(answer) == 2 and answer[0] == "ok":
+        if type(answer) is list and len(answer) == 2 and answer[0] == "ok":
             return answer[1]
-        if type(answer) is tuple and len(answer) == 2 and answer[0] in ("raised", "refused") \
+        if type(answer) is list and len(answer) == 2 and answer[0] in ("raised", "refused") \
                 and type(answer[1]) is str:
             raise CandidateError(answer[1])
         self.stop()

@@ -1,18 +1,20 @@
-"""Code that runs *inside* the child interpreter (never imported by the worker).
+"""Code that runs *inside* the child interpreter.
 
 The worker sends this file's source through ``python -I -S -c`` after an rlimit prelude
 (:func:`openenv_gym.envs._exec.python_argv`), so a step costs one interpreter start and
-the child needs nothing of openenv_gym. Modes (``sys.argv[1]``):
+the child needs nothing of openenv_gym. The worker imports only the plain-data codec from
+here (:func:`pack_plain`, :func:`unpack_plain`), so both ends share it. Modes
+(``sys.argv[1]``):
 
 - ``run CODE_FILE``: execute the code as ``__main__``; an uncaught exception prints its
   traceback (without this runner's frame) and exits 1.
 - ``serve PROGRAM_FILE ENTRY_POINT CONTROL_FD STATUS_FD``: execute the program, send an
-  empty frame (ready), then answer calls of its entry point: each request is a pickled
-  ``(args, kwargs)``, each answer a pickled ``("ok", result)``, ``("raised", text)`` or
-  ``("refused", text)`` for a result that is not plain data. The checks themselves run in the worker
-  (:mod:`openenv_gym.envs.coding.grader`), out of this process's reach.
+  empty frame (ready), then answer calls of its entry point: each request is
+  ``[args, kwargs]``, each answer ``["ok", result]``, ``["raised", text]`` or
+  ``["refused", text]`` (a result that is not plain data), all as plain data. The checks
+  themselves run in the worker (:mod:`openenv_gym.envs.coding.grader`), out of reach.
 - ``repl CONTROL_FD STATUS_FD``: a persistent interpreter; reads cells from the control
-  pipe, runs each in one namespace, answers ``{"ok": bool}``.
+  pipe, runs each in one namespace, answers ``1`` (ran) or ``0`` (raised).
 
 Requests and answers are frames: an 8-byte big-endian length, then the bytes.
 """
@@ -21,7 +23,7 @@ import os
 import sys
 
 # Only os and sys at the top: every import here is paid by every step's interpreter start
-# (json and traceback cost 11 and 4 ms here); the modes import what they use.
+# (msgpack and traceback cost 8 and 4 ms here); the modes import what they use.
 
 
 def _print_exc() -> None:
@@ -79,38 +81,89 @@ def _read_exact(fd: int, n: int) -> bytes:
     return buf
 
 
-# What the grader lets in (``grader.plain_loads``); checked here too, so that a result it
-# would refuse gets an answer that says why instead of an unreadable pickle.
-_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+class NotPlain(Exception):
+    """A value that is not plain data, or bytes that do not decode to plain data."""
 
 
-class _NotPlain(Exception):
-    pass
+# Plain data is msgpack (data only: decoding it runs no code, unlike a pickle) plus
+# extension types for what msgpack has no type of.
+_TUPLE, _SET, _FROZENSET, _COMPLEX, _BIGINT = 1, 2, 3, 4, 5
+_EXT_CODES = {tuple: _TUPLE, set: _SET, frozenset: _FROZENSET}
+_EXT_KINDS = {code: kind for kind, code in _EXT_CODES.items()}
 
 
-def _plain(value: object, depth: int = 0) -> object:
-    """``value`` as plain data: exact builtin types only (a subclass of ``int`` could
-    redefine ``==``); numpy scalars become the Python numbers they hold, as ``==`` would
-    have treated them. Raises _NotPlain with the reason otherwise."""
+def pack_plain(value: object) -> bytes:
+    """Encode plain data: None, bool, int, float, complex, str, bytes, list, tuple, set,
+    frozenset, dict of those; numpy scalars as the Python numbers they hold (as ``==``
+    treats them). Exact types only: a subclass of ``int`` could redefine ``==``.
+
+    Raises:
+        NotPlain: Anything else, with the reason.
+    """
+    import msgpack  # here: only the serve mode pays for it
+
+    return msgpack.packb(_packable(value, msgpack, 0), use_bin_type=True)
+
+
+def _packable(value: "Any", msgpack: "Any", depth: int) -> object:
+    """``value`` as msgpack types and extension types (see :func:`pack_plain`)."""
     kind = type(value)
-    if kind in _PLAIN:
+    if kind in (type(None), bool, float, str, bytes):
         return value
+    if kind is int:
+        if -(1 << 63) <= value < (1 << 64):
+            return value
+        try:
+            return msgpack.ExtType(_BIGINT, str(value).encode())
+        except ValueError:  # more digits than int <-> str converts
+            raise NotPlain("it holds an int too large to convert") from None
     if depth > 100:
-        raise _NotPlain("it is nested more than 100 levels deep")
-    if kind in (list, tuple, set, frozenset):
-        return kind(_plain(item, depth + 1) for item in value)
+        raise NotPlain("it is nested more than 100 levels deep")
+    if kind is list:
+        return [_packable(item, msgpack, depth + 1) for item in value]
     if kind is dict:
-        return {_plain(key, depth + 1): _plain(item, depth + 1) for key, item in value.items()}
+        return {_packable(k, msgpack, depth + 1): _packable(v, msgpack, depth + 1)
+                for k, v in value.items()}
+    if kind in _EXT_CODES:
+        items = [_packable(item, msgpack, depth + 1) for item in value]
+        return msgpack.ExtType(_EXT_CODES[kind], msgpack.packb(items, use_bin_type=True))
+    if kind is complex:
+        return msgpack.ExtType(_COMPLEX, msgpack.packb([value.real, value.imag]))
     if kind.__module__ == "numpy" and getattr(value, "shape", None) == ():
-        return _plain(value.item(), depth + 1)  # np.float64(0.5), np.bool_(True)
-    raise _NotPlain(f"it contains a {kind.__module__}.{kind.__qualname__}; checks compare plain "
-                    "data only (None, bool, int, float, complex, str, bytes, list, tuple, set, "
-                    "dict, numpy scalars)")
+        return _packable(value.item(), msgpack, depth + 1)  # np.float64(0.5), np.bool_(True)
+    raise NotPlain(f"it contains a {kind.__module__}.{kind.__qualname__}; checks compare plain "
+                   "data only (None, bool, int, float, complex, str, bytes, list, tuple, set, "
+                   "dict, numpy scalars)")
+
+
+def unpack_plain(data: bytes) -> object:
+    """Decode what :func:`pack_plain` made; safe on bytes from an untrusted process.
+
+    Raises:
+        NotPlain: The bytes are not plain data as :func:`pack_plain` writes it.
+    """
+    import msgpack
+
+    def ext_hook(code: int, payload: bytes) -> object:
+        if code == _BIGINT:
+            return int(payload.decode("ascii"))
+        items = msgpack.unpackb(payload, raw=False, strict_map_key=False, ext_hook=ext_hook)
+        if code in _EXT_KINDS and type(items) is list:
+            return _EXT_KINDS[code](items)
+        if code == _COMPLEX and type(items) is list and len(items) == 2 \
+                and all(type(x) is float for x in items):
+            return complex(*items)
+        raise NotPlain(f"unknown extension {code}")
+
+    try:
+        return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=ext_hook)
+    except NotPlain:
+        raise
+    except Exception as exc:  # truncated, garbled, an unhashable key, too deep
+        raise NotPlain(f"malformed: {type(exc).__name__}: {exc}") from None
 
 
 def _serve(program_file: str, entry_point: str, control_fd: str, status_fd: str) -> int:
-    import pickle  # here: the other modes start without it
-
     control, status = int(control_fd), int(status_fd)
     with open(program_file, encoding="utf-8") as f:
         program = f.read()
@@ -127,20 +180,20 @@ def _serve(program_file: str, entry_point: str, control_fd: str, status_fd: str)
     _write_frame(status, b"")  # ready: the program is loaded
     while True:
         try:
-            args, kwargs = pickle.loads(_read_frame(control))
+            args, kwargs = unpack_plain(_read_frame(control))
         except EOFError:
             return 0
         try:
-            answer = ("ok", _plain(function(*args, **kwargs)))
-        except _NotPlain as exc:
-            answer = ("refused", f"the result is not plain data: {exc}")
+            answer = pack_plain(["ok", function(*args, **kwargs)])
+        except NotPlain as exc:
+            answer = pack_plain(["refused", f"the result is not plain data: {exc}"])
         except SystemExit:
             raise
         except BaseException as exc:
-            answer = ("raised", _describe(exc))
+            answer = pack_plain(["raised", _describe(exc)])
         sys.stdout.flush()
         sys.stderr.flush()
-        _write_frame(status, pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+        _write_frame(status, answer)
 
 
 def _describe(exc: BaseException) -> str:
@@ -152,8 +205,6 @@ def _describe(exc: BaseException) -> str:
 
 
 def _repl(control_fd: str, status_fd: str) -> int:
-    import json
-
     control, status = int(control_fd), int(status_fd)
     namespace = _fresh_main()
     sys.argv = ["<cell>"]
@@ -174,7 +225,7 @@ def _repl(control_fd: str, status_fd: str) -> int:
         cell += 1
         sys.stdout.flush()
         sys.stderr.flush()
-        _write_frame(status, json.dumps({"ok": ok}).encode())
+        _write_frame(status, b"1" if ok else b"0")
 
 
 def main() -> int:

@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import shutil
@@ -229,8 +228,7 @@ class Repl:
         answer = conversation.ask(code.encode("utf-8"), started + timeout)
         wall = time.monotonic() - started
         if answer is not None:
-            ok = json.loads(answer).get("ok", False)
-            result = child.snapshot(exit_code=0 if ok else 1)
+            result = child.snapshot(exit_code=0 if answer == b"1" else 1)
         else:  # timed out, exited, or flooded: this interpreter is over
             result = conversation.end(timed_out=time.monotonic() >= started + timeout)
         result.wall_time = wall
