@@ -22,7 +22,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from openenv_gym.envs._exec import Child, ExecResult, Limits, minimal_environ, python_argv
+from openenv_gym.envs._exec import Child, ExecResult, Limits, minimal_environ, python_argv, run
 
 __all__ = ["Sandbox", "Conversation", "Repl", "RUNNER_SOURCE", "MAX_ANSWER"]
 
@@ -66,12 +66,6 @@ class Sandbox:
         """The limits of a child whose wall clock is ``timeout`` (CPU time follows it)."""
         return replace(self.limits, cpu_seconds=int(timeout) + 1) if self.limits.cpu_seconds else self.limits
 
-    def _run(self, timeout: float, *args: str) -> ExecResult:
-        child = Child(python_argv(self.child_limits(timeout), RUNNER_SOURCE, *args), cwd=self.workdir,
-                      env=self.environ(), output_limit=self.output_limit)
-        finished = child.pump(child.started + timeout)
-        return child.finish(timed_out=not finished)
-
     def run_code(self, code: str, timeout: float) -> ExecResult:
         """Run ``code`` as ``__main__`` in a fresh working directory.
 
@@ -82,7 +76,8 @@ class Sandbox:
         self.fresh_workdir()
         path = os.path.join(self.io, "code.py")
         Path(path).write_text(code, encoding="utf-8")
-        return self._run(timeout, "run", path)
+        return run(python_argv(self.child_limits(timeout), RUNNER_SOURCE, "run", path), timeout=timeout,
+                   cwd=self.workdir, env=self.environ(), output_limit=self.output_limit)
 
     def close(self) -> None:
         """Remove the folder."""
@@ -113,6 +108,8 @@ class Conversation:
             os.close(control_r)
             os.close(status_w)
         os.set_blocking(self._control, False)
+        self._writable = select.poll()
+        self._writable.register(self._control, select.POLLOUT)
         self._answers = self.child.watch(self._status, limit=MAX_ANSWER)
         #: Frames received so far.
         self.answered = 0
@@ -131,8 +128,6 @@ class Conversation:
         replace the runner's ``os.read``) must not hang the worker on a full pipe.
         """
         view = memoryview(len(request).to_bytes(8, "big") + request)
-        poller = select.poll()
-        poller.register(self._control, select.POLLOUT)
         while view:
             try:
                 view = view[os.write(self._control, view):]
@@ -140,7 +135,7 @@ class Conversation:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
-                poller.poll(min(remaining, 0.05) * 1000)  # the child may also exit meanwhile
+                self._writable.poll(min(remaining, 0.05) * 1000)  # the child may also exit meanwhile
                 if self.child.exited():
                     return True  # receive sees the exit
             except BrokenPipeError:
