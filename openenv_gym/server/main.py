@@ -95,6 +95,9 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
     if tcp_port is not None:
         servers.append(BinaryServer(service, f"tcp://{host}:{tcp_port}"))
     service.binary_address = servers[0].address if servers else None
+    # What providers read to learn the worker is up, and where (ray: the socket, then TCP).
+    ready = (f"openenv-gym worker ready: env={service.env_name} binary={service.binary_address}"
+             + "".join(f" also={server.address}" for server in servers[1:]))
     done = threading.Event()
 
     def stop(*_: Any) -> None:
@@ -125,8 +128,7 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
     if http_port is None:
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        print(f"openenv-gym worker ready: env={service.env_name} binary={service.binary_address}"
-              + "".join(f" also={server.address}" for server in servers[1:]), flush=True)
+        print(ready, flush=True)
         done.wait()
         shutdown()
         return
@@ -147,8 +149,7 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         sockets = [s for srv in getattr(server, "servers", []) for s in srv.sockets]
         port = sockets[0].getsockname()[1] if sockets else http_port
         service.http_address = f"http://{host}:{port}"
-        print(f"openenv-gym worker ready: env={service.env_name} binary={service.binary_address} "
-              f"http={service.http_address}", flush=True)
+        print(f"{ready} http={service.http_address}", flush=True)
 
     threading.Thread(target=announce, daemon=True).start()
     try:
