@@ -9,7 +9,9 @@ cap is killed instead of burning its whole timeout.
 
 Limits are applied *inside* the child (``resource.setrlimit`` in a Python prelude, or
 ``ulimit`` in a shell prefix) rather than through ``preexec_fn``, which is unsafe in the
-threaded worker.
+threaded worker (and forces a full ``fork``). Landlock (:mod:`openenv_gym.envs._confine`)
+must hold from the child's first instruction: such a child is started by a thread that
+confined itself.
 
 Example:
     >>> result = run([sys.executable, "-c", "print('hi')"], timeout=5.0)
@@ -29,7 +31,10 @@ import sys
 import time
 import weakref
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from openenv_gym.envs._confine import Ruleset
 
 __all__ = ["Limits", "ExecResult", "Child", "run", "kill_all", "minimal_environ", "python_argv",
            "TRUNCATION_MARK"]
@@ -196,19 +201,22 @@ class Child:
         output_limit: Bytes kept per stream.
         merge_stderr: Send stderr into stdout (one stream, like a terminal).
         pass_fds: Extra descriptors the child inherits.
+        confine: Landlock rules the child (and all it starts) is held to.
     """
 
     def __init__(self, argv: Sequence[str], *, cwd: str | None = None,
                  env: Mapping[str, str] | None = None, output_limit: int = 65536,
-                 merge_stderr: bool = False, pass_fds: Sequence[int] = ()) -> None:
+                 merge_stderr: bool = False, pass_fds: Sequence[int] = (),
+                 confine: Ruleset | None = None) -> None:
         self.output_limit = output_limit
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(
-            list(argv), cwd=cwd, env=dict(env) if env is not None else minimal_environ(),
+        start = functools.partial(
+            subprocess.Popen, list(argv), cwd=cwd, env=dict(env) if env is not None else minimal_environ(),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
             start_new_session=True, pass_fds=tuple(pass_fds), close_fds=True,
         )
+        self.proc = confine.spawn(start) if confine is not None else start()
         self.pid = self.proc.pid
         _live.add(self)
         self.out = _Stream(output_limit)
@@ -366,7 +374,8 @@ def kill_all() -> int:
 
 def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         env: Mapping[str, str] | None = None, output_limit: int = 65536,
-        merge_stderr: bool = False, pass_fds: Sequence[int] = ()) -> ExecResult:
+        merge_stderr: bool = False, pass_fds: Sequence[int] = (),
+        confine: Ruleset | None = None) -> ExecResult:
     """Run a command to completion or until its wall-clock deadline.
 
     Args:
@@ -377,6 +386,7 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         output_limit: Bytes kept per stream.
         merge_stderr: Send stderr into stdout.
         pass_fds: Extra descriptors the child inherits.
+        confine: Landlock rules the child is held to.
 
     Returns:
         The :class:`ExecResult`.
@@ -385,7 +395,7 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         OSError: The command could not be started (missing executable, bad cwd).
     """
     child = Child(argv, cwd=cwd, env=env, output_limit=output_limit, merge_stderr=merge_stderr,
-                  pass_fds=pass_fds)
+                  pass_fds=pass_fds, confine=confine)
     finished = child.pump(child.started + timeout)
     return child.finish(timed_out=not finished)
 

