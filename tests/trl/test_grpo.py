@@ -79,7 +79,9 @@ def test_grpo_continues_through_a_timeout_and_a_crash(solver, tmp_path) -> None:
         return {"code": next(hostile, None) or extract_code(text)}
 
     steps: list[list] = []
-    with EnvPool("coding", num_workers=2, provider="process", task="humaneval", episode_timeout=4.0,
+    # confine=False: a confined completion cannot signal its worker (Landlock), and this test
+    # needs a worker that dies mid-step.
+    with EnvPool("coding", num_workers=2, provider="process", task="humaneval", episode_timeout=4.0, confine=False,
                  failure_reward={"timeout": -1.0, "crash": -0.5}) as pool:
         reward = EnvReward(pool, option_columns=("problem",), action_fn=action_fn)
 

@@ -46,7 +46,9 @@ def test_env_error_gives_failure_reward_and_the_session_survives(caplog: pytest.
 def test_timeout_and_crash_give_defined_rewards_and_the_worker_is_replaced(
         caplog: pytest.LogCaptureFixture) -> None:
     kill_parent = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
-    with EnvPool("coding", num_workers=1, provider="process", episode_timeout=2.0,
+    # confine=False: a confined step cannot signal its worker (Landlock); this test needs one
+    # that dies mid-step.
+    with EnvPool("coding", num_workers=1, provider="process", episode_timeout=2.0, confine=False,
                  failure_reward={"timeout": -1.0, "crash": None}) as pool:
         with caplog.at_level(logging.WARNING, logger="openenv_gym.trl"):
             hang, crash, fine = pool.run([EpisodeJob([{"code": "while True:\n    pass\n"}]),

@@ -61,6 +61,10 @@ class CodingEnv(Environment):
         memory_mb: Address-space limit of the child.
         output_limit: Bytes kept of stdout and of stderr.
         limits: Other :class:`~openenv_gym.envs._exec.Limits` fields to override.
+        confine: Hold the code to its working directory with Landlock, where the kernel has
+            it: it reads the system and the interpreter's packages (not the HumanEval data),
+            writes only its own folder, opens no TCP connection. ``False`` lets it read and
+            write whatever the worker's user can (process provider).
         render_mode: ``"ansi"`` renders the last output.
     """
 
@@ -73,7 +77,7 @@ class CodingEnv(Environment):
                  max_timeout: float = 60.0, per_check_timeout: float = 3.0,
                  persistent: bool = False, reward_fn: str | RewardFn | None = None,
                  memory_mb: int = 1024, output_limit: int = 65536,
-                 limits: dict[str, int | None] | None = None,
+                 limits: dict[str, int | None] | None = None, confine: bool = True,
                  render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         self._fixed_problem = _parse_task(task)
@@ -96,9 +100,11 @@ class CodingEnv(Environment):
         self.persistent = persistent
         self.reward_fn = _load_reward_fn(reward_fn)
         self.limits = Limits(**{"memory_bytes": memory_mb << 20, **(limits or {})})
-        self.sandbox = Sandbox(self.limits, output_limit)
+        self.sandbox = Sandbox(self.limits, output_limit, confine=confine)
         self.repl = Repl(self.sandbox) if persistent else None
-        self.problem: Problem | None = None
+        # Private: the server answers get_attr/call for public names only, and a problem
+        # holds its tests and canonical solution.
+        self._problem: Problem | None = None
         self.attempts = 0
         self._last = CodeObservation()
 
@@ -122,7 +128,7 @@ class CodingEnv(Environment):
                 index = int(self.np_random.integers(NUM_PROBLEMS))
             if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < NUM_PROBLEMS:
                 raise ValueError(f"options['problem'] must be an int in 0..{NUM_PROBLEMS - 1}, got {index!r}")
-            self.problem = get_problem(index)
+            self._problem = get_problem(index)
         if self.repl is not None:
             self.repl.start()
         self._last = self._observe(ExecResult(), passed=0)
@@ -136,7 +142,7 @@ class CodingEnv(Environment):
         """
         timeout = min(action.timeout or self.step_timeout, self.max_timeout)
         self.attempts += 1
-        if self.problem is not None:
+        if self._problem is not None:
             return self._step_task(action, timeout)
         if self.repl is not None:
             result = self.repl.run_cell(action.code, timeout)
@@ -150,7 +156,7 @@ class CodingEnv(Environment):
         return obs, reward, False, False, self._info(result)
 
     def _step_task(self, action: CodeAction, timeout: float):
-        problem = self.problem
+        problem = self._problem
         assert problem is not None
         if not action.code.strip():
             result = ExecResult(stderr="empty completion: nothing was run; it scores 0\n", exit_code=1)
@@ -167,15 +173,15 @@ class CodingEnv(Environment):
         return CodeObservation(
             stdout=result.stdout, stderr=result.stderr, exit_code=max(-255, min(255, result.exit_code)),
             timed_out=result.timed_out, wall_time=result.wall_time,
-            prompt=self.problem.prompt if self.problem else "",
-            tests_passed=passed, tests_total=self.problem.num_checks if self.problem else 0,
+            prompt=self._problem.prompt if self._problem else "",
+            tests_passed=passed, tests_total=self._problem.num_checks if self._problem else 0,
         )
 
     def _info(self, result: ExecResult | None = None) -> dict[str, Any]:
         info: dict[str, Any] = {"attempt": self.attempts}
-        if self.problem is not None:
-            info["task_id"] = self.problem.task_id
-            info["entry_point"] = self.problem.entry_point
+        if self._problem is not None:
+            info["task_id"] = self._problem.task_id
+            info["entry_point"] = self._problem.entry_point
         if result is not None:
             info["output_truncated"] = result.truncated
         return info
@@ -187,7 +193,7 @@ class CodingEnv(Environment):
         return text + f"\n[exit {obs.exit_code}{', timed out' if obs.timed_out else ''}]"
 
     def state(self) -> State:
-        return State(task=self.task, task_id=self.problem.task_id if self.problem else None,
+        return State(task=self.task, task_id=self._problem.task_id if self._problem else None,
                      attempts=self.attempts, max_attempts=self.max_attempts,
                      persistent=self.persistent)
 

