@@ -1,13 +1,15 @@
 """Hostile shell commands sent through ``OpenEnv/Git-v0`` (free-form), on both providers.
 
-The Git env runs each command with bash in a child of its own session, with rlimits and a
-deadline (the same runner as Coding-v0). Attacks the process provider cannot stop run on
-Docker only, as in ``test_attacks.py``.
+The Git env runs each command with bash in a child of its own session, with rlimits, a
+deadline and Landlock (the same runner as Coding-v0). Attacks the process provider cannot
+stop run on Docker only, as in ``test_attacks.py``; those that inspect Docker's own layer
+through /proc run with Landlock off, which keeps /proc closed.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import time
 from typing import Any, Callable, Iterator
 
@@ -15,6 +17,7 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401
+from openenv_gym.envs._confine import abi as landlock_abi
 from openenv_gym.errors import OpenEnvError, WorkerError
 from tests.conftest import require_docker
 from tests.security.helpers import HostProbe, record
@@ -47,39 +50,72 @@ def _worker_error(outcome: Any) -> str:
     return f"{type(outcome).__name__} on the client"
 
 
-# (name, command, timeout, check, process skip reason, worker dies)
-GIT_ATTACKS: list[tuple[str, str, float, Callable[[Any], str], str | None, bool]] = [
+#: Landlock ABI 6 (Linux 6.12) scopes signals: a confined command cannot signal its worker.
+SIGNALS_SCOPED = landlock_abi() >= 6
+NO_LANDLOCK = "this kernel has no Landlock" if landlock_abi() < 1 else None
+
+#: A clean filter, set in the agent's repository, that git runs when a check calls `git
+#: status` on a touched file: it tries to write outside the workspace and says how it went.
+FILTER = """git config filter.evil.clean 'sh -c "(echo x > /tmp/openenv-gym-filter-pwned && echo escaped \\
+  || echo held) > ../filter-result.txt; cat"'
+echo '* filter=evil' > .gitattributes
+touch README.md
+echo armed"""
+
+
+def _signal_refused(outcome: Any) -> str:
+    if not SIGNALS_SCOPED:
+        return _worker_error(outcome)
+    return _output("Operation not permitted")(outcome) + " (Landlock signal scope)"
+
+
+# (name, command, timeout, check, process skip reason, worker dies, confined)
+GIT_ATTACKS: list[tuple[str, str, float, Callable[[Any], str], str | None, bool, bool]] = [
     ("shell fork bomb", ":(){ :|:& };:", 2.0, lambda obs: "step ended: " + (
         "timed out" if obs["timed_out"] else f"exit {obs['exit_code']}"),
-     "root ignores RLIMIT_NPROC; only Docker's pids_limit bounds it" if ROOT else None, False),
-    ("sleep past the timeout", "sleep 3600", 1.0, _timed_out, None, False),
-    ("output flood (yes)", "yes openenv", 3.0, _capped, None, False),
-    ("writes to /etc and /usr", "echo x > /etc/openenv-gym-pwned; echo etc=$?; "
-     "echo x > /usr/openenv-gym-pwned; echo usr=$?", 3.0, _output("etc=1", "usr=1"),
-     DOCKER_ONLY.format("file system"), False),
+     "root ignores RLIMIT_NPROC; only Docker's pids_limit bounds it" if ROOT else None, False, True),
+    ("sleep past the timeout", "sleep 3600", 1.0, _timed_out, None, False, True),
+    ("output flood (yes)", "yes openenv", 3.0, _capped, None, False, True),
+    ("writes to /etc, /usr and /tmp", "echo x > /etc/openenv-gym-pwned; echo etc=$?; "
+     "echo x > /usr/openenv-gym-pwned; echo usr=$?; echo x > /tmp/openenv-gym-pwned; echo tmp=$?",
+     3.0, _output("etc=1", "usr=1", "tmp=1"), NO_LANDLOCK, False, True),
+    ("read host files (home, /tmp)", "cat ~root/.bashrc /etc/hostname >/dev/null 2>&1; echo home=$?; "
+     "ls /tmp >/dev/null 2>&1; echo tmp=$?", 3.0, _output("home=1", "tmp=2"), NO_LANDLOCK, False, True),
+    ("TCP to a loopback service (bash /dev/tcp)", "exec 3<>/dev/tcp/127.0.0.1/__PORT__ && echo tcp=open "
+     "|| echo tcp=refused", 3.0, _output("tcp=refused"),
+     NO_LANDLOCK if landlock_abi() >= 4 else "TCP rules need Landlock ABI 4 (Linux 6.7)", False, True),
     ("network and DNS", "echo routes=$(tail -n +2 /proc/net/route | wc -l); "
      "getent hosts pypi.org >/dev/null && echo dns=resolved || echo dns=fails", 5.0,
-     _output("routes=0", "dns=fails"), DOCKER_ONLY.format("network"), False),
+     _output("routes=0", "dns=fails"), DOCKER_ONLY.format("network"), False, False),
     ("setsid daemon", "setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo started", 3.0,
-     _output("started"), DOCKER_ONLY.format("process table (the daemon outlives the step)"), False),
-    ("kill the env server ($PPID)", "kill -9 $PPID", 3.0, _worker_error, None, True),
+     _output("started"), DOCKER_ONLY.format("process table (the daemon outlives the step)"), False, True),
+    ("kill the env server ($PPID)", "kill -9 $PPID", 3.0, _signal_refused, None, not SIGNALS_SCOPED, True),
 ]
 
 
 @pytest.fixture(scope="module", params=["process", pytest.param("docker", marks=pytest.mark.docker)])
-def git_env(request: pytest.FixtureRequest) -> Iterator[tuple[str, gym.Env]]:
+def git_envs(request: pytest.FixtureRequest) -> Iterator[dict[bool, tuple[str, gym.Env]]]:
+    """Per provider, a confined env and (made on first use) one with Landlock off."""
     if request.param == "docker":
         require_docker()
-    env = gym.make("OpenEnv/Git-v0", provider=request.param, step_timeout=3.0, max_timeout=10.0,
-                   timeout=30.0)
-    yield request.param, env
-    env.close()
+
+    class Envs(dict):
+        def __missing__(self, confine: bool) -> tuple[str, gym.Env]:
+            self[confine] = (request.param, gym.make(
+                "OpenEnv/Git-v0", provider=request.param, step_timeout=3.0, max_timeout=10.0,
+                timeout=30.0, confine=confine))
+            return self[confine]
+
+    envs = Envs()
+    yield envs
+    for _, env in envs.values():
+        env.close()
 
 
 @pytest.mark.parametrize("attack", GIT_ATTACKS, ids=[a[0] for a in GIT_ATTACKS])
-def test_git_command_attack(git_env: tuple[str, gym.Env], attack) -> None:
-    provider, env = git_env
-    name, command, timeout, check, process_skip, dies = attack
+def test_git_command_attack(git_envs: dict[bool, tuple[str, gym.Env]], attack) -> None:
+    name, command, timeout, check, process_skip, dies, confine = attack
+    provider, env = git_envs[confine]
     if provider == "process" and process_skip:
         pytest.skip(process_skip)
     probe = HostProbe.take()
@@ -87,7 +123,9 @@ def test_git_command_attack(git_env: tuple[str, gym.Env], attack) -> None:
     worker = env.unwrapped._worker
     restarts = worker.restarts
     try:
-        outcome: Any = env.step({"command": command, "timeout": timeout})[0]
+        with socket.create_server(("127.0.0.1", 0)) as listener:  # in a container: its own loopback
+            command = command.replace("__PORT__", str(listener.getsockname()[1]))
+            outcome: Any = env.step({"command": command, "timeout": timeout})[0]
     except OpenEnvError as exc:
         outcome = exc
     observed = check(outcome)
@@ -98,6 +136,30 @@ def test_git_command_attack(git_env: tuple[str, gym.Env], attack) -> None:
     assert obs["output"].strip().endswith("ok"), obs
     assert (worker.restarts > restarts) == dies
     assert not probe.problems(), probe.problems()
+    if not confine:
+        name += ", Landlock off (Docker's own layer)"
     record("attacks", f"Git-v0 command: {name}", "typed outcome; host unaffected; next episode works",
            f"{observed}; {'worker replaced' if dies else 'worker survived'}, next episode OK after "
            f"{took:.2f} s", provider)
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="this kernel has no Landlock")
+def test_a_clean_filter_in_the_agents_repo_runs_confined_during_the_checks(
+        git_envs: dict[bool, tuple[str, gym.Env]]) -> None:
+    """The checks run `git status` on the agent's repository, whose config can name a
+    program for git to run. Unconfined, that program wrote to the host's /tmp."""
+    provider, env = git_envs[True]
+    marker = "/tmp/openenv-gym-filter-pwned"
+    try:
+        env.reset(options={"task": "commit-file"})
+        obs, *_ = env.step({"command": FILTER})
+        assert "armed" in obs["output"], obs
+        obs, *_ = env.step({"command": "cat ../filter-result.txt"})
+        assert obs["output"].strip() == "held", obs["output"]  # it ran (the checks ran it), held
+        assert not os.path.exists(marker)
+    finally:
+        if os.path.exists(marker):
+            os.unlink(marker)
+    record("attacks", "Git-v0: a clean filter in the agent's repo, run by the checks' git status",
+           "the filter runs confined: no write outside the workspace",
+           "filter ran during the checks; its write to /tmp was refused", provider)

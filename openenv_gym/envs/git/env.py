@@ -50,6 +50,10 @@ class GitEnv(Environment):
         max_timeout: Cap on a command's timeout.
         output_limit: Bytes of output kept per command.
         limits: :class:`~openenv_gym.envs._exec.Limits` fields to override.
+        confine: Hold commands to the workspace with Landlock, where the kernel has it: they
+            read the system and the worker's Python, write only the workspace and connect
+            to no TCP port but the worker's git server. ``False`` lets them reach whatever
+            the worker's user can (process provider).
         render_mode: ``"ansi"`` renders the last output.
     """
 
@@ -61,7 +65,7 @@ class GitEnv(Environment):
     def __init__(self, task: str | None = None, tasks_file: str | None = None,
                  shaping: bool = False, step_timeout: float = 30.0, max_timeout: float = 120.0,
                  output_limit: int = 65536, limits: dict[str, int | None] | None = None,
-                 render_mode: str | None = None) -> None:
+                 confine: bool = True, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         self.tasks = load_tasks(tasks_file)
         if task is not None and task != SUITE and task not in self.tasks:
@@ -77,7 +81,7 @@ class GitEnv(Environment):
         self.step_timeout = float(step_timeout)
         self.max_timeout = float(max_timeout)
         base = Limits(memory_bytes=2 << 30, processes=128)
-        self.workspace = Workspace(Limits(**{**base.__dict__, **(limits or {})}), output_limit)
+        self.workspace = Workspace(Limits(**{**base.__dict__, **(limits or {})}), output_limit, confine)
         self.task: Task | None = None
         self.score = 0.0
         self.passed = 0

@@ -39,6 +39,7 @@ class GitHttpServer:
 
     Attributes:
         url: Base URL, e.g. ``http://127.0.0.1:40123``.
+        port: Its TCP port (the one port a confined command may connect to).
     """
 
     def __init__(self, root: str) -> None:
@@ -46,7 +47,8 @@ class GitHttpServer:
         handler = type("Handler", (_Handler,), {"project_root": self.root})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self.port: int = self._httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="git-http",
                                         daemon=True)
         self._thread.start()

@@ -8,6 +8,12 @@ snapshot per task, built the first time the task is used. Per env: a folder
 Reset copies the task's snapshot over the env's folder and points the clones' remote URLs
 at the env's own remotes: no re-clone, no setup replay.
 
+The agent's commands (and ``command`` checks, which run under its limits) are confined with
+Landlock where the kernel has it (:mod:`~openenv_gym.envs._confine`): they read the system
+and the worker's Python, write only in the env's own folder, and reach no TCP port but the
+worker's git server. So are the checks' git calls, since git runs programs named in the
+agent's repository config. Task setup is trusted and runs unconfined.
+
 Example:
     >>> ws = Workspace()
     >>> ws.restore(None)                      # free-form: an empty workspace with origin.git
@@ -22,11 +28,13 @@ import atexit
 import os
 import shlex
 import shutil
+import sys
 import tempfile
 import threading
 import uuid
 from dataclasses import replace
 
+from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
 from openenv_gym.envs._exec import ExecResult, Limits, minimal_environ, run
 from openenv_gym.envs.git.server import GitHttpServer
 from openenv_gym.envs.git.tasks import SETUP_PRELUDE, Task
@@ -113,12 +121,17 @@ class Workspace:
     Args:
         limits: Limits of the agent's commands (and of ``command`` checks).
         output_limit: Bytes of output kept per command.
+        confine: Hold the agent's commands to :meth:`confinement` (where the kernel has
+            Landlock).
     """
 
-    def __init__(self, limits: Limits | None = None, output_limit: int = 65536) -> None:
+    def __init__(self, limits: Limits | None = None, output_limit: int = 65536,
+                 confine: bool = True) -> None:
         self.shared = shared()
         self.limits = limits or Limits(memory_bytes=2 << 30, processes=128)
         self.output_limit = output_limit
+        self.confine = confine
+        self._ruleset: Ruleset | None = None
         self.id = "e" + uuid.uuid4().hex[:12]
         self._setup(os.path.join(self.shared.root, self.id), self.id)
 
@@ -135,10 +148,23 @@ class Workspace:
         """Base URL of this env's remotes (``$REMOTE``)."""
         return f"{self.shared.server.url}/{self.ident}/remotes"
 
+    def confinement(self) -> Confinement:
+        """What the agent's commands may reach: read the system, the worker's Python and the
+        (empty) git templates; write in this env's folder; connect to the git server only."""
+        python = python_roots()
+        return Confinement(read=system_roots() + python.read + (self.shared.templates,),
+                           listable=python.listable, write=(self.base,),
+                           connect_ports=(self.shared.server.port,))
+
     def environ(self) -> dict[str, str]:
-        """The environment of every command: HOME with the git identity, no prompts, no pager."""
+        """The environment of every command: HOME with the git identity, no prompts, no pager.
+
+        ``python3`` is the worker's interpreter (its folder comes first on PATH), not a
+        version manager's shim that reads the user's home.
+        """
+        path = os.pathsep.join((os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/bin:/bin")))
         return minimal_environ(
-            HOME=self.home, TMPDIR=self.tmp, REMOTE=self.remote_url, REMOTES=self.remotes,
+            PATH=path, HOME=self.home, TMPDIR=self.tmp, REMOTE=self.remote_url, REMOTES=self.remotes,
             GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true",
             GIT_SEQUENCE_EDITOR="true", GIT_PAGER="cat", PAGER="cat", EDITOR="true",
             TERM="dumb",
@@ -149,15 +175,24 @@ class Workspace:
         """Run a shell command under the limits; stdout and stderr merged like a terminal."""
         prefix = self.limits.shell_prefix()
         return run(["bash", "-c", f"{prefix}\n{command}"], timeout=timeout, cwd=cwd or self.work,
-                   env=self.environ(), output_limit=self.output_limit, merge_stderr=True)
+                   env=self.environ(), output_limit=self.output_limit, merge_stderr=True,
+                   confine=self._rules())
 
     def shell(self, command: str, cwd: str) -> ExecResult:
         """A ``command`` check: the agent's limits, a fixed 60 s."""
         return self.command(command, 60.0, cwd)
 
     def run(self, argv: list[str], cwd: str, timeout: float = 10.0) -> ExecResult:
-        """Run trusted plumbing (checks) without a shell."""
-        return run(argv, timeout=timeout, cwd=cwd, env=self.environ(), output_limit=1 << 20)
+        """Run the checks' plumbing (git, without a shell), confined like the agent's commands:
+        the repository is the agent's, and its config can name programs git runs (a clean
+        filter runs during ``git status``)."""
+        return run(argv, timeout=timeout, cwd=cwd, env=self.environ(), output_limit=1 << 20,
+                   confine=self._rules())
+
+    def _rules(self) -> Ruleset | None:
+        if self.confine and self._ruleset is None:
+            self._ruleset = Ruleset(self.confinement())
+        return self._ruleset
 
     # -- snapshots -----------------------------------------------------------------------
     def restore(self, task: Task | None) -> None:
@@ -168,6 +203,7 @@ class Workspace:
         """
         key = task.key if task is not None else ""
         snapshot = self._snapshot(task)
+        self._drop_ruleset()  # its rules name the folder about to be replaced
         self.shared.discard(self.base)
         shutil.copytree(snapshot, self.base, symlinks=True)
         old = f"/{_snapshot_ident(key)}/"
@@ -197,6 +233,7 @@ class Workspace:
         ident = _snapshot_ident(key)
         builder = Workspace.__new__(Workspace)
         builder.shared, builder.limits, builder.output_limit = self.shared, self.limits, 1 << 20
+        builder.confine, builder._ruleset = False, None  # setup is trusted
         builder._setup(os.path.join(self.shared.root, ident), ident)
         shutil.rmtree(builder.base, ignore_errors=True)
         for folder in (builder.work, builder.remotes, builder.home, builder.tmp):
@@ -218,8 +255,14 @@ class Workspace:
                                  f"{result.stdout[-4000:]}")
         return builder.base
 
+    def _drop_ruleset(self) -> None:
+        if self._ruleset is not None:
+            self._ruleset.close()
+            self._ruleset = None
+
     def close(self) -> None:
         """Remove this env's folder."""
+        self._drop_ruleset()
         shutil.rmtree(self.base, ignore_errors=True)
 
 
