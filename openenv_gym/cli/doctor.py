@@ -169,6 +169,23 @@ def check_ray() -> list[Check]:
     return [Check("ray", "ok", f"{_version('ray')}")] if ok else [Check("ray", "warn", reason, "")]
 
 
+def check_landlock() -> list[Check]:
+    """Whether untrusted children (Coding, Git) can be confined to their folders."""
+    from openenv_gym.envs._confine import abi
+
+    version = abi()
+    if version < 1:
+        return [Check("landlock", "warn", "not available: on the process provider, Coding and Git "
+                      "commands can read and write whatever your user can",
+                      "Linux 5.13+ with Landlock enabled (lsm=landlock), or use provider='docker'")]
+    gaps = [what for need, what in ((4, "TCP stays open (needs Linux 6.7)"),
+                                    (6, "signals to the worker are not scoped (needs Linux 6.12)"))
+            if version < need]
+    detail = f"ABI {version}: sandboxed code is held to its folder"
+    return [Check("landlock", "warn" if gaps else "ok", "; ".join([detail, *gaps]),
+                  "a newer kernel" if gaps else "")]
+
+
 def check_envs() -> list[Check]:
     """Which providers can run each env here."""
     from openenv_gym.catalog import all_envs
@@ -198,7 +215,8 @@ def check_envs() -> list[Check]:
 
 
 CHECKS: tuple[Callable[..., list[Check]], ...] = (
-    check_python, check_packages, check_runtime_dir, check_port, check_docker, check_ray, check_envs,
+    check_python, check_packages, check_runtime_dir, check_port, check_docker, check_ray, check_landlock,
+    check_envs,
 )
 
 

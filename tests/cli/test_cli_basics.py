@@ -44,6 +44,10 @@ def test_doctor_reports_python_packages_envs_and_exits_zero_when_core_works() ->
     assert by_area["package gymnasium"]["status"] == "ok"
     assert by_area["env echo"]["status"] == "ok" and "process" in by_area["env echo"]["detail"]
     assert "docker engine" in by_area and "ray" in by_area
+    from openenv_gym.envs._confine import abi
+
+    landlock = by_area["landlock"]  # what this kernel gives the sandboxes, with its ABI
+    assert (landlock["status"] == "ok") == (abi() >= 6) and (f"ABI {abi()}" in landlock["detail"]) == (abi() >= 1)
     assert all(f["fix"] for f in findings if f["status"] != "ok"), "every problem names its fix"
     table = run("doctor")
     assert table.returncode == 0 and "checks:" in table.stdout
