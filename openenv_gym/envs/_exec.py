@@ -28,6 +28,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 import weakref
 from dataclasses import asdict, dataclass, field
@@ -36,8 +37,8 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 if TYPE_CHECKING:
     from openenv_gym.envs._confine import Ruleset
 
-__all__ = ["Limits", "ExecResult", "Child", "run", "kill_all", "minimal_environ", "python_argv",
-           "TRUNCATION_MARK"]
+__all__ = ["Limits", "ExecResult", "Child", "run", "kill_all", "adopt_orphans", "reap_orphans",
+           "minimal_environ", "python_argv", "TRUNCATION_MARK"]
 
 #: Appended to a stream whose output went past the cap.
 TRUNCATION_MARK = "\n[... output truncated at {limit} bytes ...]\n"
@@ -216,9 +217,10 @@ class Child:
             stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
             start_new_session=True, pass_fds=tuple(pass_fds), close_fds=True,
         )
-        self.proc = confine.spawn(start) if confine is not None else start()
-        self.pid = self.proc.pid
-        _live.add(self)
+        with _spawn_lock:  # a sweep for orphans must not take a child not yet in _live for one
+            self.proc = confine.spawn(start) if confine is not None else start()
+            self.pid = self.proc.pid
+            _live.add(self)
         self.out = _Stream(output_limit)
         self.err = _Stream(output_limit)
         self._sel = selectors.DefaultSelector()
@@ -329,6 +331,7 @@ class Child:
         self.kill()  # also stops background processes it left behind
         code = self.proc.wait()
         _live.discard(self)
+        reap_orphans()  # and those that left its group (setsid), if this worker adopts them
         wall = time.monotonic() - self.started
         self.drain()
         for key in list(self._sel.get_map().values()):
@@ -357,6 +360,79 @@ def _pidfd_open(pid: int) -> int:
 
 #: Children not finished yet (see :func:`kill_all`).
 _live: "weakref.WeakSet[Child]" = weakref.WeakSet()
+_spawn_lock = threading.Lock()
+#: Whether this process is the subreaper of its children's orphans (:func:`adopt_orphans`).
+_adopting = False
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans() -> bool:
+    """Make this process the reaper of every orphan among its descendants (Linux 3.4+).
+
+    A daemon that leaves its step's process group (double fork and ``setsid``) would be
+    adopted by init and outlive the step. A worker process calls this once at start; from
+    then on such a daemon is re-parented to the worker, and :func:`reap_orphans` (run
+    after every step) kills it. Only worker processes call it: in a trainer it would adopt
+    the orphans of unrelated tools.
+
+    Returns:
+        Whether the kernel agreed.
+    """
+    global _adopting
+    import ctypes
+
+    _adopting = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return _adopting
+
+
+def reap_orphans() -> int:
+    """SIGKILL and reap the orphans this worker adopted; returns how many were killed.
+
+    An orphan is a child of the worker's main thread (where the kernel re-parents them)
+    that this module is not running as a step and that lives in another session than the
+    worker: so the worker's own helpers (the git server's ``http-backend``) are never
+    touched, nor a process still in the group of a running step.
+    """
+    if not _adopting:
+        return 0
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as f:
+            pids = [int(p) for p in f.read().split()]
+    except OSError:
+        return 0
+    if not pids:
+        return 0
+    own_session, own_group = os.getsid(0), os.getpgrp()
+    orphans: list[int] = []
+    with _spawn_lock:
+        steps = {child.pid for child in _live}
+        for pid in pids:
+            try:
+                if pid in steps or os.getsid(pid) == own_session or os.getpgid(pid) in steps:
+                    continue
+                group = os.getpgid(pid)
+                if group == pid and group != own_group:
+                    os.killpg(group, signal.SIGKILL)  # a session leader: its group too
+                else:
+                    os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            orphans.append(pid)
+    killed = len(orphans)
+    # Reap them (a SIGKILLed process dies at once unless stuck in the kernel; one that is
+    # stays a zombie until the next sweep rather than hold up the step).
+    deadline = time.monotonic() + 0.1
+    while orphans and time.monotonic() < deadline:
+        for pid in list(orphans):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    orphans.remove(pid)
+            except ChildProcessError:
+                orphans.remove(pid)
+        if orphans:
+            time.sleep(0.002)
+    return killed
 
 
 def kill_all() -> int:

@@ -99,6 +99,11 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
     ready = (f"openenv-gym worker ready: env={service.env_name} binary={service.binary_address}"
              + "".join(f" also={server.address}" for server in servers[1:]))
     done = threading.Event()
+    if get_env_info(service.env_name).untrusted:
+        # Daemons that steps leave behind are re-parented here and killed after each step.
+        from openenv_gym.envs import _exec
+
+        _exec.adopt_orphans()
 
     def stop(*_: Any) -> None:
         done.set()
@@ -112,6 +117,7 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
             server.close()
         if exec_mod is not None:
             exec_mod.kill_all()
+            exec_mod.reap_orphans()
         service.shutdown()
         if owner_gone.is_set() and owner_dir:
             shutil.rmtree(owner_dir, ignore_errors=True)

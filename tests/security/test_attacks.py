@@ -411,20 +411,18 @@ def test_attack(coding: dict[bool, tuple[str, gym.Env]], attack: Attack) -> None
            provider)
 
 
-@pytest.mark.docker
-def test_daemon_outliving_the_step_stays_in_the_container() -> None:
-    """A double-forked, setsid daemon escapes the step's process group.
-
-    Docker confines it to the worker's container (pids/memory/CPU limits, no network) and
-    it ends with the container; the next episodes work meanwhile. On the process
-    provider it would become an orphan of the host: only Docker contains it.
-    """
-    require_docker()
-    env = gym.make("OpenEnv/Coding-v0", provider="docker", step_timeout=STEP_TIMEOUT)
+@pytest.mark.parametrize("provider", ["process", pytest.param("docker", marks=pytest.mark.docker)])
+def test_a_daemon_that_leaves_the_step_is_killed_after_it(provider: str) -> None:
+    """A double-forked, ``setsid`` daemon escapes the step's process group and, before,
+    outlived the step (on the host, with the process provider). The worker is now the
+    subreaper of its children's orphans: the daemon is re-parented to it and killed when
+    the step ends."""
+    if provider == "docker":
+        require_docker()
+    env = gym.make("OpenEnv/Coding-v0", provider=provider, step_timeout=STEP_TIMEOUT)
     try:
         env.reset()
         base = _sandbox_base(env)
-        container = env.unwrapped._worker.container_id
         obs, *_ = env.step({"code": textwrap.dedent("""
             import os, time
             if os.fork() == 0:
@@ -433,19 +431,17 @@ def test_daemon_outliving_the_step_stays_in_the_container() -> None:
                     time.sleep(600)
                     os._exit(0)
                 os._exit(0)
-            print("spawned")
+            time.sleep(0.2)  # the daemon is running and orphaned before the step ends
+            print("spawned", flush=True)
         """)})
         assert obs["stdout"] == "spawned\n"
+        # The step has returned: its sweep ran before the reply was sent.
         lingering = helpers.processes_with_home_under(base)
+        assert not lingering, f"the daemon outlived its step: {lingering}"
         took = _recover(env)
         assert took < RECOVERY_BOUND
     finally:
         env.close()
-    gone = helpers.wait_until(lambda: not helpers.processes_with_home_under(base), 10)
-    assert gone, helpers.processes_with_home_under(base)
-    client = helpers.docker_client()
-    assert container not in {c.id for c in helpers.our_containers(client, os.getpid())}
-    record("attacks", "daemon that outlives the step", "contained; next episode works; gone with the worker",
-           f"daemon {'kept running' if lingering else 'was gone'} inside the container after the step "
-           f"(confined by its limits); next episode OK after {took:.2f} s; gone once the container was "
-           "removed", "docker")
+    record("attacks", "daemon that leaves the step (double fork + setsid)",
+           "re-parented to the worker and killed when the step ends",
+           f"gone when the step returned; next episode OK after {took:.2f} s", provider)

@@ -20,6 +20,7 @@ import openenv_gym  # noqa: F401
 from openenv_gym.envs._confine import abi as landlock_abi
 from openenv_gym.errors import OpenEnvError, WorkerError
 from tests.conftest import require_docker
+from tests.security import helpers
 from tests.security.helpers import HostProbe, record
 
 ROOT = os.geteuid() == 0
@@ -63,6 +64,15 @@ touch README.md
 echo armed"""
 
 
+def _daemon_gone(obs: Any) -> str:
+    """The step has returned: the daemon it left (re-parented to the worker) must be dead."""
+    assert isinstance(obs, dict) and "started home=" in obs["output"], obs
+    home = obs["output"].split("home=", 1)[1].strip()
+    lingering = helpers.processes_with_home_under(home)
+    assert not lingering, f"the daemon outlived its step: {lingering}"
+    return "killed when the step ended (the worker adopts its orphans)"
+
+
 def _signal_refused(outcome: Any) -> str:
     if not SIGNALS_SCOPED:
         return _worker_error(outcome)
@@ -87,8 +97,8 @@ GIT_ATTACKS: list[tuple[str, str, float, Callable[[Any], str], str | None, bool,
     ("network and DNS", "echo routes=$(tail -n +2 /proc/net/route | wc -l); "
      "getent hosts pypi.org >/dev/null && echo dns=resolved || echo dns=fails", 5.0,
      _output("routes=0", "dns=fails"), DOCKER_ONLY.format("network"), False, False),
-    ("setsid daemon", "setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo started", 3.0,
-     _output("started"), DOCKER_ONLY.format("process table (the daemon outlives the step)"), False, True),
+    ("setsid daemon", "setsid sleep 600 > /dev/null 2>&1 < /dev/null & sleep 0.2; echo started home=$HOME",
+     3.0, _daemon_gone, None, False, True),
     ("kill the env server ($PPID)", "kill -9 $PPID", 3.0, _signal_refused, None, not SIGNALS_SCOPED, True),
 ]
 
