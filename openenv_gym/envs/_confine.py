@@ -8,7 +8,9 @@ are started through :meth:`Ruleset.spawn`, and each child, and anything it start
 - read and execute files beneath :attr:`Confinement.read` (the system, the interpreter),
 - read and write beneath :attr:`Confinement.write` (its own working directory),
 - open TCP connections to :attr:`Confinement.connect_ports` and bind no TCP port,
-- signal, ptrace or reach through abstract Unix sockets only processes of its own domain.
+- signal, ptrace or reach through abstract Unix sockets only processes of its own domain,
+- create sockets only of :attr:`Confinement.socket_families` (a seccomp filter: Landlock
+  does not cover connecting to a Unix socket by its path, nor UDP).
 
 This is what gives the process provider a file-system and network boundary, and what keeps
 the HumanEval answer key, which sits in the worker's site-packages, out of a completion's
@@ -110,6 +112,10 @@ class Confinement:
         connect_ports: TCP ports it may connect to (a loopback service of the env); every
             other TCP connect and every TCP bind is refused (Landlock ABI 4+; UDP is not
             covered by Landlock).
+        socket_families: The address families it may create sockets of (``socket.AF_INET``);
+            None: any. A seccomp filter refuses the others with EACCES: Landlock does not
+            cover connecting to a Unix socket by path (Docker's socket, a worker's), nor UDP.
+            ``socketpair`` stays allowed (it reaches nothing).
 
     Example:
         >>> c = Confinement(read=("/usr",), write=("/tmp/box",))
@@ -122,6 +128,7 @@ class Confinement:
     listable: tuple[str, ...] = ()
     devices: tuple[str, ...] = DEVICES
     connect_ports: tuple[int, ...] = ()
+    socket_families: tuple[int, ...] | None = None
 
 
 class Ruleset:
@@ -169,8 +176,10 @@ class Ruleset:
         except BaseException:
             self.close()
             raise
+        families = confinement.socket_families
+        program = _socket_filter(families) if families is not None else None
         self._requests = queue.SimpleQueue()
-        threading.Thread(target=_spawner, args=(self.fd, self._requests), name="landlock-spawner",
+        threading.Thread(target=_spawner, args=(self.fd, program, self._requests), name="landlock-spawner",
                          daemon=True).start()
 
     @property
@@ -229,17 +238,24 @@ class Ruleset:
         self.close()
 
 
-def _spawner(fd: int, requests: "queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None]") -> None:
+def _spawner(fd: int, program: bytes | None,
+             requests: "queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None]") -> None:
     """The confined thread: restrict itself, then run start requests until told to stop.
 
-    Landlock and ``no_new_privs`` apply to this thread alone (the worker's other threads are
-    untouched) and to every process it starts from then on. If it cannot restrict itself,
-    every request fails: no child is ever started unconfined.
+    Landlock, ``no_new_privs`` and the seccomp ``program`` apply to this thread alone (the
+    worker's other threads are untouched) and to every process it starts from then on. If
+    it cannot restrict itself, every request fails: no child is ever started unconfined.
     """
     error: RuntimeError | None = None
     if _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or _syscall(_SYS_RESTRICT_SELF, fd, 0) != 0:
         error = RuntimeError(f"landlock_restrict_self failed ({os.strerror(ctypes.get_errno())}); "
                              "the child was not started")
+    elif program is not None:
+        buffer = ctypes.create_string_buffer(program, len(program))
+        fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+        if _prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+            error = RuntimeError(f"seccomp filter refused ({os.strerror(ctypes.get_errno())}); "
+                                 "the child was not started")
     while (request := requests.get()) is not None:
         start, done = request
         if error is not None:
@@ -249,6 +265,58 @@ def _spawner(fd: int, requests: "queue.SimpleQueue[tuple[Callable[[], Any], Futu
             done.set_result(start())
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
             done.set_exception(exc)
+
+
+# -- the socket filter (classic BPF over struct seccomp_data) ---------------------------------
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+_X32_SYSCALL_BIT = 0x40000000
+#: machine -> (AUDIT_ARCH, socket, io_uring_setup); the filter is built for these only.
+_ARCHES = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _socket_filter(families: tuple[int, ...]) -> bytes | None:
+    """A seccomp program that lets ``socket()`` create only ``families``.
+
+    It also refuses what would go around it: ``io_uring_setup`` (io_uring creates sockets
+    without the socket system call), and system calls of another ABI (i386 through
+    ``int 0x80``, x32), whose numbers this program does not check. None on a machine it
+    has no numbers for (the Landlock rules still apply).
+    """
+    import platform
+
+    arch = _ARCHES.get(platform.machine())
+    if arch is None or sys.byteorder != "little":
+        return None
+    audit_arch, nr_socket, nr_io_uring_setup = arch
+
+    def op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+        return struct.pack("=HBBI", code, jt, jf, k)
+
+    load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, JGE|K, BPF_RET|K
+    refuse = _RET_ERRNO | 13  # EACCES, as Landlock answers
+    program = [
+        op(load, 4),                                    # seccomp_data.arch
+        op(jeq, audit_arch, 1, 0),
+        op(ret, _RET_ERRNO | 1),                        # another ABI: EPERM for everything
+        op(load, 0),                                    # seccomp_data.nr
+        op(jge, _X32_SYSCALL_BIT, 0, 1),
+        op(ret, _RET_ERRNO | 38),                       # x32: ENOSYS
+        op(jeq, nr_io_uring_setup, 0, 1),
+        op(ret, _RET_ERRNO | 38),
+        op(jeq, nr_socket, 1, 0),
+        op(ret, _RET_ALLOW),
+        op(load, 16),                                   # args[0] (low half): the family
+        *(op(jeq, family, len(families) - i, 0) for i, family in enumerate(families)),
+        op(ret, refuse),
+        op(ret, _RET_ALLOW),
+    ]
+    return b"".join(program)
 
 
 @functools.lru_cache(maxsize=1)

@@ -177,7 +177,7 @@ def test_the_child_is_not_started_when_it_cannot_be_confined() -> None:
     not_a_ruleset = os.open("/dev/null", os.O_RDONLY)  # landlock_restrict_self refuses it
     requests: queue.SimpleQueue = queue.SimpleQueue()
     try:
-        threading.Thread(target=_confine._spawner, args=(not_a_ruleset, requests), daemon=True).start()
+        threading.Thread(target=_confine._spawner, args=(not_a_ruleset, None, requests), daemon=True).start()
         done: Future = Future()
         started: list[int] = []
         requests.put((lambda: started.append(1), done))
@@ -194,3 +194,32 @@ def test_spawn_raises_the_start_error_in_the_caller(box: Path) -> None:
         with pytest.raises(FileNotFoundError):
             rules.spawn(lambda: subprocess.Popen(["/no/such/program"]))
         assert rules.spawn(lambda: subprocess.run(["true"])).returncode == 0  # still serving
+
+
+def test_socket_families_outside_the_list_are_refused(box: Path, tmp_path: Path) -> None:
+    """Landlock does not cover connecting to a Unix socket by its path (Docker's socket, a
+    worker's); the seccomp filter refuses creating the socket at all."""
+    path = str(tmp_path / "service.sock")
+    with socket.socket(socket.AF_UNIX) as service:
+        service.bind(path)
+        service.listen()
+        code = f"""
+            import socket
+            def attempt(key, action):
+                try:
+                    action()
+                    print(key + "=ok")
+                except OSError as exc:
+                    print(key + "=" + type(exc).__name__)
+            attempt("unix", lambda: socket.socket(socket.AF_UNIX).connect({path!r}))
+            attempt("inet", lambda: socket.socket(socket.AF_INET).close())
+            attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close())
+            attempt("socketpair", lambda: [s.close() for s in socket.socketpair()])
+        """
+        assert set(_python(code, box / "free", None).values()) == {"ok"}
+        with _rules(box, socket_families=()) as rules:
+            assert _python(code, box / "box", rules) == {
+                "unix": "PermissionError", "inet": "PermissionError", "udp": "PermissionError", "socketpair": "ok"}
+        with _rules(box, socket_families=(socket.AF_INET,)) as rules:
+            assert _python(code, box / "box", rules) == {
+                "unix": "PermissionError", "inet": "ok", "udp": "ok", "socketpair": "ok"}

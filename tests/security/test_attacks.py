@@ -135,8 +135,8 @@ def _check_confined(outcome: Any) -> str:
     got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
     want = {"answer_key": "PermissionError", "host_file": "unreadable", "other_sandboxes": "PermissionError",
             "write_tmp": "PermissionError", "write_cwd": "ok"}
-    if landlock_abi() >= 4:
-        want |= {"tcp_connect": "PermissionError", "tcp_bind": "PermissionError"}
+    want |= {"tcp_connect": "PermissionError", "tcp_bind": "PermissionError",  # no socket at all
+             "unix_connect": "PermissionError"}
     assert {k: got.get(k) for k in want} == want, obs
     return "; ".join(f"{k}={got[k]}" for k in want)
 
@@ -210,7 +210,7 @@ ATTACKS = [
         """, "refused (Landlock signal scope)" if SIGNALS_SCOPED else
            "typed WorkerError; worker replaced at the next reset", _check_signal_refused,
            expect_worker_death=not SIGNALS_SCOPED),
-    Attack("read the answer key, host files, other sandboxes; write outside; TCP on loopback", f"""
+    Attack("read the answer key, host files, other sandboxes; write outside; sockets on the host", f"""
         import os, socket, sys
         def attempt(key, action):
             try:
@@ -232,8 +232,9 @@ ATTACKS = [
         attempt("write_cwd", lambda: open("mine.txt", "w").write("x"))
         attempt("tcp_connect", lambda: socket.create_connection(("127.0.0.1", __PORT__), timeout=5))
         attempt("tcp_bind", lambda: socket.create_server(("127.0.0.1", 0)))
+        attempt("unix_connect", lambda: socket.socket(socket.AF_UNIX).connect("__UNIX__"))
         """, "Landlock: answer key, host files and other sandboxes unreadable; writes only in its folder; "
-             "no TCP connect or bind", _check_confined,
+             "no socket (TCP, UDP, Unix)", _check_confined,
            process_skip=None if landlock_abi() >= 1 else "this kernel has no Landlock"),
     Attack("disk fill (its folder, on the /tmp tmpfs)", """
         import os
@@ -381,7 +382,12 @@ def test_attack(coding: dict[bool, tuple[str, gym.Env]], attack: Attack) -> None
         restarts = worker.restarts
         # A loopback service the attack tries to reach (in a container, its own loopback).
         listener = stack.enter_context(socket.create_server(("127.0.0.1", 0)))
-        code = textwrap.dedent(attack.code).replace("__PORT__", str(listener.getsockname()[1]))
+        unix_path = os.path.join(stack.enter_context(tempfile.TemporaryDirectory()), "service.sock")
+        unix = stack.enter_context(socket.socket(socket.AF_UNIX))
+        unix.bind(unix_path)
+        unix.listen()
+        code = (textwrap.dedent(attack.code).replace("__PORT__", str(listener.getsockname()[1]))
+                .replace("__UNIX__", unix_path))
         action = {"code": code}
         if attack.timeout:
             action["timeout"] = attack.timeout

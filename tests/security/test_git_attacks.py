@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import time
 from typing import Any, Callable, Iterator
 
@@ -94,6 +95,8 @@ GIT_ATTACKS: list[tuple[str, str, float, Callable[[Any], str], str | None, bool,
     ("TCP to a loopback service (bash /dev/tcp)", "exec 3<>/dev/tcp/127.0.0.1/__PORT__ && echo tcp=open "
      "|| echo tcp=refused", 3.0, _output("tcp=refused"),
      NO_LANDLOCK if landlock_abi() >= 4 else "TCP rules need Landlock ABI 4 (Linux 6.7)", False, True),
+    ("Unix socket on the host (python3)", "python3 -c \"import socket; socket.socket(socket.AF_UNIX)"
+     ".connect('__UNIX__')\" 2>&1 | tail -1", 5.0, _output("PermissionError"), NO_LANDLOCK, False, True),
     ("network and DNS", "echo routes=$(tail -n +2 /proc/net/route | wc -l); "
      "getent hosts pypi.org >/dev/null && echo dns=resolved || echo dns=fails", 5.0,
      _output("routes=0", "dns=fails"), DOCKER_ONLY.format("network"), False, False),
@@ -133,8 +136,13 @@ def test_git_command_attack(git_envs: dict[bool, tuple[str, gym.Env]], attack) -
     worker = env.unwrapped._worker
     restarts = worker.restarts
     try:
-        with socket.create_server(("127.0.0.1", 0)) as listener:  # in a container: its own loopback
-            command = command.replace("__PORT__", str(listener.getsockname()[1]))
+        with socket.create_server(("127.0.0.1", 0)) as listener, \
+                tempfile.TemporaryDirectory() as folder, socket.socket(socket.AF_UNIX) as unix:
+            # Services a command tries to reach (in a container: its own loopback, no such path).
+            unix.bind(os.path.join(folder, "service.sock"))
+            unix.listen()
+            command = (command.replace("__PORT__", str(listener.getsockname()[1]))
+                       .replace("__UNIX__", unix.getsockname()))
             outcome: Any = env.step({"command": command, "timeout": timeout})[0]
     except OpenEnvError as exc:
         outcome = exc

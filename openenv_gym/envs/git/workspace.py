@@ -28,6 +28,7 @@ import atexit
 import os
 import shlex
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -150,11 +151,13 @@ class Workspace:
 
     def confinement(self) -> Confinement:
         """What the agent's commands may reach: read the system, the worker's Python and the
-        (empty) git templates; write in this env's folder; connect to the git server only."""
+        (empty) git templates; write in this env's folder; connect to the git server only
+        (no Unix socket: Docker's, a worker's)."""
         python = python_roots()
         return Confinement(read=system_roots() + python.read + (self.shared.templates,),
                            listable=python.listable, write=(self.base,),
-                           connect_ports=(self.shared.server.port,))
+                           connect_ports=(self.shared.server.port,),
+                           socket_families=(socket.AF_INET, socket.AF_INET6))
 
     def environ(self) -> dict[str, str]:
         """The environment of every command: HOME with the git identity, no prompts, no pager.
