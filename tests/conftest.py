@@ -13,6 +13,18 @@ import pytest
 REQUIRE_DOCKER = os.environ.get("OPENENV_GYM_REQUIRE_DOCKER") == "1"
 
 
+#: Child-side Python for probes run in a sandbox: ``attempt(key, action)`` prints
+#: ``key=ok``, or ``key=`` and the name of the OSError the action raised.
+ATTEMPT = """
+def attempt(key, action):
+    try:
+        action()
+        print(key + "=ok")
+    except OSError as exc:
+        print(key + "=" + type(exc).__name__)
+"""
+
+
 def docker_unavailable_reason() -> str | None:
     """Why Docker tests cannot run here, or None when an engine is reachable."""
     try:

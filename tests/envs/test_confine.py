@@ -22,6 +22,7 @@ import pytest
 from openenv_gym.envs import _confine
 from openenv_gym.envs._confine import Confinement, Ruleset, abi, python_roots, system_roots
 from openenv_gym.envs._exec import Limits, python_argv, run
+from tests.conftest import ATTEMPT
 
 pytestmark = pytest.mark.skipif(abi() < 1, reason="this kernel has no Landlock (Linux 5.13+, "
                                 "enabled at boot) or a seccomp filter refuses it")
@@ -49,25 +50,19 @@ def _python(code: str, cwd: Path, rules: Ruleset | None) -> dict[str, str]:
     return dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
 
 
-PROBE = """
-    import os, socket, sys
-    def attempt(key, action):
-        try:
-            action()
-            print(key + "=ok")
-        except OSError as exc:
-            print(key + "=" + type(exc).__name__)
-    attempt("read_outside", lambda: open({outside!r}).read())
-    attempt("list_outside", lambda: os.listdir({parent!r}))
-    attempt("write_outside", lambda: open({parent!r} + "/new.txt", "w").write("x"))
-    attempt("write_inside", lambda: open("inside.txt", "w").write("x"))
-    attempt("read_inside", lambda: open("inside.txt").read())
-    attempt("mkdir_inside", lambda: os.makedirs("a/b"))
-    attempt("rename_inside", lambda: os.rename("inside.txt", "a/b/moved.txt"))
-    attempt("tcp_connect", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=5).close())
-    attempt("tcp_bind", lambda: socket.create_server(("127.0.0.1", 0)).close())
-    attempt("import_numpy", lambda: __import__("numpy"))
-    attempt("devnull", lambda: open("/dev/null", "w").write("x"))
+PROBE = ATTEMPT + """
+import os, socket, sys
+attempt("read_outside", lambda: open({outside!r}).read())
+attempt("list_outside", lambda: os.listdir({parent!r}))
+attempt("write_outside", lambda: open({parent!r} + "/new.txt", "w").write("x"))
+attempt("write_inside", lambda: open("inside.txt", "w").write("x"))
+attempt("read_inside", lambda: open("inside.txt").read())
+attempt("mkdir_inside", lambda: os.makedirs("a/b"))
+attempt("rename_inside", lambda: os.rename("inside.txt", "a/b/moved.txt"))
+attempt("tcp_connect", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=5).close())
+attempt("tcp_bind", lambda: socket.create_server(("127.0.0.1", 0)).close())
+attempt("import_numpy", lambda: __import__("numpy"))
+attempt("devnull", lambda: open("/dev/null", "w").write("x"))
 """
 
 
@@ -203,19 +198,13 @@ def test_socket_families_outside_the_list_are_refused(box: Path, tmp_path: Path)
     with socket.socket(socket.AF_UNIX) as service:
         service.bind(path)
         service.listen()
-        code = f"""
+        code = ATTEMPT + textwrap.dedent(f"""
             import socket
-            def attempt(key, action):
-                try:
-                    action()
-                    print(key + "=ok")
-                except OSError as exc:
-                    print(key + "=" + type(exc).__name__)
             attempt("unix", lambda: socket.socket(socket.AF_UNIX).connect({path!r}))
             attempt("inet", lambda: socket.socket(socket.AF_INET).close())
             attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close())
             attempt("socketpair", lambda: [s.close() for s in socket.socketpair()])
-        """
+        """)
         assert set(_python(code, box / "free", None).values()) == {"ok"}
         with _rules(box, socket_families=()) as rules:
             assert _python(code, box / "box", rules) == {

