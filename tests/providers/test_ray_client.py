@@ -36,8 +36,9 @@ def client_cluster() -> Iterator[Any]:
     cluster = Cluster(initialize_head=True, shutdown_at_exit=True,
                       head_node_args={"num_cpus": 4, "include_dashboard": False,
                                       "ray_client_server_port": port})
+    cluster.client_address = f"ray://127.0.0.1:{port}"
     try:
-        ray.init(f"ray://127.0.0.1:{port}", logging_level="warning")
+        ray.init(cluster.client_address, logging_level="warning")
         assert ray.util.client.ray.is_connected(), "not in client mode"
         yield cluster
     finally:
@@ -94,3 +95,21 @@ def test_a_vector_env_matches_gymnasium_sync(client_cluster) -> None:
     finally:
         ours.close()
         sync.close()
+
+
+def test_the_provider_connects_by_ray_address_and_disconnects_after(client_cluster) -> None:
+    """``address="ray://..."``: the provider connects itself, and lets go with its last worker."""
+    ray.shutdown()
+    try:
+        env = gym.make("OpenEnv/Echo-v0", provider="ray",
+                       provider_options={"address": client_cluster.client_address, "num_cpus": 0.5})
+        try:
+            assert ray.util.client.ray.is_connected()
+            env.reset()
+            assert env.step({"message": "hi"})[0]["echo"] == "hi"
+        finally:
+            env.close()
+        assert not ray.is_initialized(), "the provider's own connection outlived its last worker"
+    finally:
+        if not ray.is_initialized():
+            ray.init(client_cluster.client_address, logging_level="warning")
