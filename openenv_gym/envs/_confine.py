@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import glob
 import os
 import queue
 import stat
@@ -319,16 +320,33 @@ def _socket_filter(families: tuple[int, ...]) -> bytes | None:
     return b"".join(program)
 
 
+#: What a child may read in ``/etc``: the loader's cache, names (passwd, group, hosts),
+#: locale and time zone, TLS trust (not ``ssl/private``), the system's Python and Perl
+#: configuration. Not the rest: ``shadow``, ``ssh`` host keys, ``sudoers``, service
+#: credentials (``pip.conf``, ``npmrc``, ``mysql/debian.cnf``, ``NetworkManager``, ...).
+ETC_READABLE = (
+    "alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "debian_version",
+    "fonts", "gai.conf", "gitconfig", "group", "host.conf", "hostname", "hosts", "inputrc",
+    "issue", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ld.so.preload", "locale.alias",
+    "locale.conf", "localtime", "magic", "magic.mime", "mime.types", "networks",
+    "nsswitch.conf", "os-release", "passwd", "perl", "profile", "protocols", "resolv.conf",
+    "services", "ssl/certs", "ssl/openssl.cnf", "terminfo", "timezone",
+)
+
+
 @functools.lru_cache(maxsize=1)
 def system_roots() -> tuple[str, ...]:
-    """The folders programs are run from and read their configuration in (read-only).
+    """The folders programs are run from, and what they read in ``/etc`` (read-only).
 
-    ``/etc`` is among them (``passwd``, locale and TLS configuration); nothing under the
-    users' homes, ``/tmp``, ``/var`` or ``/run`` is, and not ``/proc``: Landlock lets a
-    process read the environment of its parent there (the worker's, which on the process
-    provider is the trainer's, API keys included).
+    ``/usr`` and the ``/bin``, ``/lib`` links into it, plus :data:`ETC_READABLE` and the
+    system Python's folders in ``/etc``. Nothing under the users' homes, ``/tmp``, ``/var``
+    or ``/run`` is, and not ``/proc``: Landlock lets a process read the environment of its
+    parent there (the worker's, which on the process provider is the trainer's, API keys
+    included).
     """
-    return _existing(("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"))
+    etc = [os.path.join("/etc", name) for name in ETC_READABLE]
+    etc += glob.glob("/etc/python3*")
+    return _existing(("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", *etc))
 
 
 @functools.lru_cache(maxsize=8)

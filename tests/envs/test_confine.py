@@ -212,3 +212,25 @@ def test_socket_families_outside_the_list_are_refused(box: Path, tmp_path: Path)
         with _rules(box, socket_families=(socket.AF_INET,)) as rules:
             assert _python(code, box / "box", rules) == {
                 "unix": "PermissionError", "inet": "ok", "udp": "ok", "socketpair": "ok"}
+
+
+def test_etc_is_readable_only_where_programs_need_it(box: Path) -> None:
+    """The loader's cache, passwd, TLS trust: yes. Password hashes, host keys, service
+    credentials: no (a worker often runs as root on the process provider)."""
+    code = ATTEMPT + textwrap.dedent("""
+        import os, ssl, subprocess
+        attempt("passwd", lambda: open("/etc/passwd").read())
+        attempt("shadow", lambda: open("/etc/shadow").read())
+        attempt("ssh", lambda: os.listdir("/etc/ssh"))
+        attempt("ssl_private", lambda: os.listdir("/etc/ssl/private"))
+        attempt("tls_trust", lambda: ssl.create_default_context().cert_store_stats())
+        attempt("programs", lambda: subprocess.run(["git", "--version"], check=True, capture_output=True))
+    """)
+    free = _python(code, box / "free", None)
+    with _rules(box) as rules:
+        got = _python(code, box / "box", rules)
+    assert got["passwd"] == got["tls_trust"] == got["programs"] == "ok", got
+    for secret in ("shadow", "ssh", "ssl_private"):
+        assert got[secret] in ("PermissionError", "FileNotFoundError"), got
+        if os.geteuid() == 0 and free[secret] == "ok":  # readable to the worker's user
+            assert got[secret] == "PermissionError", got
