@@ -367,7 +367,8 @@ def python_roots(exclude: tuple[str, ...] = ()) -> Confinement:
     import site
 
     site_folders = [p for p in site.getsitepackages() if os.path.isdir(p)]
-    package_folders = {os.path.realpath(p) for p in site_folders}
+    # By inode, not by realpath(): one stat per folder instead of one realpath per entry.
+    package_folders = {_inode(p) for p in site_folders}
     read: list[str] = [os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable)),
                        os.path.join(sys.prefix, "pyvenv.cfg")]  # a venv's marker, read at startup
     for prefix in {sys.base_prefix, sys.prefix, sys.exec_prefix}:
@@ -381,10 +382,17 @@ def python_roots(exclude: tuple[str, ...] = ()) -> Confinement:
             continue
         listable.append(os.path.realpath(folder))
         for entry in os.scandir(folder):
-            if entry.name in exclude or os.path.realpath(entry.path) in package_folders:
+            if entry.name in exclude or (entry.is_dir() and _inode(entry.path) in package_folders):
                 continue  # the answer key; or site-packages inside the standard library
             read.append(entry.path)
-    return Confinement(read=_existing(read), listable=tuple(listable))
+    # Entries need no realpath(): a rule is made by opening the path, which follows links.
+    return Confinement(read=tuple(dict.fromkeys(p for p in read if os.path.exists(p))),
+                       listable=tuple(listable))
+
+
+def _inode(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
 
 
 def _existing(paths: Iterable[str]) -> tuple[str, ...]:
