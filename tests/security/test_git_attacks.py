@@ -181,3 +181,50 @@ def test_a_clean_filter_in_the_agents_repo_runs_confined_during_the_checks(
     record("attacks", "Git-v0: a clean filter in the agent's repo, run by the checks' git status",
            "the filter runs confined: no write outside the workspace",
            "filter ran during the checks; its write to /tmp was refused", provider)
+
+
+#: A bare repo's config naming a command git runs when it advertises an alternate's refs,
+#: which the git server's backend does on every push.
+ALTERNATE_REFS = r"""git clone -q "$REMOTE/origin.git" r 2>/dev/null; cd r && echo a > f && git add f && git commit -qm one
+git push -q origin main
+git init -q --bare ../other.git
+echo "$(cd ../other.git && pwd)/objects" > "$REMOTES/origin.git/objects/info/alternates"
+git -C "$REMOTES/origin.git" config core.alternateRefsCommand \
+  "sh -c '(echo x > /tmp/openenv-gym-alt-pwned && echo escaped || echo held) > $REMOTES/../alt-result.txt; cat >/dev/null'"
+echo b > f && git commit -qam two && git push -q origin main 2>/dev/null; echo pushed=$?
+cat "$REMOTES/../alt-result.txt" """
+
+
+def test_a_command_in_the_agents_remote_runs_confined_when_the_server_serves_a_push(
+        git_envs: dict[bool, tuple[str, gym.Env]]) -> None:
+    """Unconfined, the git server's backend ran it in the worker: it wrote to the host's /tmp."""
+    if landlock_abi() < 1:
+        pytest.skip("this kernel has no Landlock")
+    provider, env = git_envs[True]
+    marker = "/tmp/openenv-gym-alt-pwned"
+    try:
+        env.reset()
+        obs, *_ = env.step({"command": ALTERNATE_REFS, "timeout": 8.0})
+        assert "pushed=0" in obs["output"], obs["output"]
+        assert obs["output"].rstrip().endswith("held"), obs["output"]  # it ran, confined
+        assert not os.path.exists(marker)
+    finally:
+        if os.path.exists(marker):
+            os.unlink(marker)
+    record("attacks", "Git-v0: core.alternateRefsCommand in the agent's remote, run by the server on push",
+           "the git server's backend runs it confined: no write outside the workspace",
+           "it ran during the push; its write to /tmp was refused", provider)
+
+
+def test_the_git_server_serves_only_the_envs_own_remotes(git_envs: dict[bool, tuple[str, gym.Env]]) -> None:
+    """Another env's remotes, or the snapshot every reset copies, must not be reachable: a
+    push there would change other episodes."""
+    provider, env = git_envs[True]
+    env.reset()
+    obs, *_ = env.step({"command": 'base=${REMOTE%/*/remotes}; git ls-remote -q "$REMOTE/origin.git"; echo own=$?; '
+                                   'git ls-remote -q "$base/snapshot-free/remotes/origin.git" 2>/dev/null; '
+                                   'echo snapshot=$?'})
+    assert "own=0" in obs["output"] and "snapshot=128" in obs["output"], obs["output"]
+    record("attacks", "Git-v0: reach another env's remotes or the task snapshot through the git server",
+           "refused (404): the server serves live envs' own remotes only",
+           "own remote served; the snapshot's refused", provider)

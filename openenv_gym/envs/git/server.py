@@ -21,6 +21,7 @@ import os
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
 __all__ = ["GitHttpServer"]
@@ -42,9 +43,9 @@ class GitHttpServer:
         port: Its TCP port (the one port a confined command may connect to).
     """
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, gate: Gate | None = None) -> None:
         self.root = os.path.realpath(root)
-        handler = type("Handler", (_Handler,), {"project_root": self.root})
+        handler = type("Handler", (_Handler,), {"project_root": self.root, "gate": staticmethod(gate)})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self.port: int = self._httpd.server_address[1]
@@ -59,8 +60,15 @@ class GitHttpServer:
         self._httpd.server_close()
 
 
+#: ``gate(top_folder) -> run`` : how to run ``git http-backend`` for a request under
+#: ``<root>/<top_folder>/``: ``run(start)`` calls ``start`` (which starts the backend) and
+#: returns its result, confined as that folder's commands are; None refuses the request.
+Gate = Callable[[str], Optional[Callable[[Callable[[], Any]], Any]]]
+
+
 class _Handler(BaseHTTPRequestHandler):
     project_root = ""
+    gate: Gate | None = None
     protocol_version = "HTTP/1.0"  # one request per connection: no keep-alive bookkeeping
 
     def do_GET(self) -> None:
@@ -92,6 +100,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _backend(self) -> None:
         url = urlsplit(self.path)
+        run: Callable[[Callable[[], Any]], Any] | None = lambda start: start()
+        if self.gate is not None:
+            run = self.gate(url.path.lstrip("/").split("/", 1)[0])
+        if run is None:
+            self.send_error(404, "no such repository")
+            return
         try:
             body = self._body()
         except ValueError as exc:
@@ -122,9 +136,19 @@ class _Handler(BaseHTTPRequestHandler):
             if self.headers.get(header):
                 env[var] = self.headers[header]
         try:
-            out = subprocess.run(["git", "http-backend"], input=body, env=env,
-                                 capture_output=True, timeout=BACKEND_TIMEOUT, check=False).stdout
+            # The served repository is the agent's: its config can name programs for git to
+            # run (core.alternateRefsCommand during a push), so the backend is confined as
+            # the agent's own commands are.
+            backend = run(lambda: subprocess.Popen(["git", "http-backend"], env=env, stdin=subprocess.PIPE,
+                                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+        except RuntimeError as exc:  # its confinement is gone (the env is resetting or closed)
+            self.send_error(503, str(exc))
+            return
+        try:
+            out, _ = backend.communicate(body, timeout=BACKEND_TIMEOUT)
         except subprocess.TimeoutExpired:
+            backend.kill()
+            backend.wait()
             self.send_error(504, "git http-backend timed out")
             return
         head, _, payload = out.partition(b"\r\n\r\n")

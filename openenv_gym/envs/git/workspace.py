@@ -11,8 +11,10 @@ at the env's own remotes: no re-clone, no setup replay.
 The agent's commands (and ``command`` checks, which run under its limits) are confined with
 Landlock where the kernel has it (:mod:`~openenv_gym.envs._confine`): they read the system
 and the worker's Python, write only in the env's own folder, and reach no TCP port but the
-worker's git server. So are the checks' git calls, since git runs programs named in the
-agent's repository config. Task setup is trusted and runs unconfined.
+worker's git server. So are the checks' git calls and the git server's backend for this
+env's remotes, since git runs programs named in the agent's repository config (a clean
+filter, ``core.alternateRefsCommand``); the server refuses every other env's remotes.
+Task setup is trusted and runs unconfined.
 
 Example:
     >>> ws = Workspace()
@@ -33,7 +35,9 @@ import sys
 import tempfile
 import threading
 import uuid
+import weakref
 from dataclasses import replace
+from typing import Callable, TypeVar
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
 from openenv_gym.envs._exec import ExecResult, Limits, minimal_environ, run
@@ -41,6 +45,8 @@ from openenv_gym.envs.git.server import GitHttpServer
 from openenv_gym.envs.git.tasks import SETUP_PRELUDE, Task
 
 __all__ = ["Workspace", "TaskSetupError"]
+
+T = TypeVar("T")
 
 GITCONFIG = """\
 [user]
@@ -78,7 +84,10 @@ class _Shared:
 
     def __init__(self) -> None:
         self.root = tempfile.mkdtemp(prefix="openenv-git-")
-        self.server = GitHttpServer(self.root)
+        #: Live envs by folder name; the server serves only these and snapshots being built.
+        self.workspaces: "weakref.WeakValueDictionary[str, Workspace]" = weakref.WeakValueDictionary()
+        self.building: set[str] = set()
+        self.server = GitHttpServer(self.root, gate=self.gate)
         self.templates = os.path.join(self.root, "git-templates")  # empty: no sample hooks to copy
         os.mkdir(self.templates)
         self.snapshots: dict[str, str] = {}
@@ -87,6 +96,15 @@ class _Shared:
         self._trash = 0
         self.lock = threading.Lock()
         atexit.register(self.close)
+
+    def gate(self, ident: str) -> Callable[[Callable[[], T]], T] | None:
+        """How the git server runs a request for ``<root>/<ident>/``: confined as that env's
+        commands, unconfined for a snapshot being built (trusted setup), refused otherwise
+        (another env's remotes, a finished snapshot)."""
+        if ident in self.building:
+            return lambda start: start()
+        workspace = self.workspaces.get(ident)
+        return workspace.spawn if workspace is not None else None
 
     def discard(self, path: str) -> None:
         """Remove a folder off the caller's path: rename it now, delete it in the background."""
@@ -133,8 +151,10 @@ class Workspace:
         self.output_limit = output_limit
         self.confine = confine
         self._ruleset: Ruleset | None = None
+        self._ruleset_lock = threading.Lock()  # the env's thread and the git server's
         self.id = "e" + uuid.uuid4().hex[:12]
         self._setup(os.path.join(self.shared.root, self.id), self.id)
+        self.shared.workspaces[self.id] = self
 
     def _setup(self, base: str, ident: str) -> None:
         self.base = base
@@ -192,10 +212,16 @@ class Workspace:
         return run(argv, timeout=timeout, cwd=cwd, env=self.environ(), output_limit=1 << 20,
                    confine=self._rules())
 
+    def spawn(self, start: Callable[[], T]) -> T:
+        """Call ``start`` (which starts a process) confined as this env's commands are."""
+        rules = self._rules()
+        return rules.spawn(start) if rules is not None else start()
+
     def _rules(self) -> Ruleset | None:
-        if self.confine and self._ruleset is None:
-            self._ruleset = Ruleset(self.confinement())
-        return self._ruleset
+        with self._ruleset_lock:
+            if self.confine and self._ruleset is None:
+                self._ruleset = Ruleset(self.confinement())
+            return self._ruleset
 
     # -- snapshots -----------------------------------------------------------------------
     def restore(self, task: Task | None) -> None:
@@ -237,6 +263,7 @@ class Workspace:
         builder = Workspace.__new__(Workspace)
         builder.shared, builder.limits, builder.output_limit = self.shared, self.limits, 1 << 20
         builder.confine, builder._ruleset = False, None  # setup is trusted
+        builder._ruleset_lock = threading.Lock()
         builder._setup(os.path.join(self.shared.root, ident), ident)
         shutil.rmtree(builder.base, ignore_errors=True)
         for folder in (builder.work, builder.remotes, builder.home, builder.tmp):
@@ -251,7 +278,11 @@ class Workspace:
                    'done; true\n')
         # Setup is trusted (it comes from a task file): only a generous time limit.
         builder.limits = replace(self.limits, cpu_seconds=None, processes=None)
-        result = builder.command(script, SETUP_TIMEOUT)
+        self.shared.building.add(ident)  # its pushes go through the server
+        try:
+            result = builder.command(script, SETUP_TIMEOUT)
+        finally:
+            self.shared.building.discard(ident)
         if result.exit_code != 0:
             shutil.rmtree(builder.base, ignore_errors=True)
             raise TaskSetupError(f"setup of git task {key!r} failed (exit {result.exit_code}):\n"
@@ -259,9 +290,10 @@ class Workspace:
         return builder.base
 
     def _drop_ruleset(self) -> None:
-        if self._ruleset is not None:
-            self._ruleset.close()
-            self._ruleset = None
+        with self._ruleset_lock:
+            if self._ruleset is not None:
+                self._ruleset.close()
+                self._ruleset = None
 
     def close(self) -> None:
         """Remove this env's folder."""
