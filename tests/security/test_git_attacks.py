@@ -228,3 +228,22 @@ def test_the_git_server_serves_only_the_envs_own_remotes(git_envs: dict[bool, tu
     record("attacks", "Git-v0: reach another env's remotes or the task snapshot through the git server",
            "refused (404): the server serves live envs' own remotes only",
            "own remote served; the snapshot's refused", provider)
+
+
+def test_files_that_would_hang_or_flood_the_checks_are_not_read(git_envs: dict[bool, tuple[str, gym.Env]]) -> None:
+    """The checks read the agent's files in the worker: an endless file (a link to
+    /dev/zero), a FIFO (an open that never returns) or a link to a host file must neither
+    hang nor flood it, nor let a check see outside the repo."""
+    provider, env = git_envs[True]
+    env.reset(options={"task": "merge-conflict"})
+    worker = env.unwrapped._worker
+    restarts = worker.restarts
+    obs, reward, *_ = env.step({"command": "rm app.py && ln -s /dev/zero app.py && mkfifo stuck && "
+                                           "ln -s /etc/hostname other && echo planted"})
+    assert "planted" in obs["output"], obs["output"]
+    assert reward < 1.0  # app.py is no longer a file the checks can read
+    obs, *_ = env.step({"command": "echo alive"})
+    assert "alive" in obs["output"] and worker.restarts == restarts
+    record("attacks", "Git-v0: a link to /dev/zero, a FIFO, a link to a host file where the checks read",
+           "not read: no hang, no flood, nothing outside the repo", "checks ran and returned; worker survived",
+           provider)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import Any, Callable, Protocol
 
 from openenv_gym.envs._exec import ExecResult
@@ -77,13 +78,35 @@ def _texts(text: str | list[str]) -> list[str]:
     return [text] if isinstance(text, str) else list(text)
 
 
-def _read(repo: str, path: str) -> str | None:
-    full = os.path.realpath(os.path.join(repo, path))
+#: Bytes of a working-tree file a check reads at most (the agent's file-size limit).
+READ_LIMIT = 16 << 20
+
+
+def _read_bytes(repo: str, path: str, limit: int = READ_LIMIT) -> bytes | None:
+    """A regular file of the agent's repo, read by the (unconfined) worker: or None.
+
+    The agent controls the tree, so nothing is followed out of it and nothing blocks: a
+    symlink to a host file or to ``/dev/zero`` (an endless read), or a FIFO (an open that
+    never returns), is not a file the check can read.
+    """
+    root = os.path.realpath(repo)
+    full = os.path.join(root, path)
+    if os.path.realpath(os.path.dirname(full)) != os.path.dirname(os.path.normpath(full)) \
+            or not os.path.normpath(full).startswith(root + os.sep):
+        return None  # a folder on the way is a link, or the path leaves the repo
     try:
-        with open(full, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return f.read(limit)
+
+
+def _read(repo: str, path: str) -> str | None:
+    data = _read_bytes(repo, path)
+    return data.decode("utf-8", errors="replace") if data is not None else None
 
 
 def _commit(ctx: CheckContext, repo: str, rev: str) -> str | None:
@@ -145,12 +168,9 @@ def no_conflict_markers(ctx: CheckContext, repo: str, paths: list[str] | None = 
             dirs[:] = [d for d in dirs if d != ".git"]
             paths += [os.path.relpath(os.path.join(top, f), repo) for f in files]
     for path in paths:
-        try:
-            with open(os.path.join(repo, path), "rb") as f:
-                if _MARKERS.search(f.read(1 << 20)):
-                    return False
-        except OSError:
-            continue
+        data = _read_bytes(repo, path, 1 << 20)
+        if data is not None and _MARKERS.search(data):
+            return False
     return True
 
 
