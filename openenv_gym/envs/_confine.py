@@ -149,6 +149,8 @@ class Ruleset:
         self.confinement = confinement
         self.fd = -1
         self._closed = False
+        # Orders requests before the stop sentinel: one put after it would wait forever.
+        self._lock = threading.Lock()
         self._requests: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] | None = None
         version = abi()
         if version < 1:
@@ -180,8 +182,9 @@ class Ruleset:
         families = confinement.socket_families
         program = _socket_filter(families) if families is not None else None
         self._requests = queue.SimpleQueue()
-        threading.Thread(target=_spawner, args=(self.fd, program, self._requests), name="landlock-spawner",
-                         daemon=True).start()
+        # The thread gets its own descriptor: close() may run before it has used it.
+        threading.Thread(target=_spawner, args=(os.dup(self.fd), program, self._requests),
+                         name="landlock-spawner", daemon=True).start()
 
     @property
     def active(self) -> bool:
@@ -196,13 +199,15 @@ class Ruleset:
             RuntimeError: The ruleset is closed, or the thread could not confine itself
                 (the child is then never started).
         """
-        if self._closed:
-            raise RuntimeError("this Ruleset is closed: build a new one")
-        requests = self._requests
+        done: Future[T] = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this Ruleset is closed: build a new one")
+            requests = self._requests
+            if requests is not None:
+                requests.put((start, done))
         if requests is None:
             return start()  # no Landlock on this kernel
-        done: Future[T] = Future()
-        requests.put((start, done))
         return done.result()
 
     def _add_path(self, path: str, rights: int) -> None:
@@ -224,10 +229,11 @@ class Ruleset:
 
     def close(self) -> None:
         """Stop the thread and release the ruleset (children already started stay confined)."""
-        self._closed = True
-        requests, self._requests = self._requests, None
-        if requests is not None:
-            requests.put(None)
+        with self._lock:
+            self._closed = True
+            requests, self._requests = self._requests, None
+            if requests is not None:
+                requests.put(None)
         fd, self.fd = self.fd, -1
         if fd >= 0:
             os.close(fd)
@@ -248,9 +254,11 @@ def _spawner(fd: int, program: bytes | None,
     it cannot restrict itself, every request fails: no child is ever started unconfined.
     """
     error: RuntimeError | None = None
-    if _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or _syscall(_SYS_RESTRICT_SELF, fd, 0) != 0:
-        error = RuntimeError(f"landlock_restrict_self failed ({os.strerror(ctypes.get_errno())}); "
-                             "the child was not started")
+    restricted = _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 and _syscall(_SYS_RESTRICT_SELF, fd, 0) == 0
+    reason = os.strerror(ctypes.get_errno())
+    os.close(fd)  # this thread's own copy (see Ruleset)
+    if not restricted:
+        error = RuntimeError(f"landlock_restrict_self failed ({reason}); the child was not started")
     elif program is not None:
         buffer = ctypes.create_string_buffer(program, len(program))
         fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))

@@ -180,8 +180,7 @@ def test_the_child_is_not_started_when_it_cannot_be_confined() -> None:
             done.result(timeout=10)
         assert started == []
     finally:
-        requests.put(None)
-        os.close(not_a_ruleset)
+        requests.put(None)  # the thread closes the descriptor it was given
 
 
 def test_spawn_raises_the_start_error_in_the_caller(box: Path) -> None:
@@ -234,3 +233,25 @@ def test_etc_is_readable_only_where_programs_need_it(box: Path) -> None:
         assert got[secret] in ("PermissionError", "FileNotFoundError"), got
         if os.geteuid() == 0 and free[secret] == "ok":  # readable to the worker's user
             assert got[secret] == "PermissionError", got
+
+
+def test_spawns_racing_close_never_hang(box: Path) -> None:
+    """A spawn that loses a race with close() is refused or served, never left waiting."""
+    for _ in range(20):
+        rules = _rules(box)
+        outcomes: list[object] = []
+
+        def spawn() -> None:
+            try:
+                outcomes.append(rules.spawn(lambda: subprocess.run(["true"])).returncode)
+            except RuntimeError:
+                outcomes.append("closed")
+
+        threads = [threading.Thread(target=spawn) for _ in range(4)]
+        for t in threads:
+            t.start()
+        rules.close()
+        for t in threads:
+            t.join(10)
+        assert not any(t.is_alive() for t in threads), "a spawn hung after close()"
+        assert set(outcomes) <= {0, "closed"} and len(outcomes) == 4
