@@ -29,6 +29,10 @@ def client_cluster() -> Iterator[Any]:
 
     if ray.is_initialized():
         ray.shutdown()
+    # A plain ray.init earlier in this process (the other ray tests) leaves
+    # RAY_CLIENT_MODE=0 in os.environ; inherited by this cluster, it makes the client
+    # server's per-client server exit at start ("SpecificServer startup failed").
+    os.environ.pop("RAY_CLIENT_MODE", None)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
