@@ -8,6 +8,7 @@ through /proc run with Landlock off, which keeps /proc closed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import tempfile
@@ -72,6 +73,17 @@ def _daemon_gone(obs: Any) -> str:
     lingering = helpers.processes_with_home_under(home)
     assert not lingering, f"the daemon outlived its step: {lingering}"
     return "killed when the step ended (the worker adopts its orphans)"
+
+
+@contextlib.contextmanager
+def _must_not_appear(marker: str) -> Iterator[None]:
+    """The attack inside must not write ``marker`` on the host (removed if it did)."""
+    try:
+        yield
+        assert not os.path.exists(marker), f"the attack wrote {marker} on the host"
+    finally:
+        if os.path.exists(marker):
+            os.unlink(marker)
 
 
 def _signal_refused(outcome: Any) -> str:
@@ -167,17 +179,12 @@ def test_a_clean_filter_in_the_agents_repo_runs_confined_during_the_checks(
     """The checks run `git status` on the agent's repository, whose config can name a
     program for git to run. Unconfined, that program wrote to the host's /tmp."""
     provider, env = git_envs[True]
-    marker = "/tmp/openenv-gym-filter-pwned"
-    try:
+    with _must_not_appear("/tmp/openenv-gym-filter-pwned"):
         env.reset(options={"task": "commit-file"})
         obs, *_ = env.step({"command": FILTER})
         assert "armed" in obs["output"], obs
         obs, *_ = env.step({"command": "cat ../filter-result.txt"})
         assert obs["output"].strip() == "held", obs["output"]  # it ran (the checks ran it), held
-        assert not os.path.exists(marker)
-    finally:
-        if os.path.exists(marker):
-            os.unlink(marker)
     record("attacks", "Git-v0: a clean filter in the agent's repo, run by the checks' git status",
            "the filter runs confined: no write outside the workspace",
            "filter ran during the checks; its write to /tmp was refused", provider)
@@ -201,16 +208,11 @@ def test_a_command_in_the_agents_remote_runs_confined_when_the_server_serves_a_p
     if landlock_abi() < 1:
         pytest.skip("this kernel has no Landlock")
     provider, env = git_envs[True]
-    marker = "/tmp/openenv-gym-alt-pwned"
-    try:
+    with _must_not_appear("/tmp/openenv-gym-alt-pwned"):
         env.reset()
         obs, *_ = env.step({"command": ALTERNATE_REFS, "timeout": 8.0})
         assert "pushed=0" in obs["output"], obs["output"]
         assert obs["output"].rstrip().endswith("held"), obs["output"]  # it ran, confined
-        assert not os.path.exists(marker)
-    finally:
-        if os.path.exists(marker):
-            os.unlink(marker)
     record("attacks", "Git-v0: core.alternateRefsCommand in the agent's remote, run by the server on push",
            "the git server's backend runs it confined: no write outside the workspace",
            "it ran during the push; its write to /tmp was refused", provider)
