@@ -63,6 +63,7 @@ attempt("tcp_connect", lambda: socket.create_connection(("127.0.0.1", {port}), t
 attempt("tcp_bind", lambda: socket.create_server(("127.0.0.1", 0)).close())
 attempt("import_numpy", lambda: __import__("numpy"))
 attempt("devnull", lambda: open("/dev/null", "w").write("x"))
+attempt("parent_environ", lambda: open(f"/proc/{{os.getppid()}}/environ", "rb").read())
 """
 
 
@@ -80,6 +81,8 @@ def test_files_and_tcp_outside_the_rules_are_refused(box: Path, listener: socket
     with _rules(box) as rules:
         got = _python(code, box / "box", rules)
     assert got["read_outside"] == got["list_outside"] == got["write_outside"] == "PermissionError", got
+    # The worker's environment (on the process provider, the trainer's: API keys) stays closed.
+    assert got["parent_environ"] == "PermissionError", got
     assert got["write_inside"] == got["read_inside"] == got["mkdir_inside"] == got["rename_inside"] == "ok", got
     assert got["import_numpy"] == got["devnull"] == "ok", got
     if abi() >= 4:
