@@ -84,9 +84,8 @@ class _Shared:
 
     def __init__(self) -> None:
         self.root = tempfile.mkdtemp(prefix="openenv-git-")
-        #: Live envs by folder name; the server serves only these and snapshots being built.
+        #: Live envs (and snapshot builders) by folder name: the server serves only these.
         self.workspaces: "weakref.WeakValueDictionary[str, Workspace]" = weakref.WeakValueDictionary()
-        self.building: set[str] = set()
         self.server = GitHttpServer(self.root, gate=self.gate)
         self.templates = os.path.join(self.root, "git-templates")  # empty: no sample hooks to copy
         os.mkdir(self.templates)
@@ -98,11 +97,9 @@ class _Shared:
         atexit.register(self.close)
 
     def gate(self, ident: str) -> Callable[[Callable[[], T]], T] | None:
-        """How the git server runs a request for ``<root>/<ident>/``: confined as that env's
-        commands, unconfined for a snapshot being built (trusted setup), refused otherwise
-        (another env's remotes, a finished snapshot)."""
-        if ident in self.building:
-            return lambda start: start()
+        """How the git server runs a request for ``<root>/<ident>/``: as that workspace's
+        commands run (a live env's: confined; a snapshot builder's: trusted setup), or
+        refused (None) for anything else, such as a finished snapshot."""
         workspace = self.workspaces.get(ident)
         return workspace.spawn if workspace is not None else None
 
@@ -142,27 +139,25 @@ class Workspace:
         output_limit: Bytes of output kept per command.
         confine: Hold the agent's commands to :meth:`confinement` (where the kernel has
             Landlock).
+        ident: The folder's name under the worker's root (default: a fresh random one).
     """
 
     def __init__(self, limits: Limits | None = None, output_limit: int = 65536,
-                 confine: bool = True) -> None:
+                 confine: bool = True, ident: str | None = None) -> None:
         self.shared = shared()
         self.limits = limits or Limits(memory_bytes=2 << 30, processes=128)
         self.output_limit = output_limit
-        self.confine = confine
-        self._ruleset: Ruleset | None = None
-        self._ruleset_lock = threading.Lock()  # the env's thread and the git server's
-        self.id = "e" + uuid.uuid4().hex[:12]
-        self._setup(os.path.join(self.shared.root, self.id), self.id)
-        self.shared.workspaces[self.id] = self
-
-    def _setup(self, base: str, ident: str) -> None:
-        self.base = base
-        self.ident = ident
-        self.work = os.path.join(base, "work")
-        self.remotes = os.path.join(base, "remotes")
-        self.home = os.path.join(base, "home")
-        self.tmp = os.path.join(base, "tmp")
+        self.ident = ident or "e" + uuid.uuid4().hex[:12]
+        self.base = os.path.join(self.shared.root, self.ident)
+        os.makedirs(self.base, mode=0o700, exist_ok=True)
+        self.work = os.path.join(self.base, "work")
+        self.remotes = os.path.join(self.base, "remotes")
+        self.home = os.path.join(self.base, "home")
+        self.tmp = os.path.join(self.base, "tmp")
+        #: The Landlock rules of the agent's commands. Built once: reset replaces what is in
+        #: the folder, never the folder itself, whose inode the rules name.
+        self.ruleset: Ruleset | None = Ruleset(self.confinement()) if confine else None
+        self.shared.workspaces[self.ident] = self
 
     @property
     def remote_url(self) -> str:
@@ -199,7 +194,7 @@ class Workspace:
         prefix = self.limits.shell_prefix()
         return run(["bash", "-c", f"{prefix}\n{command}"], timeout=timeout, cwd=cwd or self.work,
                    env=self.environ(), output_limit=self.output_limit, merge_stderr=True,
-                   confine=self._rules())
+                   confine=self.ruleset)
 
     def shell(self, command: str, cwd: str) -> ExecResult:
         """A ``command`` check: the agent's limits, a fixed 60 s."""
@@ -210,18 +205,11 @@ class Workspace:
         the repository is the agent's, and its config can name programs git runs (a clean
         filter runs during ``git status``)."""
         return run(argv, timeout=timeout, cwd=cwd, env=self.environ(), output_limit=1 << 20,
-                   confine=self._rules())
+                   confine=self.ruleset)
 
     def spawn(self, start: Callable[[], T]) -> T:
         """Call ``start`` (which starts a process) confined as this env's commands are."""
-        rules = self._rules()
-        return rules.spawn(start) if rules is not None else start()
-
-    def _rules(self) -> Ruleset | None:
-        with self._ruleset_lock:
-            if self.confine and self._ruleset is None:
-                self._ruleset = Ruleset(self.confinement())
-            return self._ruleset
+        return self.ruleset.spawn(start) if self.ruleset is not None else start()
 
     # -- snapshots -----------------------------------------------------------------------
     def restore(self, task: Task | None) -> None:
@@ -232,9 +220,10 @@ class Workspace:
         """
         key = task.key if task is not None else ""
         snapshot = self._snapshot(task)
-        self._drop_ruleset()  # its rules name the folder about to be replaced
-        self.shared.discard(self.base)
-        shutil.copytree(snapshot, self.base, symlinks=True)
+        os.chmod(self.base, 0o700)  # the agent may have changed it; the worker owns it
+        for entry in os.scandir(self.base):  # the folder stays: the ruleset names it
+            self.shared.discard(entry.path)
+        shutil.copytree(snapshot, self.base, symlinks=True, dirs_exist_ok=True)
         old = f"/{_snapshot_ident(key)}/"
         new = f"/{self.ident}/"
         for top in (self.work, self.remotes):
@@ -260,12 +249,11 @@ class Workspace:
 
     def _build(self, task: Task | None, key: str) -> str:
         ident = _snapshot_ident(key)
-        builder = Workspace.__new__(Workspace)
-        builder.shared, builder.limits, builder.output_limit = self.shared, self.limits, 1 << 20
-        builder.confine, builder._ruleset = False, None  # setup is trusted
-        builder._ruleset_lock = threading.Lock()
-        builder._setup(os.path.join(self.shared.root, ident), ident)
-        shutil.rmtree(builder.base, ignore_errors=True)
+        shutil.rmtree(os.path.join(self.shared.root, ident), ignore_errors=True)
+        # Setup is trusted (it comes from a task file): unconfined, only a generous time
+        # limit. While the builder lives the git server serves its pushes.
+        builder = Workspace(replace(self.limits, cpu_seconds=None, processes=None), 1 << 20,
+                            confine=False, ident=ident)
         for folder in (builder.work, builder.remotes, builder.home, builder.tmp):
             os.makedirs(folder, mode=0o700)
         with open(os.path.join(builder.home, ".gitconfig"), "w", encoding="utf-8") as f:
@@ -276,28 +264,20 @@ class Workspace:
         script += (f'\nfor r in {shlex.quote(builder.remotes)}/*.git {shlex.quote(builder.work)}/*/.git; do\n'
                    '  [ -d "$r" ] && git --git-dir="$r" repack -adq && git --git-dir="$r" prune-packed\n'
                    'done; true\n')
-        # Setup is trusted (it comes from a task file): only a generous time limit.
-        builder.limits = replace(self.limits, cpu_seconds=None, processes=None)
-        self.shared.building.add(ident)  # its pushes go through the server
         try:
             result = builder.command(script, SETUP_TIMEOUT)
         finally:
-            self.shared.building.discard(ident)
+            self.shared.workspaces.pop(ident, None)  # a finished snapshot is served to no one
         if result.exit_code != 0:
             shutil.rmtree(builder.base, ignore_errors=True)
             raise TaskSetupError(f"setup of git task {key!r} failed (exit {result.exit_code}):\n"
                                  f"{result.stdout[-4000:]}")
         return builder.base
 
-    def _drop_ruleset(self) -> None:
-        with self._ruleset_lock:
-            if self._ruleset is not None:
-                self._ruleset.close()
-                self._ruleset = None
-
     def close(self) -> None:
         """Remove this env's folder."""
-        self._drop_ruleset()
+        if self.ruleset is not None:
+            self.ruleset.close()
         shutil.rmtree(self.base, ignore_errors=True)
 
 
