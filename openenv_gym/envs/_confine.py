@@ -46,7 +46,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TypeVar
 
-__all__ = ["Confinement", "Ruleset", "abi", "system_roots", "python_roots"]
+__all__ = ["Confinement", "Ruleset", "abi", "system_roots", "python_roots", "site_folders", "prctl"]
 
 T = TypeVar("T")
 
@@ -372,11 +372,9 @@ def python_roots(exclude: tuple[str, ...] = ()) -> Confinement:
     Returns:
         A :class:`Confinement` with ``read`` and ``listable`` filled in.
     """
-    import site
-
-    site_folders = [p for p in site.getsitepackages() if os.path.isdir(p)]
+    packages = list(site_folders())
     # By inode, not by realpath(): one stat per folder instead of one realpath per entry.
-    package_folders = {_inode(p) for p in site_folders}
+    package_folders = {_inode(p) for p in packages}
     read: list[str] = [os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable)),
                        os.path.join(sys.prefix, "pyvenv.cfg")]  # a venv's marker, read at startup
     for prefix in {sys.base_prefix, sys.prefix, sys.exec_prefix}:
@@ -385,7 +383,7 @@ def python_roots(exclude: tuple[str, ...] = ()) -> Confinement:
             if os.path.isdir(folder):
                 read += [e.path for e in os.scandir(folder) if e.is_file()]
     listable: list[str] = []
-    for folder in [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")] + site_folders:
+    for folder in [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")] + packages:
         if not os.path.isdir(folder) or os.path.realpath(folder) in listable:
             continue
         listable.append(os.path.realpath(folder))
@@ -401,6 +399,19 @@ def python_roots(exclude: tuple[str, ...] = ()) -> Confinement:
 def _inode(path: str) -> tuple[int, int]:
     st = os.stat(path)
     return st.st_dev, st.st_ino
+
+
+@functools.lru_cache(maxsize=1)
+def site_folders() -> tuple[str, ...]:
+    """The interpreter's site-packages folders (what ``site`` would put on ``sys.path``)."""
+    import site
+
+    return tuple(p for p in site.getsitepackages() if os.path.isdir(p))
+
+
+def prctl(option: int, arg: int) -> bool:
+    """``prctl(option, arg)`` on the calling thread; whether the kernel agreed."""
+    return _prctl(option, arg, 0, 0, 0) == 0
 
 
 def _existing(paths: Iterable[str]) -> tuple[str, ...]:

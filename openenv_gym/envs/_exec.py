@@ -34,6 +34,8 @@ import weakref
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+from openenv_gym.envs._confine import prctl, site_folders
+
 if TYPE_CHECKING:
     from openenv_gym.envs._confine import Ruleset
 
@@ -379,9 +381,7 @@ def adopt_orphans() -> bool:
         Whether the kernel agreed.
     """
     global _adopting
-    import ctypes
-
-    _adopting = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    _adopting = prctl(_PR_SET_CHILD_SUBREAPER, 1)
     return _adopting
 
 
@@ -409,9 +409,9 @@ def reap_orphans() -> int:
         steps = {child.pid for child in _live}
         for pid in pids:
             try:
-                if pid in steps or os.getsid(pid) == own_session or os.getpgid(pid) in steps:
-                    continue
                 group = os.getpgid(pid)
+                if pid in steps or group in steps or os.getsid(pid) == own_session:
+                    continue
                 if group == pid and group != own_group:
                     os.killpg(group, signal.SIGKILL)  # a session leader: its group too
                 else:
@@ -490,18 +490,9 @@ def python_argv(prelude_limits: Limits, script: str, *args: str) -> list[str]:
                f"for _w, _v in {pairs!r}:\n"
                "    _h = _r.getrlimit(_w)[1]\n"
                "    _r.setrlimit(_w, (_v, _v) if _h == _r.RLIM_INFINITY else (min(_v, _h), _h))\n"
-               f"_s.path.extend({_site_folders()!r})\n"
+               f"_s.path.extend({site_folders()!r})\n"
                "def _quit(code=None):\n"
                "    raise SystemExit(code)\n"
                "_b.exit = _b.quit = _quit\n"
                "del _r, _s, _b, _quit\n")
     return [sys.executable, "-I", "-S", "-c", prelude + script, *args]
-
-
-@functools.lru_cache(maxsize=1)
-def _site_folders() -> tuple[str, ...]:
-    """The interpreter's site-packages folders (what ``site`` would add, minus ``.pth`` work)."""
-    import site
-
-    return tuple(p for p in site.getsitepackages() if os.path.isdir(p))
-

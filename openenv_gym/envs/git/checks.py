@@ -39,7 +39,7 @@ import re
 import stat
 from typing import Any, Callable, Protocol
 
-from openenv_gym.envs._exec import ExecResult
+from openenv_gym.envs._exec import ExecResult, Limits
 
 __all__ = ["CHECKS", "CheckContext", "run_check"]
 
@@ -78,8 +78,8 @@ def _texts(text: str | list[str]) -> list[str]:
     return [text] if isinstance(text, str) else list(text)
 
 
-#: Bytes of a working-tree file a check reads at most (the agent's file-size limit).
-READ_LIMIT = 16 << 20
+#: Bytes of a working-tree file a check reads at most (the agent's default file-size limit).
+READ_LIMIT: int = Limits.file_size_bytes  # type: ignore[assignment]
 
 
 def _read_bytes(repo: str, path: str, limit: int = READ_LIMIT) -> bytes | None:
