@@ -241,3 +241,29 @@ def docker_engine_pid() -> int | None:
 
 def docker_ok() -> bool:
     return subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
+
+
+class EnvsByConfine(dict):
+    """One env per ``confine`` value, made on first use and all closed by :meth:`close`:
+    the attacks run confined, and those that inspect Docker's own layer with Landlock off.
+
+    Args:
+        env_id: The Gymnasium id.
+        provider: The provider.
+        **kwargs: The rest of ``gym.make``'s arguments.
+    """
+
+    def __init__(self, env_id: str, provider: str, **kwargs: Any) -> None:
+        super().__init__()
+        self.env_id, self.provider, self.kwargs = env_id, provider, kwargs
+
+    def __missing__(self, confine: bool) -> tuple[str, Any]:
+        import gymnasium as gym
+
+        self[confine] = (self.provider, gym.make(self.env_id, provider=self.provider, confine=confine,
+                                                 **self.kwargs))
+        return self[confine]
+
+    def close(self) -> None:
+        for _, env in self.values():
+            env.close()

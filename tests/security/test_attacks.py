@@ -334,16 +334,10 @@ def coding(request: pytest.FixtureRequest) -> Iterator[dict[bool, tuple[str, gym
     provider = request.param
     if provider == "docker":
         require_docker()
-    class Envs(dict):
-        def __missing__(self, confine: bool) -> tuple[str, gym.Env]:
-            self[confine] = (provider, gym.make("OpenEnv/Coding-v0", provider=provider, step_timeout=STEP_TIMEOUT,
-                                                max_timeout=10.0, timeout=30.0, confine=confine))
-            return self[confine]
-
-    envs = Envs()
+    envs = helpers.EnvsByConfine("OpenEnv/Coding-v0", provider, step_timeout=STEP_TIMEOUT,
+                                 max_timeout=10.0, timeout=30.0)
     yield envs
-    for _, env in envs.values():
-        env.close()
+    envs.close()
 
 
 def _sandbox_base(env: gym.Env) -> str:

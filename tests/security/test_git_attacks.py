@@ -123,18 +123,10 @@ def git_envs(request: pytest.FixtureRequest) -> Iterator[dict[bool, tuple[str, g
     """Per provider, a confined env and (made on first use) one with Landlock off."""
     if request.param == "docker":
         require_docker()
-
-    class Envs(dict):
-        def __missing__(self, confine: bool) -> tuple[str, gym.Env]:
-            self[confine] = (request.param, gym.make(
-                "OpenEnv/Git-v0", provider=request.param, step_timeout=3.0, max_timeout=10.0,
-                timeout=30.0, confine=confine))
-            return self[confine]
-
-    envs = Envs()
+    envs = helpers.EnvsByConfine("OpenEnv/Git-v0", request.param, step_timeout=3.0, max_timeout=10.0,
+                                 timeout=30.0)
     yield envs
-    for _, env in envs.values():
-        env.close()
+    envs.close()
 
 
 @pytest.mark.parametrize("attack", GIT_ATTACKS, ids=[a[0] for a in GIT_ATTACKS])
