@@ -5,8 +5,8 @@ Each env is made twice on the same provider, once confined (the default) and onc
 hits both alike (2 shared cores: read the ratios). Measured: a Coding ``pass`` step (one
 child), a HumanEval step with its canonical solution (a child answering the checks'
 calls), a Git ``git status`` step (the command, confined, and the checks' plumbing,
-trusted), a Git reset (a new ruleset each time: the folder is replaced), and making an env
-(a Coding sandbox builds its ruleset once: ~650 rules, one per site-packages entry).
+trusted), a Git reset, and making an env (each env builds its ruleset once: ~650 rules, one
+per site-packages entry).
 
 Run: ``python benchmarks/bench_confine.py [--providers process,docker] [--blocks 10] [--write]``.
 """
@@ -118,9 +118,9 @@ def main() -> None:
         "Reading: a confined child is started (vfork) by a thread of the worker that confined "
         "itself once, so a step pays a thread hand-off per child, within this machine's noise. "
         "The first design applied the rules with `preexec_fn`, which forces a full fork of the "
-        "worker: 5 ms more per child, measured. A Coding env builds its rules once (~650, one per "
-        "site-packages entry: ~5 ms); a Git reset rebuilds its few rules, since its folder is "
-        "replaced.",
+        "worker: 5 ms more per child, measured. Each env builds its rules once, when it is made "
+        "(~650, one per site-packages entry: ~5 ms); a Git reset keeps the env's folder, and so "
+        "its rules.",
     ])
     print(text)
     if args.write:

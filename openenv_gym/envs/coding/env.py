@@ -63,7 +63,7 @@ class CodingEnv(Environment):
         limits: Other :class:`~openenv_gym.envs._exec.Limits` fields to override.
         confine: Hold the code to its working directory with Landlock, where the kernel has
             it: it reads the system and the interpreter's packages (not the HumanEval data),
-            writes only its own folder, opens no TCP connection. ``False`` lets it read and
+            writes only its own folder, creates no socket. ``False`` lets it read and
             write whatever the worker's user can (process provider).
         render_mode: ``"ansi"`` renders the last output.
     """

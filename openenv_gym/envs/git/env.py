@@ -51,9 +51,9 @@ class GitEnv(Environment):
         output_limit: Bytes of output kept per command.
         limits: :class:`~openenv_gym.envs._exec.Limits` fields to override.
         confine: Hold commands to the workspace with Landlock, where the kernel has it: they
-            read the system and the worker's Python, write only the workspace and connect
-            to no TCP port but the worker's git server. ``False`` lets them reach whatever
-            the worker's user can (process provider).
+            read the system and the worker's Python, write only the workspace, and connect
+            to no TCP port but the worker's git server and to no Unix socket. ``False``
+            lets them reach whatever the worker's user can (process provider).
         render_mode: ``"ansi"`` renders the last output.
     """
 
