@@ -103,14 +103,15 @@ class _Shared:
         workspace = self.workspaces.get(ident)
         return workspace.spawn if workspace is not None else None
 
-    def discard(self, path: str) -> None:
-        """Remove a folder off the caller's path: rename it now, delete it in the background."""
-        if not os.path.exists(path):
-            return
+    def empty(self, folder: str) -> None:
+        """Empty a folder off the caller's path: move its entries out now, delete them in the
+        background (one thread: each one takes the GIL from the thread serving steps)."""
         with self.lock:
             self._trash += 1
             trash = os.path.join(self.root, f"trash-{self._trash}")
-        os.rename(path, trash)
+        os.mkdir(trash)
+        for entry in os.scandir(folder):
+            os.rename(entry.path, os.path.join(trash, entry.name))
         threading.Thread(target=shutil.rmtree, args=(trash, True), daemon=True).start()
 
     def close(self) -> None:
@@ -221,8 +222,7 @@ class Workspace:
         key = task.key if task is not None else ""
         snapshot = self._snapshot(task)
         os.chmod(self.base, 0o700)  # the agent may have changed it; the worker owns it
-        for entry in os.scandir(self.base):  # the folder stays: the ruleset names it
-            self.shared.discard(entry.path)
+        self.shared.empty(self.base)  # the folder stays: the ruleset names it
         shutil.copytree(snapshot, self.base, symlinks=True, dirs_exist_ok=True)
         old = f"/{_snapshot_ident(key)}/"
         new = f"/{self.ident}/"
