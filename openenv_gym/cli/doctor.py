@@ -186,6 +186,20 @@ def check_landlock() -> list[Check]:
                   "a newer kernel" if gaps else "")]
 
 
+def check_cgroups() -> list[Check]:
+    """Whether untrusted envs' process workers get Docker's pids and memory limits."""
+    from openenv_gym.providers._cgroup import support
+
+    ok, where = support()
+    if ok:
+        return [Check("worker cgroups", "ok", f"{where}: Coding and Git process workers get Docker's "
+                      "pids and memory limits")]
+    bounded = "" if os.geteuid() != 0 else ("; as root, a fork bomb in Coding or Git code on the process "
+                                             "provider is bounded by nothing (root ignores RLIMIT_NPROC)")
+    return [Check("worker cgroups", "warn", f"none: {where}{bounded}",
+                  "run as root on cgroup v1 or at v2's root, or use provider='docker'")]
+
+
 def check_envs() -> list[Check]:
     """Which providers can run each env here."""
     from openenv_gym.catalog import all_envs
@@ -216,7 +230,7 @@ def check_envs() -> list[Check]:
 
 CHECKS: tuple[Callable[..., list[Check]], ...] = (
     check_python, check_packages, check_runtime_dir, check_port, check_docker, check_ray, check_landlock,
-    check_envs,
+    check_cgroups, check_envs,
 )
 
 

@@ -2,7 +2,10 @@
 
 Workers serve on a Unix socket in a private temporary folder, log to a file beside it,
 and never outlive their owner: they watch the owner's pid (which also covers an owner
-killed with SIGKILL) and an ``atexit`` hook stops them on a normal exit.
+killed with SIGKILL) and an ``atexit`` hook stops them on a normal exit. An untrusted
+env's worker also gets a cgroup of its own where this machine allows it (root): Docker's
+pids and memory limits, and stopping it ends every process it left
+(:mod:`openenv_gym.providers._cgroup`).
 
 Example:
     >>> provider = ProcessProvider()
@@ -26,6 +29,8 @@ import threading
 import weakref
 from typing import Any
 
+from openenv_gym.errors import WorkerError
+from openenv_gym.providers import _cgroup
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, terminate, wait_ready
 
 __all__ = ["ProcessProvider", "ProcessWorker", "runtime_dir"]
@@ -50,6 +55,7 @@ def _reap_stale(path: str) -> None:
     # Pool folders are named "<owner pid>-<pool>"; an owner killed with SIGKILL leaves its
     # folder (logs) behind, which the next owner removes.
     _reaped.append(True)
+    _cgroup.reap_stale()
     for entry in os.listdir(path):
         pid = entry.split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
@@ -65,10 +71,12 @@ class ProcessWorker(Worker):
         folder: Where its socket and log live.
         name: File-name stem (``"w0"``).
         startup_timeout: Seconds to wait for it to serve.
+        limits: ``(pids, memory_bytes)`` for a cgroup of its own (None: no cgroup); where
+            this machine gives none, the worker runs without (``openenv-gym doctor`` says why).
     """
 
     def __init__(self, env: str, env_kwargs: dict[str, Any], folder: str, name: str,
-                 startup_timeout: float = 60.0) -> None:
+                 startup_timeout: float = 60.0, limits: tuple[int | None, int | None] | None = None) -> None:
         self._kwargs_json = env_kwargs_json(env_kwargs)
         self.env = env
         self.folder = folder
@@ -77,8 +85,15 @@ class ProcessWorker(Worker):
         self.address = f"unix://{self.socket_path}"
         self.startup_timeout = startup_timeout
         self.proc: subprocess.Popen | None = None
+        pool = os.path.basename(folder).split("-", 1)[-1]  # the folder is "<owner pid>-<pool>"
+        #: The worker's cgroup, or None.
+        self.cgroup = _cgroup.WorkerCgroup.create(f"{pool}-{name}", *limits) if limits else None
         self._lock = threading.Lock()
-        self._spawn()
+        try:
+            self._spawn()
+        except BaseException:
+            self._drop_cgroup()
+            raise
         _live.add(self)
 
     def _spawn(self) -> None:
@@ -94,6 +109,15 @@ class ProcessWorker(Worker):
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True,
                                          env=_worker_environ())
+        if self.cgroup is not None:
+            # Before it serves, so every child of every step is inside. Until then it runs
+            # only our own start-up code.
+            try:
+                self.cgroup.add(self.proc.pid)
+            except OSError as exc:
+                terminate(self.proc)
+                raise WorkerError(f"could not put the worker into its cgroup {self.cgroup.folders['pids']}: "
+                                  f"{exc}; pass provider_options={{'cgroups': False}} to run without") from exc
         wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
 
     @property
@@ -114,6 +138,8 @@ class ProcessWorker(Worker):
         if self.proc is None:
             return
         terminate(self.proc)
+        if self.cgroup is not None:
+            self.cgroup.kill()  # what the worker left: daemons, or a crashed worker's children
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)
 
@@ -121,7 +147,14 @@ class ProcessWorker(Worker):
         with self._lock:
             self._terminate()
             self.proc = None
+            self._drop_cgroup()
         _live.discard(self)
+
+    def _drop_cgroup(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill()
+            self.cgroup.remove()
+            self.cgroup = None
 
     def logs(self, tail: int = 50) -> str:
         try:
@@ -141,22 +174,28 @@ def _worker_environ() -> dict[str, str]:
 
 
 class ProcessProvider(Provider):
-    """Starts workers as local subprocesses (no isolation beyond the OS user).
+    """Starts workers as local subprocesses (no isolation beyond the OS user and, for
+    untrusted envs, Landlock and a cgroup where the machine has them).
 
     Args:
         startup_timeout: Seconds each worker may take to start serving.
+        cgroups: Give an untrusted env's worker a cgroup with the Docker provider's pids and
+            memory limits (``pids_limit``, ``mem_limit`` of the hardening defaults and the
+            env's catalog overrides), where this machine allows it. False: never.
     """
 
     name = "process"
 
-    def __init__(self, startup_timeout: float = 60.0) -> None:
+    def __init__(self, startup_timeout: float = 60.0, cgroups: bool = True) -> None:
         self.startup_timeout = startup_timeout
+        self.cgroups = cgroups
 
     def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
         folder = os.path.join(runtime_dir(), f"{os.getpid()}-{pool}")
         os.makedirs(folder, mode=0o700, exist_ok=True)
         try:
-            return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout)
+            return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout,
+                                 limits=self._limits(env))
         except BaseException:
             # The error carries the log tail; leave no file behind, nor the folder if empty.
             for leftover in (f"w{index}.log", f"w{index}.sock"):
@@ -165,6 +204,16 @@ class ProcessProvider(Provider):
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
             raise
+
+    def _limits(self, env: str) -> tuple[int | None, int | None] | None:
+        """The cgroup limits of ``env``'s workers (None: no cgroup)."""
+        if not self.cgroups:
+            return None
+        from openenv_gym.catalog import get_env_info
+        from openenv_gym.providers._docker_hardening import container_options
+
+        info = get_env_info(env)
+        return _cgroup.limits(container_options(info.container_options)) if info.untrusted else None
 
     def stop_all(self, workers: Any) -> None:
         super().stop_all(workers)

@@ -119,8 +119,13 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
             exec_mod.kill_all()
             exec_mod.reap_orphans()
         service.shutdown()
-        if owner_gone.is_set() and owner_dir:
-            shutil.rmtree(owner_dir, ignore_errors=True)
+        if owner_gone.is_set():
+            # Nobody else will clean up: the owner removed these when it stopped the worker.
+            if owner_dir:
+                shutil.rmtree(owner_dir, ignore_errors=True)
+            from openenv_gym.providers import _cgroup
+
+            _cgroup.leave()
 
     owner_gone = threading.Event()
 

@@ -48,6 +48,10 @@ def test_doctor_reports_python_packages_envs_and_exits_zero_when_core_works() ->
 
     landlock = by_area["landlock"]  # what this kernel gives the sandboxes, with its ABI
     assert (landlock["status"] == "ok") == (abi() >= 6) and (f"ABI {abi()}" in landlock["detail"]) == (abi() >= 1)
+    from openenv_gym.providers._cgroup import support
+
+    cgroups = by_area["worker cgroups"]  # whether untrusted process workers get Docker's limits
+    assert (cgroups["status"] == "ok") == support()[0] and support()[1] in cgroups["detail"]
     assert all(f["fix"] for f in findings if f["status"] != "ok"), "every problem names its fix"
     table = run("doctor")
     assert table.returncode == 0 and "checks:" in table.stdout

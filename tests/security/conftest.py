@@ -19,12 +19,13 @@ from tests.security import helpers
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_leaks_at_the_end():
-    """After the whole suite: no container, worker process or socket file of this process."""
+    """After the whole suite: no container, worker process, socket file or cgroup of this process."""
     yield
     me = os.getpid()
     left: list[str] = []
     left += [f"worker process {p}" for p in helpers.workers_of(me)]
     left += [f"socket file {s}" for s in helpers.owned_runtime_entries(me)]
+    left += [f"cgroup {g}" for g in helpers.owned_cgroups(me)]
     if helpers.docker_engine_pid() is not None:
         try:
             client = helpers.docker_client()

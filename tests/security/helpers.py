@@ -199,6 +199,29 @@ def owned_runtime_entries(owner_pid: int) -> list[str]:
     return found
 
 
+def owned_cgroups(owner_pid: int) -> list[str]:
+    """Cgroup folders the process provider made for ``owner_pid``'s workers and left."""
+    from openenv_gym.providers import _cgroup
+
+    try:
+        _, bases = _cgroup._bases()
+    except OSError:  # no cgroups here: none can be left
+        return []
+    stem = f"{_cgroup.PREFIX}{owner_pid}-"
+    return sorted({os.path.join(base, e) for base in bases.values() for e in os.listdir(base) if e.startswith(stem)})
+
+
+def fork_bomb_skip(why: str) -> str | None:
+    """Why a fork bomb run as root cannot be tried on the process provider here, or None.
+
+    Root ignores RLIMIT_NPROC: only a worker's cgroup (pids limit) bounds it.
+    """
+    from openenv_gym.providers import _cgroup
+
+    ok, reason = _cgroup.support()
+    return None if os.geteuid() != 0 or ok else f"{why}; this machine gives workers no cgroup ({reason})"
+
+
 @dataclass
 class HostProbe:
     """What the host looks like before an attack, to check it is unaffected after.

@@ -67,7 +67,7 @@ def _check_fork(outcome: Any) -> str:
     obs = _obs(outcome)
     assert "refused" in obs["stdout"], obs
     n = int(obs["stdout"].split("refused")[1].split()[0])
-    assert n < 128, obs  # below the container's pids_limit (and the child's RLIMIT_NPROC)
+    assert n < 128, obs  # below the worker's pids_limit (container or cgroup; and the child's RLIMIT_NPROC)
     return f"fork refused after {n} children ({obs['stdout'].split(':', 1)[-1].strip()[:40]}); step ended"
 
 
@@ -168,8 +168,7 @@ ATTACKS = [
             n += 1
         """, "fork refused at the pids limit; step ends; the group is killed",
            _check_fork,
-           process_skip="root ignores RLIMIT_NPROC: on the process provider only Docker's pids_limit "
-                        "stops a fork bomb run as root" if ROOT else None),
+           process_skip=helpers.fork_bomb_skip("root ignores RLIMIT_NPROC")),
     Attack("memory bomb", """
         try:
             huge = bytearray(64 << 30)

@@ -1,0 +1,298 @@
+"""A cgroup per process worker: Docker's pids and memory limits, and a clean end, without Docker.
+
+Root ignores ``RLIMIT_NPROC``, so on the process provider a fork bomb that an untrusted
+env's code ran as root was bounded by nothing. Where this process may create cgroups
+(root, as in CI), the process provider puts each untrusted env's worker into a cgroup of
+its own with the ``pids_limit`` and ``mem_limit`` of
+:data:`~openenv_gym.providers._docker_hardening.HARDENING` (the same source as a worker
+container's). Ending the worker ends every process in its cgroup, however it got there:
+a double-forked daemon, or the children of a worker that crashed mid-step, which no
+longer have a parent to reap them.
+
+cgroup v1 (a hierarchy per controller; ours nest under this process's own cgroup of each)
+and v2 (the unified hierarchy, at its root only: a cgroup that holds processes, like the
+trainer's own, cannot hand controllers to children) are both handled. Anywhere else
+:func:`support` says why not, and workers run without one (``openenv-gym doctor``).
+
+Example:
+    >>> import subprocess
+    >>> group = WorkerCgroup.create("doc", pids=16, memory_bytes=256 << 20)  # None without support
+    >>> if group is not None:
+    ...     proc = subprocess.Popen(["sleep", "60"])
+    ...     group.add(proc.pid)
+    ...     assert group.pids() == [proc.pid]
+    ...     group.kill(); _ = proc.wait(); group.remove()
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any, Mapping
+
+__all__ = ["PREFIX", "WorkerCgroup", "leave", "limits", "reap_stale", "support"]
+
+_ROOT = "/sys/fs/cgroup"
+
+#: Every cgroup the project makes is named ``openenv-gym-<owner pid>-<name>``.
+PREFIX = "openenv-gym-"
+
+_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def limits(options: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """The pids and memory (bytes) limits in docker-py ``containers.run`` options.
+
+    Args:
+        options: What :func:`~openenv_gym.providers._docker_hardening.container_options` gives.
+
+    Returns:
+        ``(pids, memory_bytes)``; None where the options set no limit.
+
+    Example:
+        >>> limits({"pids_limit": 128, "mem_limit": "1g"})
+        (128, 1073741824)
+    """
+    pids = options.get("pids_limit")
+    memory = options.get("mem_limit")
+    if isinstance(memory, str):  # Docker's own notation: "512m", "1g", "1073741824"
+        text = memory.strip().lower()
+        unit = _UNITS.get(text[-1:], None)
+        memory = int(float(text[:-1]) * unit) if unit else int(text)
+    return (int(pids) if pids else None, int(memory) if memory else None)
+
+
+def _own_paths() -> dict[str, str]:
+    """This process's cgroup per v1 controller (``"pids": "/a/b"``) and ``""`` for v2."""
+    out: dict[str, str] = {}
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            for name in controllers.split(",") if controllers else [""]:
+                out[name] = path
+    return out
+
+
+def _bases(enable: bool = False) -> tuple[str, dict[str, str]]:
+    """``("v1" | "v2", {controller: folder to create ours in})``, or raise OSError saying why not.
+
+    ``enable``: in v2, hand the pids and memory controllers to the root's children first.
+    """
+    if os.path.exists(os.path.join(_ROOT, "cgroup.controllers")):
+        own = _own_paths().get("", "/")
+        if own != "/":
+            raise OSError(f"cgroup v2: this process's cgroup {own} holds processes, so it cannot "
+                          "hand the pids and memory controllers to workers' cgroups")
+        control = os.path.join(_ROOT, "cgroup.subtree_control")
+        with open(control) as f:
+            missing = [c for c in ("pids", "memory") if c not in f.read().split()]
+        if missing and enable:
+            with open(control, "w") as f:
+                f.write(" ".join("+" + c for c in missing))
+        return "v2", {"pids": _ROOT, "memory": _ROOT}
+    own = _own_paths()
+    bases = {}
+    for controller in ("pids", "memory"):
+        mount = os.path.join(_ROOT, controller)
+        if controller not in own or not os.path.isdir(mount):
+            raise OSError(f"cgroup v1: no {controller} controller mounted at {mount}")
+        bases[controller] = os.path.join(mount, own[controller].lstrip("/"))
+    return "v1", bases
+
+
+def support() -> tuple[bool, str]:
+    """Whether workers can get cgroups here, and where, or why not.
+
+    Returns:
+        ``(True, "cgroup v1 under /sys/fs/cgroup/pids/...")`` or ``(False, reason)``.
+    """
+    try:
+        version, bases = _bases()
+    except OSError as exc:
+        return False, str(exc)
+    for base in set(bases.values()):
+        if not os.access(base, os.W_OK):
+            return False, f"cgroup {version}: {base} is not writable (workers get cgroups as root)"
+    return True, f"cgroup {version} at {', '.join(sorted(set(bases.values())))}"
+
+
+class WorkerCgroup:
+    """One worker's cgroup (a folder per v1 controller, one folder in v2).
+
+    Use :meth:`create`; :meth:`add` the worker right after it starts (its children inherit
+    the cgroup), :meth:`kill` whatever is left when it ends, then :meth:`remove`.
+
+    Args:
+        version: ``"v1"`` or ``"v2"``.
+        folders: Controller -> the cgroup's folder (the same folder for both in v2).
+    """
+
+    def __init__(self, version: str, folders: dict[str, str]) -> None:
+        self.version = version
+        self.folders = folders
+
+    @classmethod
+    def create(cls, name: str, pids: int | None, memory_bytes: int | None) -> "WorkerCgroup | None":
+        """Make ``openenv-gym-<this pid>-<name>`` with the given limits; None where unsupported.
+
+        Args:
+            name: Unique among this process's workers (``"<pool>-w0"``).
+            pids: Most processes and threads at once (None: no limit).
+            memory_bytes: Most memory, swap included (None: no limit).
+
+        Returns:
+            The cgroup, or None when this machine gives us none (see :func:`support`).
+        """
+        if not support()[0]:
+            return None
+        version, bases = _bases(enable=True)
+        folders = {c: os.path.join(base, f"{PREFIX}{os.getpid()}-{name}") for c, base in bases.items()}
+        group = cls(version, folders)
+        try:
+            for folder in set(folders.values()):
+                os.makedirs(folder, exist_ok=True)
+            if pids:
+                group._write("pids", "pids.max", pids)
+            if memory_bytes:
+                if version == "v2":
+                    group._write("memory", "memory.max", memory_bytes)
+                    group._write("memory", "memory.swap.max", 0, optional=True)
+                else:
+                    group._write("memory", "memory.limit_in_bytes", memory_bytes)
+                    group._write("memory", "memory.memsw.limit_in_bytes", memory_bytes, optional=True)
+        except OSError:
+            group.remove()
+            raise
+        return group
+
+    def _write(self, controller: str, name: str, value: int, optional: bool = False) -> None:
+        path = os.path.join(self.folders[controller], name)
+        if optional and not os.path.exists(path):
+            return  # e.g. swap accounting off: there is no swap to limit
+        with open(path, "w") as f:
+            f.write(str(value))
+
+    def add(self, pid: int) -> None:
+        """Move process ``pid`` (and so every process it starts from now on) into the cgroup."""
+        for folder in set(self.folders.values()):
+            with open(os.path.join(folder, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+
+    def pids(self) -> list[int]:
+        """The processes in the cgroup now (zombies not yet reaped excepted)."""
+        try:
+            with open(os.path.join(self.folders["pids"], "cgroup.procs")) as f:
+                listed = [int(p) for p in f.read().split()]
+        except OSError:
+            return []
+        return [pid for pid in listed if not _zombie(pid)]
+
+    def limit(self, controller: str) -> int | None:
+        """The limit set on ``"pids"`` or ``"memory"`` (None: none)."""
+        name = {"pids": "pids.max", "memory": "memory.max" if self.version == "v2" else "memory.limit_in_bytes"}
+        try:
+            with open(os.path.join(self.folders[controller], name[controller])) as f:
+                text = f.read().strip()
+        except OSError:
+            return None
+        return None if text == "max" else int(text)
+
+    def kill(self, timeout: float = 5.0) -> bool:
+        """SIGKILL every process in the cgroup, until none is left or ``timeout`` passes.
+
+        Returns:
+            Whether the cgroup is empty.
+        """
+        end = time.monotonic() + timeout
+        kill_file = os.path.join(self.folders["pids"], "cgroup.kill")
+        while True:
+            left = self.pids()
+            if not left:
+                return True
+            if time.monotonic() > end:
+                return False
+            if os.path.exists(kill_file):
+                with open(kill_file, "w") as f:
+                    f.write("1")
+            else:
+                # v1 has no cgroup.kill. A process forking meanwhile is caught by the next
+                # round; the pids limit bounds how many there can be.
+                for pid in left:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            time.sleep(0.005)
+
+    def remove(self) -> None:
+        """Remove the cgroup's folders (empty ones only: call :meth:`kill` first)."""
+        for folder in set(self.folders.values()):
+            try:
+                os.rmdir(folder)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                pass  # still populated (a process in D state): reap_stale removes it later
+
+
+def leave() -> bool:
+    """Move this process out of its worker cgroup into the parent and remove the cgroup.
+
+    For a worker whose owner is gone, so nobody else will: it calls this last, after
+    ending its children. A process not in a cgroup of ours is left where it is.
+
+    Returns:
+        Whether a cgroup of ours was removed.
+    """
+    mounts = {"": _ROOT} if os.path.exists(os.path.join(_ROOT, "cgroup.controllers")) else {
+        c: os.path.join(_ROOT, c) for c in ("pids", "memory")}
+    removed = False
+    for controller, path in _own_paths().items():
+        if controller not in mounts or not os.path.basename(path).startswith(PREFIX):
+            continue
+        folder = os.path.join(mounts[controller], path.lstrip("/"))
+        try:
+            with open(os.path.join(os.path.dirname(folder), "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+            os.rmdir(folder)
+            removed = True
+        except OSError:
+            pass  # still populated, or not ours to change: reap_stale removes it later
+    return removed
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return True  # already gone
+
+
+def reap_stale() -> int:
+    """Empty and remove the cgroups of owners that are gone (killed before they could).
+
+    Returns:
+        How many cgroups were removed.
+    """
+    try:
+        version, bases = _bases()
+    except OSError:
+        return 0
+    entries: set[str] = set()
+    for base in set(bases.values()):
+        try:
+            entries.update(e for e in os.listdir(base) if e.startswith(PREFIX))
+        except OSError:
+            continue
+    removed = 0
+    for entry in entries:
+        owner = entry[len(PREFIX):].split("-", 1)[0]
+        if not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
+            continue
+        group = WorkerCgroup(version, {c: os.path.join(base, entry) for c, base in bases.items()})
+        group.kill(timeout=1.0)
+        group.remove()
+        removed += not any(os.path.exists(folder) for folder in group.folders.values())
+    return removed

@@ -1,0 +1,200 @@
+"""Process workers of untrusted envs in cgroups of their own: limits, and a clean end.
+
+Real cgroups on this machine's cgroup file system; skipped (with the reason) only where
+the machine gives us none, as ``openenv-gym doctor`` reports.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from openenv_gym.client.transport import BinaryClient
+from openenv_gym.providers import _cgroup
+from openenv_gym.providers._docker_hardening import HARDENING
+from openenv_gym.providers.process import ProcessProvider
+
+SUPPORTED, REASON = _cgroup.support()
+pytestmark = pytest.mark.skipif(not SUPPORTED, reason=f"no cgroups for workers here: {REASON}")
+
+
+def _wait(predicate, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def _cgroup_line(pid: int, controller: str = "pids") -> str:
+    with open(f"/proc/{pid}/cgroup") as f:
+        lines = [line.strip() for line in f if controller in line.split(":")[1].split(",") or
+                 (line.startswith("0::") and controller == "")]
+    return lines[0] if lines else ""
+
+
+def test_an_untrusted_worker_gets_the_docker_limits_and_a_trusted_one_none() -> None:
+    provider = ProcessProvider()
+    [coding] = provider.start("coding")
+    [echo] = provider.start("echo")
+    try:
+        group = coding.cgroup
+        assert group is not None
+        assert coding.pid in group.pids()
+        assert group.limit("pids") == HARDENING["pids_limit"] == 128
+        assert group.limit("memory") == 1 << 30  # HARDENING's "1g"
+        assert _cgroup.PREFIX in _cgroup_line(coding.pid)
+        assert echo.cgroup is None and _cgroup.PREFIX not in _cgroup_line(echo.pid)
+    finally:
+        provider.stop_all([coding, echo])
+    assert not any(os.path.exists(folder) for folder in group.folders.values())
+
+
+def test_cgroups_false_turns_them_off() -> None:
+    provider = ProcessProvider(cgroups=False)
+    [worker] = provider.start("coding")
+    try:
+        assert worker.cgroup is None and _cgroup.PREFIX not in _cgroup_line(worker.pid)
+    finally:
+        provider.stop_all([worker])
+
+
+def _sleeping_step(worker) -> tuple[BinaryClient, int]:
+    """Start a Git step that sleeps; return the client and the sleeping command's pid."""
+    client = BinaryClient(worker.address, timeout=30.0)
+    sid = client.request({"op": "reset"})["sid"]
+    client.send({"op": "step", "sid": sid, "action": {"command": "exec sleep 600", "timeout": 100}})
+    found: list[int] = []
+
+    def sleeping() -> bool:
+        for pid in worker.cgroup.pids():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if f.read().split(b"\0")[:2] == [b"sleep", b"600"]:
+                        found.append(pid)
+                        return True
+            except OSError:
+                pass
+        return False
+
+    assert _wait(sleeping), worker.cgroup.pids()
+    return client, found[0]
+
+
+def test_stopping_a_crashed_worker_ends_the_step_it_left_running() -> None:
+    provider = ProcessProvider()
+    [worker] = provider.start("git")
+    group = worker.cgroup
+    try:
+        client, sleeper = _sleeping_step(worker)
+        os.kill(worker.pid, signal.SIGKILL)  # a crash mid-step: nobody is left to end the step
+        worker.proc.wait()
+        client.drop()
+        time.sleep(0.2)
+        assert os.path.exists(f"/proc/{sleeper}") and not _zombie(sleeper), "the step should outlive its worker"
+    finally:
+        provider.stop_all([worker])
+    assert _wait(lambda: not os.path.exists(f"/proc/{sleeper}") or _zombie(sleeper))
+    assert not any(os.path.exists(folder) for folder in group.folders.values())
+
+
+def test_a_restart_ends_what_the_old_worker_left() -> None:
+    provider = ProcessProvider()
+    [worker] = provider.start("git")
+    try:
+        client, sleeper = _sleeping_step(worker)
+        os.kill(worker.pid, signal.SIGKILL)
+        client.drop()
+        worker.restart()
+        assert not os.path.exists(f"/proc/{sleeper}") or _zombie(sleeper)
+        assert worker.cgroup is not None and worker.cgroup.pids() == [worker.pid]
+    finally:
+        provider.stop_all([worker])
+
+
+def test_the_cgroup_of_an_owner_killed_before_it_could_clean_up_is_reaped() -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no longer runs: the owner that was killed
+    version, bases = _cgroup._bases()
+    name = f"{_cgroup.PREFIX}{gone.pid}-ptest-w0"
+    group = _cgroup.WorkerCgroup(version, {c: os.path.join(base, name) for c, base in bases.items()})
+    for folder in set(group.folders.values()):
+        os.makedirs(folder)
+    orphan = subprocess.Popen(["sleep", "600"])
+    try:
+        group.add(orphan.pid)
+        assert group.pids() == [orphan.pid]
+        assert _cgroup.reap_stale() >= 1  # others too, if earlier tests killed their owners
+        assert orphan.wait(timeout=5) == -signal.SIGKILL
+        assert not any(os.path.exists(folder) for folder in group.folders.values())
+    finally:
+        orphan.kill()
+        orphan.wait()
+        group.kill()
+        group.remove()
+
+
+def test_a_worker_whose_owner_was_killed_removes_its_cgroup() -> None:
+    owner = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        from openenv_gym.providers.process import ProcessProvider
+        [worker] = ProcessProvider().start("coding")
+        print(worker.pid, *sorted(set(worker.cgroup.folders.values())), flush=True)
+        input()
+        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        pid, *folders = owner.stdout.readline().split()
+        assert folders and all(os.path.isdir(f) for f in folders)
+        owner.kill()  # SIGKILL: the owner cleans up nothing
+        owner.wait()
+        assert _wait(lambda: not os.path.exists(f"/proc/{pid}"), 20), "the worker outlived its owner"
+        assert not any(os.path.exists(f) for f in folders)
+    finally:
+        owner.kill()
+        owner.wait()
+
+
+def test_a_live_owners_cgroup_is_left_alone() -> None:
+    group = _cgroup.WorkerCgroup.create("ptest-live", pids=8, memory_bytes=None)
+    assert group is not None
+    try:
+        assert _cgroup.reap_stale() == 0
+        assert all(os.path.isdir(folder) for folder in group.folders.values())
+    finally:
+        group.remove()
+
+
+def test_the_pids_limit_binds() -> None:
+    group = _cgroup.WorkerCgroup.create("ptest-pids", pids=5, memory_bytes=None)
+    assert group is not None
+    proc = subprocess.Popen(["sh", "-c", "read _; for i in 1 2 3 4 5 6 7 8; do sleep 600 & done; wait"],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        group.add(proc.pid)
+        proc.stdin.close()  # go: the shell forks only now, inside the cgroup
+        assert _wait(lambda: len(group.pids()) >= 4), group.pids()
+        time.sleep(0.3)
+        with open(os.path.join(group.folders["pids"], "pids.current")) as f:
+            assert int(f.read()) <= 5
+        assert len(group.pids()) <= 5  # the shell and at most 4 sleeps of the 8 it asked for
+    finally:
+        assert group.kill()
+        proc.wait()
+        group.remove()
+    assert b"fork" in proc.stderr.read().lower()
+
+
+def test_limits_reads_docker_notation() -> None:
+    assert _cgroup.limits({"pids_limit": 64, "mem_limit": "512m"}) == (64, 512 << 20)
+    assert _cgroup.limits({"mem_limit": 1 << 30}) == (None, 1 << 30)
+    assert _cgroup.limits({}) == (None, None)
+
+
+def _zombie(pid: int) -> bool:
+    return _cgroup._zombie(pid)
