@@ -21,7 +21,7 @@ Example:
     ...     proc = subprocess.Popen(["sleep", "60"])
     ...     group.add(proc.pid)
     ...     assert group.pids() == [proc.pid]
-    ...     group.kill(); _ = proc.wait(); group.remove()
+    ...     _ = group.kill(); _ = proc.wait(); group.remove()
 """
 
 from __future__ import annotations
