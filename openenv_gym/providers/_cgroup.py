@@ -31,7 +31,7 @@ import signal
 import time
 from typing import Any, Mapping
 
-__all__ = ["PREFIX", "WorkerCgroup", "leave", "limits", "reap_stale", "support"]
+__all__ = ["PREFIX", "WorkerCgroup", "for_env", "leave", "limits", "reap_stale", "support"]
 
 _ROOT = "/sys/fs/cgroup"
 
@@ -61,6 +61,27 @@ def limits(options: Mapping[str, Any]) -> tuple[int | None, int | None]:
         unit = _UNITS.get(text[-1:], None)
         memory = int(float(text[:-1]) * unit) if unit else int(text)
     return (int(pids) if pids else None, int(memory) if memory else None)
+
+
+def for_env(env: str, name: str, container_options: Mapping[str, Any] | None = None) -> "WorkerCgroup | None":
+    """The cgroup a worker of ``env`` gets: one for an untrusted env, where this machine allows.
+
+    Args:
+        env: Catalog name.
+        name: Unique among this process's workers (``"<pool>-w0"``).
+        container_options: The caller's overrides of the hardening defaults (after the env's).
+
+    Returns:
+        A new cgroup with the env's ``pids_limit`` and ``mem_limit``; None for a trusted env,
+        or where :func:`support` says no.
+    """
+    from openenv_gym.catalog import get_env_info
+    from openenv_gym.providers._docker_hardening import container_options as merged
+
+    info = get_env_info(env)
+    if not info.untrusted:
+        return None
+    return WorkerCgroup.create(name, *limits(merged(info.container_options, container_options)))
 
 
 def _own_paths() -> dict[str, str]:
@@ -179,6 +200,25 @@ class WorkerCgroup:
             with open(os.path.join(folder, "cgroup.procs"), "w") as f:
                 f.write(str(pid))
 
+    def place(self, proc: Any) -> None:
+        """:meth:`add` a just-started worker process; if that fails, end it and raise.
+
+        Call it before the worker serves, so every child of every step is inside; until
+        then the worker runs only our own start-up code.
+
+        Raises:
+            WorkerError: The process could not be moved (it was terminated).
+        """
+        try:
+            self.add(proc.pid)
+        except OSError as exc:
+            from openenv_gym.errors import WorkerError
+            from openenv_gym.providers.base import terminate
+
+            terminate(proc)
+            raise WorkerError(f"could not put the worker into its cgroup {self.folders['pids']}: {exc}; "
+                              "pass provider_options={'cgroups': False} to run without") from exc
+
     def pids(self) -> list[int]:
         """The processes in the cgroup now (zombies not yet reaped excepted)."""
         try:
@@ -224,6 +264,11 @@ class WorkerCgroup:
                     except ProcessLookupError:
                         pass
             time.sleep(0.005)
+
+    def close(self) -> None:
+        """:meth:`kill` what is left, then :meth:`remove`."""
+        self.kill()
+        self.remove()
 
     def remove(self) -> None:
         """Remove the cgroup's folders (empty ones only: call :meth:`kill` first)."""

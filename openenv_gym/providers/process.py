@@ -29,7 +29,6 @@ import threading
 import weakref
 from typing import Any
 
-from openenv_gym.errors import WorkerError
 from openenv_gym.providers import _cgroup
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, terminate, wait_ready
 
@@ -71,12 +70,11 @@ class ProcessWorker(Worker):
         folder: Where its socket and log live.
         name: File-name stem (``"w0"``).
         startup_timeout: Seconds to wait for it to serve.
-        limits: ``(pids, memory_bytes)`` for a cgroup of its own (None: no cgroup); where
-            this machine gives none, the worker runs without (``openenv-gym doctor`` says why).
+        cgroups: Give an untrusted env's worker a cgroup (:func:`~openenv_gym.providers._cgroup.for_env`).
     """
 
     def __init__(self, env: str, env_kwargs: dict[str, Any], folder: str, name: str,
-                 startup_timeout: float = 60.0, limits: tuple[int | None, int | None] | None = None) -> None:
+                 startup_timeout: float = 60.0, cgroups: bool = True) -> None:
         self._kwargs_json = env_kwargs_json(env_kwargs)
         self.env = env
         self.folder = folder
@@ -87,7 +85,7 @@ class ProcessWorker(Worker):
         self.proc: subprocess.Popen | None = None
         pool = os.path.basename(folder).split("-", 1)[-1]  # the folder is "<owner pid>-<pool>"
         #: The worker's cgroup, or None.
-        self.cgroup = _cgroup.WorkerCgroup.create(f"{pool}-{name}", *limits) if limits else None
+        self.cgroup = _cgroup.for_env(env, f"{pool}-{name}") if cgroups else None
         self._lock = threading.Lock()
         try:
             self._spawn()
@@ -110,14 +108,7 @@ class ProcessWorker(Worker):
                                          stderr=subprocess.STDOUT, start_new_session=True,
                                          env=_worker_environ())
         if self.cgroup is not None:
-            # Before it serves, so every child of every step is inside. Until then it runs
-            # only our own start-up code.
-            try:
-                self.cgroup.add(self.proc.pid)
-            except OSError as exc:
-                terminate(self.proc)
-                raise WorkerError(f"could not put the worker into its cgroup {self.cgroup.folders['pids']}: "
-                                  f"{exc}; pass provider_options={{'cgroups': False}} to run without") from exc
+            self.cgroup.place(self.proc)
         wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
 
     @property
@@ -152,8 +143,7 @@ class ProcessWorker(Worker):
 
     def _drop_cgroup(self) -> None:
         if self.cgroup is not None:
-            self.cgroup.kill()
-            self.cgroup.remove()
+            self.cgroup.close()
             self.cgroup = None
 
     def logs(self, tail: int = 50) -> str:
@@ -194,8 +184,7 @@ class ProcessProvider(Provider):
         folder = os.path.join(runtime_dir(), f"{os.getpid()}-{pool}")
         os.makedirs(folder, mode=0o700, exist_ok=True)
         try:
-            return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout,
-                                 limits=self._limits(env))
+            return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout, self.cgroups)
         except BaseException:
             # The error carries the log tail; leave no file behind, nor the folder if empty.
             for leftover in (f"w{index}.log", f"w{index}.sock"):
@@ -204,16 +193,6 @@ class ProcessProvider(Provider):
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
             raise
-
-    def _limits(self, env: str) -> tuple[int | None, int | None] | None:
-        """The cgroup limits of ``env``'s workers (None: no cgroup)."""
-        if not self.cgroups:
-            return None
-        from openenv_gym.catalog import get_env_info
-        from openenv_gym.providers._docker_hardening import container_options
-
-        info = get_env_info(env)
-        return _cgroup.limits(container_options(info.container_options)) if info.untrusted else None
 
     def stop_all(self, workers: Any) -> None:
         super().stop_all(workers)

@@ -87,10 +87,12 @@ class ServerHost:
         host: Interface to bind (``"127.0.0.1"``, or ``"node"`` for the node's IP).
         isolation: ``"process"`` (a child process) or ``"docker"`` (a hardened container).
         docker_options: Keyword arguments for :class:`~openenv_gym.providers.docker.DockerProvider`.
+        cgroups: With ``isolation="process"``, an untrusted env's server gets a cgroup
+            (:func:`openenv_gym.providers._cgroup.for_env`) where the node allows it.
     """
 
     def __init__(self, env: str, kwargs_json: str, host: str, isolation: str = "process",
-                 docker_options: dict[str, Any] | None = None) -> None:
+                 docker_options: dict[str, Any] | None = None, cgroups: bool = True) -> None:
         self.env = env
         self.kwargs_json = kwargs_json
         self.host = ray.util.get_node_ip_address() if host == "node" else host
@@ -103,6 +105,8 @@ class ServerHost:
         self.address: str | None = None
         self.local_address: str | None = None
         self.folder: str | None = None
+        self.cgroups = cgroups
+        self.cgroup: Any = None
         self._ready = threading.Event()
 
     def start(self, timeout: float) -> dict[str, Any]:
@@ -125,9 +129,19 @@ class ServerHost:
         cmd = [sys.executable, "-m", "openenv_gym.server", self.env, *unix, "--tcp-port", "0",
                "--host", self.host, "--env-kwargs", self.kwargs_json,
                "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
+        from openenv_gym.providers import _cgroup
+
+        # As on the process provider: an untrusted env's server gets Docker's pids and
+        # memory limits, and stopping it ends whatever it left. Ray kills an actor's
+        # children with it, so a lost actor's server cannot remove its own cgroup: the next
+        # server started on the node does.
+        _cgroup.reap_stale()
+        self.cgroup = _cgroup.for_env(self.env, f"ray-{os.path.basename(self.folder)}") if self.cgroups else None
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      env=_worker_environ())
+        if self.cgroup is not None:
+            self.cgroup.place(self.proc)
         threading.Thread(target=self._pump, daemon=True).start()
         if not self._ready.wait(timeout) or self.address is None:
             try:  # its output ended: it is exiting, give it a moment to say with what code
@@ -202,6 +216,9 @@ class ServerHost:
             self.container.stop()
         if self.proc is not None:
             terminate(self.proc)
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -320,7 +337,7 @@ class RayWorker(Worker):
         if p.runtime_env:
             options["runtime_env"] = p.runtime_env
         actor = _ServerHostActor.options(**options).remote(self.env, self.kwargs_json, p.host,
-                                                           p.isolation, p.docker_options)
+                                                           p.isolation, p.docker_options, p.cgroups)
         self.actor = actor
         try:
             info = ray.get(actor.start.remote(p.startup_timeout), timeout=p.placement_timeout)
@@ -461,6 +478,9 @@ class RayProvider(Provider):
             ``{"container_options": {"mem_limit": "1g"}}``).
         local_sockets: Reach workers on this host through their Unix socket (and vector
             slices through shared memory) instead of TCP.
+        cgroups: With ``isolation="process"``, give an untrusted env's server a cgroup with
+            the Docker provider's pids and memory limits where its node allows it (as the
+            process provider does). False: never.
     """
 
     name = "ray"
@@ -472,7 +492,8 @@ class RayProvider(Provider):
                  placement_timeout: float = 120.0, alive_timeout: float = 5.0,
                  regroup_timeout: float = 10.0,
                  init_kwargs: dict[str, Any] | None = None, isolation: str = "process",
-                 docker_options: dict[str, Any] | None = None, local_sockets: bool = True) -> None:
+                 docker_options: dict[str, Any] | None = None, local_sockets: bool = True,
+                 cgroups: bool = True) -> None:
         strategy = strategy.upper()
         if isolation not in ("process", "docker"):
             raise ValueError(f"isolation must be 'process' or 'docker', got {isolation!r}")
@@ -499,6 +520,7 @@ class RayProvider(Provider):
         self.isolation = isolation
         self.docker_options = dict(docker_options or {})
         self.local_sockets = local_sockets
+        self.cgroups = cgroups
         self._holds_ray = False
         self._connected = False
         self._groups: dict[str, Any] = {}

@@ -139,6 +139,41 @@ def test_stop_ends_actor_and_server_processes(ray_cluster, procs) -> None:
     assert not any(map(os.path.exists, folders)), "socket folders left behind"
 
 
+def _cgroup_folders(pid: int) -> list[str]:
+    """The cgroup folders of ours that process ``pid`` is in (v1: one per controller)."""
+    from openenv_gym.providers import _cgroup
+
+    with open(f"/proc/{pid}/cgroup") as f:
+        lines = [line.rstrip("\n").split(":", 2) for line in f]
+    return [os.path.join("/sys/fs/cgroup", controllers, path.lstrip("/")) for _, controllers, path in lines
+            if controllers in ("pids", "memory") and os.path.basename(path).startswith(_cgroup.PREFIX)]
+
+
+def test_an_untrusted_envs_server_gets_a_cgroup_that_stop_and_actor_loss_remove(ray_cluster, procs) -> None:
+    from openenv_gym.providers import _cgroup
+
+    if not _cgroup.support()[0]:
+        pytest.skip(f"no cgroups for workers here: {_cgroup.support()[1]}")
+    import ray
+
+    provider = RayProvider(num_cpus=0.25)
+    stopped, killed = provider.start("coding", 2)
+    try:
+        groups = {w.pid: _cgroup_folders(w.pid) for w in (stopped, killed)}
+        assert all(len(folders) == 2 for folders in groups.values()), groups  # pids and memory
+        with open(os.path.join(groups[stopped.pid][0], "pids.max")) as f:
+            assert f.read().strip() == "128"  # the Docker provider's pids_limit
+        provider.stop_all([stopped])
+        assert not any(map(os.path.exists, groups[stopped.pid]))
+        ray.kill(killed.actor, no_restart=True)  # Ray ends the server with its actor
+        assert not procs.wait_gone({killed.pid}, 15), "the server outlived its actor"
+        [fresh] = provider.start("coding")  # the next server on the node removes what is left
+        provider.stop_all([fresh])
+        assert not any(map(os.path.exists, groups[killed.pid]))
+    finally:
+        provider.stop_all([stopped, killed])
+
+
 def test_a_socket_path_too_long_for_the_kernel_falls_back_to_tcp(ray_cluster, tmp_path) -> None:
     deep = tmp_path / ("d" * 100)
     deep.mkdir()
@@ -177,6 +212,13 @@ def test_node_lost_mid_rollout_replaces_its_workers_and_the_rollout_continues(ra
     extra = ray_cluster.cluster.add_node(num_cpus=4, resources={"docker": 4})
     ray_cluster.extra.append(extra)
     ray_cluster.cluster.wait_for_nodes()
+    import ray
+
+    # wait_for_nodes sees the node registered; the scheduler may not see its resources yet
+    # (seen once: all six workers went to the other two nodes).
+    deadline = time.monotonic() + 30
+    while ray.available_resources().get("docker", 0) < 12 and time.monotonic() < deadline:
+        time.sleep(0.1)
     # One env per worker: six workers spread over three nodes (the default, one worker per
     # core, would make two, which need not land on the node this test removes).
     envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=6, env_id="CartPole-v1", provider="ray",
