@@ -200,6 +200,19 @@ def check_cgroups() -> list[Check]:
                   "run as root on cgroup v1 or at v2's root, or use provider='docker'")]
 
 
+def check_private_tmp() -> list[Check]:
+    """Whether untrusted envs' process workers get a private, size-limited temp folder."""
+    from openenv_gym.providers._docker_hardening import HARDENING
+
+    size = HARDENING["tmpfs"]["/tmp"]
+    if os.geteuid() == 0:
+        return [Check("worker temp folder", "ok", f"root: Coding and Git process workers keep their sandboxes "
+                      f"in a private tmpfs ({size})")]
+    return [Check("worker temp folder", "warn", "not root: Coding and Git sandboxes on the process provider "
+                  "are on your disk, each file bounded (16 MiB) but not their total",
+                  "use provider='docker' (or run the trainer as root) for code you do not trust")]
+
+
 def check_envs() -> list[Check]:
     """Which providers can run each env here."""
     from openenv_gym.catalog import all_envs
@@ -230,7 +243,7 @@ def check_envs() -> list[Check]:
 
 CHECKS: tuple[Callable[..., list[Check]], ...] = (
     check_python, check_packages, check_runtime_dir, check_port, check_docker, check_ray, check_landlock,
-    check_cgroups, check_envs,
+    check_cgroups, check_private_tmp, check_envs,
 )
 
 

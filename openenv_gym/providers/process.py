@@ -29,7 +29,7 @@ import threading
 import weakref
 from typing import Any
 
-from openenv_gym.providers import _cgroup
+from openenv_gym.providers import _cgroup, _tmpfs
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, terminate, wait_ready
 
 __all__ = ["ProcessProvider", "ProcessWorker", "runtime_dir"]
@@ -71,10 +71,12 @@ class ProcessWorker(Worker):
         name: File-name stem (``"w0"``).
         startup_timeout: Seconds to wait for it to serve.
         cgroups: Give an untrusted env's worker a cgroup (:func:`~openenv_gym.providers._cgroup.for_env`).
+        private_tmp: Give an untrusted env's worker a private tmpfs as its temp folder
+            (:func:`~openenv_gym.providers._tmpfs.spec_for_env`).
     """
 
     def __init__(self, env: str, env_kwargs: dict[str, Any], folder: str, name: str,
-                 startup_timeout: float = 60.0, cgroups: bool = True) -> None:
+                 startup_timeout: float = 60.0, cgroups: bool = True, private_tmp: bool = True) -> None:
         self._kwargs_json = env_kwargs_json(env_kwargs)
         self.env = env
         self.folder = folder
@@ -86,6 +88,9 @@ class ProcessWorker(Worker):
         pool = os.path.basename(folder).split("-", 1)[-1]  # the folder is "<owner pid>-<pool>"
         #: The worker's cgroup, or None.
         self.cgroup = _cgroup.for_env(env, f"{pool}-{name}") if cgroups else None
+        #: Docker's /tmp tmpfs spec for the worker's private temp folder, or None.
+        self.tmpfs = _tmpfs.spec_for_env(env) if private_tmp else None
+        self.tmp_path = os.path.join(folder, f"{name}.tmp")
         self._lock = threading.Lock()
         try:
             self._spawn()
@@ -101,6 +106,9 @@ class ProcessWorker(Worker):
                "--env-kwargs", self._kwargs_json, "--owner-pid", str(os.getpid()),
                "--owner-dir", self.folder,
                "--idle-timeout", "0"]
+        if self.tmpfs:
+            os.makedirs(self.tmp_path, mode=0o700, exist_ok=True)  # the mount point (empty here)
+            cmd += ["--private-tmp", self.tmp_path, "--private-tmp-options", self.tmpfs]
         with open(self.log_path, "ab") as log:
             # A session of its own: Ctrl-C in the trainer's terminal does not kill workers
             # mid-step; the trainer closes them, or they notice the owner is gone.
@@ -172,19 +180,24 @@ class ProcessProvider(Provider):
         cgroups: Give an untrusted env's worker a cgroup with the Docker provider's pids and
             memory limits (``pids_limit``, ``mem_limit`` of the hardening defaults and the
             env's catalog overrides), where this machine allows it. False: never.
+        private_tmp: As root, give an untrusted env's worker a temp folder of its own: a
+            tmpfs the size of the containers' ``/tmp`` (64 MiB), in a mount namespace only it
+            sees, so its sandboxes cannot fill the disk. False: never.
     """
 
     name = "process"
 
-    def __init__(self, startup_timeout: float = 60.0, cgroups: bool = True) -> None:
+    def __init__(self, startup_timeout: float = 60.0, cgroups: bool = True, private_tmp: bool = True) -> None:
         self.startup_timeout = startup_timeout
         self.cgroups = cgroups
+        self.private_tmp = private_tmp
 
     def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
         folder = os.path.join(runtime_dir(), f"{os.getpid()}-{pool}")
         os.makedirs(folder, mode=0o700, exist_ok=True)
         try:
-            return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout, self.cgroups)
+            return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout, self.cgroups,
+                                 self.private_tmp)
         except BaseException:
             # The error carries the log tail; leave no file behind, nor the folder if empty.
             for leftover in (f"w{index}.log", f"w{index}.sock"):

@@ -89,10 +89,13 @@ class ServerHost:
         docker_options: Keyword arguments for :class:`~openenv_gym.providers.docker.DockerProvider`.
         cgroups: With ``isolation="process"``, an untrusted env's server gets a cgroup
             (:func:`openenv_gym.providers._cgroup.for_env`) where the node allows it.
+        private_tmp: With ``isolation="process"``, an untrusted env's server gets a private
+            tmpfs as its temp folder (:func:`openenv_gym.providers._tmpfs.spec_for_env`).
     """
 
     def __init__(self, env: str, kwargs_json: str, host: str, isolation: str = "process",
-                 docker_options: dict[str, Any] | None = None, cgroups: bool = True) -> None:
+                 docker_options: dict[str, Any] | None = None, cgroups: bool = True,
+                 private_tmp: bool = True) -> None:
         self.env = env
         self.kwargs_json = kwargs_json
         self.host = ray.util.get_node_ip_address() if host == "node" else host
@@ -106,6 +109,7 @@ class ServerHost:
         self.local_address: str | None = None
         self.folder: str | None = None
         self.cgroups = cgroups
+        self.private_tmp = private_tmp
         self.cgroup: Any = None
         self._ready = threading.Event()
 
@@ -129,7 +133,12 @@ class ServerHost:
         cmd = [sys.executable, "-m", "openenv_gym.server", self.env, *unix, "--tcp-port", "0",
                "--host", self.host, "--env-kwargs", self.kwargs_json,
                "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
-        from openenv_gym.providers import _cgroup
+        from openenv_gym.providers import _cgroup, _tmpfs
+
+        tmpfs = _tmpfs.spec_for_env(self.env) if self.private_tmp else None
+        if tmpfs:
+            os.mkdir(os.path.join(self.folder, "tmp"), 0o700)
+            cmd += ["--private-tmp", os.path.join(self.folder, "tmp"), "--private-tmp-options", tmpfs]
 
         # As on the process provider: an untrusted env's server gets Docker's pids and
         # memory limits, and stopping it ends whatever it left. Ray kills an actor's
@@ -337,7 +346,8 @@ class RayWorker(Worker):
         if p.runtime_env:
             options["runtime_env"] = p.runtime_env
         actor = _ServerHostActor.options(**options).remote(self.env, self.kwargs_json, p.host,
-                                                           p.isolation, p.docker_options, p.cgroups)
+                                                           p.isolation, p.docker_options, p.cgroups,
+                                                           p.private_tmp)
         self.actor = actor
         try:
             info = ray.get(actor.start.remote(p.startup_timeout), timeout=p.placement_timeout)
@@ -481,6 +491,8 @@ class RayProvider(Provider):
         cgroups: With ``isolation="process"``, give an untrusted env's server a cgroup with
             the Docker provider's pids and memory limits where its node allows it (as the
             process provider does). False: never.
+        private_tmp: With ``isolation="process"``, give an untrusted env's server a private
+            tmpfs as its temp folder, as the process provider does (root only). False: never.
     """
 
     name = "ray"
@@ -493,7 +505,7 @@ class RayProvider(Provider):
                  regroup_timeout: float = 10.0,
                  init_kwargs: dict[str, Any] | None = None, isolation: str = "process",
                  docker_options: dict[str, Any] | None = None, local_sockets: bool = True,
-                 cgroups: bool = True) -> None:
+                 cgroups: bool = True, private_tmp: bool = True) -> None:
         strategy = strategy.upper()
         if isolation not in ("process", "docker"):
             raise ValueError(f"isolation must be 'process' or 'docker', got {isolation!r}")
@@ -521,6 +533,7 @@ class RayProvider(Provider):
         self.docker_options = dict(docker_options or {})
         self.local_sockets = local_sockets
         self.cgroups = cgroups
+        self.private_tmp = private_tmp
         self._holds_ray = False
         self._connected = False
         self._groups: dict[str, Any] = {}

@@ -184,9 +184,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-sessions", type=int, default=256)
     parser.add_argument("--idle-timeout", type=float, default=600.0,
                         help="seconds before an idle session closes (0: never)")
+    parser.add_argument("--private-tmp", help="mount a private tmpfs on this folder and use it as TMPDIR")
+    parser.add_argument("--private-tmp-options", default="rw,nosuid,nodev,size=64m",
+                        help="its Docker tmpfs options (default: the containers' /tmp)")
     args = parser.parse_args(argv)
     if not (args.unix or args.tcp_port is not None or args.http_port is not None):
         parser.error("give at least one of --unix, --tcp-port, --http-port")
+    if args.private_tmp:
+        # Before any server thread starts: those inherit this thread's mount namespace.
+        from openenv_gym.providers._tmpfs import mount_private_tmp
+
+        mount_private_tmp(args.private_tmp, args.private_tmp_options)
     run_server(args.env, unix=args.unix, tcp_port=args.tcp_port, http_port=args.http_port,
                host=args.host, env_kwargs=json.loads(args.env_kwargs), owner_pid=args.owner_pid,
                owner_dir=args.owner_dir,

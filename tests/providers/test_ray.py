@@ -149,7 +149,7 @@ def _cgroup_folders(pid: int) -> list[str]:
             if controllers in ("pids", "memory") and os.path.basename(path).startswith(_cgroup.PREFIX)]
 
 
-def test_an_untrusted_envs_server_gets_a_cgroup_that_stop_and_actor_loss_remove(ray_cluster, procs) -> None:
+def test_an_untrusted_envs_server_gets_a_cgroup_and_tmpfs_that_stop_and_actor_loss_remove(ray_cluster, procs) -> None:
     from openenv_gym.providers import _cgroup
 
     if not _cgroup.support()[0]:
@@ -163,6 +163,10 @@ def test_an_untrusted_envs_server_gets_a_cgroup_that_stop_and_actor_loss_remove(
         assert all(len(folders) == 2 for folders in groups.values()), groups  # pids and memory
         with open(os.path.join(groups[stopped.pid][0], "pids.max")) as f:
             assert f.read().strip() == "128"  # the Docker provider's pids_limit
+        if os.geteuid() == 0:  # and its sandboxes in a private tmpfs, as on the process provider
+            with open(f"/proc/{stopped.pid}/mountinfo") as f:
+                tmpfs = [m for m in f.read().splitlines() if " - tmpfs " in m and "size=65536k" in m]
+            assert len(tmpfs) == 1 and "/openenv-ray-" in tmpfs[0], tmpfs
         provider.stop_all([stopped])
         assert not any(map(os.path.exists, groups[stopped.pid]))
         ray.kill(killed.actor, no_restart=True)  # Ray ends the server with its actor

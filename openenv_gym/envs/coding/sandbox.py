@@ -1,8 +1,8 @@
 """Where Coding-v0 runs code: a private folder per env, a fresh child per step, a REPL, or
 a child that answers calls of a completion's function (:class:`Conversation`).
 
-The folder (under :func:`tempfile.gettempdir`, which the docker provider makes a sized
-tmpfs) holds ``io/`` (the code files the worker writes) and ``runs/``, with one fresh, empty
+The folder (under :func:`tempfile.gettempdir`: a sized tmpfs in a container, and a private
+one on the process provider as root, :mod:`openenv_gym.providers._tmpfs`) holds ``io/`` (the code files the worker writes) and ``runs/``, with one fresh, empty
 ``run-N/`` working directory per step. Everything is removed on close.
 
 Every child is confined with Landlock where the kernel has it (:mod:`~openenv_gym.envs._confine`):

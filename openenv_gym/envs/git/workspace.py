@@ -1,7 +1,7 @@
 """Git-v0 workspaces: the worker's shared root and server, task snapshots, fast restore.
 
-Per worker process: one root folder (under :func:`tempfile.gettempdir`, the container's
-tmpfs), one :class:`~openenv_gym.envs.git.server.GitHttpServer` serving it, and one
+Per worker process: one root folder (under :func:`tempfile.gettempdir`: the container's
+tmpfs, or the process worker's private one as root), one :class:`~openenv_gym.envs.git.server.GitHttpServer` serving it, and one
 snapshot per task, built the first time the task is used. Per env: a folder
 ``<root>/<id>/`` with ``work/`` (where commands run), ``remotes/`` (bare repos served at
 ``$REMOTE``), ``home/`` (HOME with the git identity and ``safe.directory``) and ``tmp/``.

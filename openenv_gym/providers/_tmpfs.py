@@ -1,0 +1,105 @@
+"""A private, size-limited temp folder for a worker: Docker's ``/tmp`` tmpfs without Docker.
+
+Coding and Git sandboxes live under :func:`tempfile.gettempdir`. In a container that is a
+64 MiB tmpfs; a process worker wrote them to the host's disk, bounded per file (RLIMIT_FSIZE)
+but not in total, so sandboxed code could fill the disk. A process worker of an untrusted
+env now starts (as root, which mounting needs) in a mount namespace of its own, with a tmpfs
+of the size and flags of :data:`~openenv_gym.providers._docker_hardening.HARDENING`'s ``/tmp``
+mounted on a folder that becomes its ``TMPDIR``. Nobody else sees the files; they are gone
+with the worker, however it ends (even by SIGKILL: the namespace dies with it).
+
+Call :func:`mount_private_tmp` first thing in the worker, before it starts threads: a
+mount namespace belongs to the thread that makes it, and threads started later inherit it.
+
+Example:
+    >>> tmpfs_options("rw,nosuid,nodev,size=64m")  # Docker's defaults add noexec
+    (14, 'size=64m,mode=0700')
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import tempfile
+
+__all__ = ["mount_private_tmp", "spec_for_env", "tmpfs_options"]
+
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x2, 0x4, 0x8
+_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
+
+#: Mount flags by the option words Docker accepts for a tmpfs.
+_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC}
+
+
+def spec_for_env(env: str) -> str | None:
+    """The tmpfs a process worker of ``env`` gets: Docker's ``/tmp`` for an untrusted env, when
+    this process is root (mounting needs it); None otherwise.
+
+    Args:
+        env: Catalog name.
+
+    Returns:
+        A Docker tmpfs spec (``"rw,nosuid,nodev,size=64m"``), or None.
+    """
+    from openenv_gym.catalog import get_env_info
+    from openenv_gym.providers._docker_hardening import container_options
+
+    info = get_env_info(env)
+    if not info.untrusted or os.geteuid() != 0:
+        return None
+    return container_options(info.container_options).get("tmpfs", {}).get("/tmp")
+
+
+def tmpfs_options(spec: str) -> tuple[int, str]:
+    """The ``mount(2)`` flags and data of a Docker tmpfs spec (``"rw,nosuid,nodev,size=64m"``).
+
+    Docker mounts a tmpfs ``noexec,nosuid,nodev`` unless the spec says ``exec``/``suid``/``dev``;
+    this does the same. The folder is root's alone (mode 0700) unless the spec sets a mode.
+
+    Args:
+        spec: Comma-separated options, as in ``HARDENING["tmpfs"]``.
+
+    Returns:
+        ``(flags, data)`` for ``mount("tmpfs", path, "tmpfs", flags, data)``.
+    """
+    words = [w.strip() for w in spec.split(",") if w.strip()]
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    data = []
+    for word in words:
+        if word in _FLAGS:
+            flags |= _FLAGS[word]
+        elif word in ("exec", "suid", "dev"):
+            flags &= ~_FLAGS["no" + word]
+        elif word not in ("rw",):
+            data.append(word)  # size=, mode=, uid=, gid=, nr_inodes=
+    if not any(d.startswith("mode=") for d in data):
+        data.append("mode=0700")
+    return flags, ",".join(data)
+
+
+def mount_private_tmp(path: str, spec: str) -> None:
+    """Move this thread into a mount namespace of its own, mount a tmpfs on ``path`` there and
+    make it the temp folder (``TMPDIR``, :data:`tempfile.tempdir`).
+
+    Args:
+        path: An existing, empty folder (the provider makes one beside the worker's socket).
+        spec: Docker tmpfs options (``"rw,nosuid,nodev,size=64m"``).
+
+    Raises:
+        OSError: The kernel refused (mounting needs root: CAP_SYS_ADMIN).
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    flags, data = tmpfs_options(spec)
+
+    def check(result: int, what: str) -> None:
+        if result != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"private temp folder: {what}: {os.strerror(err)}")
+
+    check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    # Our mounts must not propagate back to the host's namespace.
+    check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "make / private")
+    check(libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, data.encode()), f"mount tmpfs on {path}")
+    os.environ["TMPDIR"] = path
+    tempfile.tempdir = path
