@@ -56,6 +56,8 @@ class Attack:
     extra: dict = field(default_factory=dict)
     #: False: Docker's own layer, seen through /proc, which Landlock keeps closed.
     confine: bool = True
+    #: What the process provider does instead, where another layer stops it there: (expected, check).
+    on_process: tuple[str, Callable[[Any], str]] | None = None
 
 
 def _obs(outcome: Any) -> dict:
@@ -256,7 +258,10 @@ ATTACKS = [
         """, "read-only root file system",
            _check_lines({p: "Read-only file system" for p in
                          ("/openenv-gym-pwned", "/etc/openenv-gym-pwned", "/usr/openenv-gym-pwned")}),
-           process_skip=DOCKER_ONLY.format("file system")),
+           process_skip=None if landlock_abi() >= 1 else DOCKER_ONLY.format("file system"),
+           on_process=("refused by Landlock (writes only in its own folder)",
+                       _check_lines({p: "Permission denied" for p in
+                                     ("/openenv-gym-pwned", "/etc/openenv-gym-pwned", "/usr/openenv-gym-pwned")}))),
     Attack("read host files and the docker socket", f"""
         import os
         print("secret=" + str(os.path.exists({_HOST_SECRET!r})))
@@ -358,6 +363,8 @@ def test_attack(coding: dict[bool, tuple[str, gym.Env]], attack: Attack) -> None
     provider, env = coding[attack.confine]
     if provider == "process" and attack.process_skip:
         pytest.skip(attack.process_skip)
+    expected, check = (attack.on_process if provider == "process" and attack.on_process
+                       else (attack.expected, attack.check))
     with open(_HOST_SECRET, "w") as f:
         f.write("host secret")
     stack = contextlib.ExitStack()
@@ -382,7 +389,7 @@ def test_attack(coding: dict[bool, tuple[str, gym.Env]], attack: Attack) -> None
             outcome: Any = env.step(action)[0]
         except OpenEnvError as exc:  # typed: fine, if the attack's check accepts it
             outcome = exc
-        observed = attack.check(outcome)
+        observed = check(outcome)
         took = _recover(env)
         assert took < RECOVERY_BOUND
         died = worker.restarts > restarts
@@ -399,7 +406,7 @@ def test_attack(coding: dict[bool, tuple[str, gym.Env]], attack: Attack) -> None
             os.unlink("/tmp/openenv-gym-pwned")
     replaced = "worker replaced" if died else "worker survived"
     name = attack.name if attack.confine else f"{attack.name}, Landlock off (Docker's own layer)"
-    record("attacks", name, attack.expected,
+    record("attacks", name, expected,
            f"{observed}; {replaced}, next episode OK after {took:.2f} s; host unaffected",
            provider)
 
