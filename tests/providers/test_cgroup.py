@@ -190,6 +190,22 @@ def test_the_pids_limit_binds() -> None:
     assert b"fork" in proc.stderr.read().lower()
 
 
+def test_a_worker_that_cannot_join_its_cgroup_is_ended_with_a_clear_error() -> None:
+    from openenv_gym.errors import WorkerError
+
+    group = _cgroup.WorkerCgroup.create("ptest-gone", pids=8, memory_bytes=None)
+    assert group is not None
+    group.remove()  # the cgroup vanished under us (an admin, a cleanup tool)
+    proc = subprocess.Popen(["sleep", "600"])
+    try:
+        with pytest.raises(WorkerError, match="could not put the worker into its cgroup.*'cgroups': False"):
+            group.place(proc)
+        assert proc.poll() is not None  # never left running unbounded
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_limits_reads_docker_notation() -> None:
     assert _cgroup.limits({"pids_limit": 64, "mem_limit": "512m"}) == (64, 512 << 20)
     assert _cgroup.limits({"mem_limit": 1 << 30}) == (None, 1 << 30)
