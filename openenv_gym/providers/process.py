@@ -3,9 +3,10 @@
 Workers serve on a Unix socket in a private temporary folder, log to a file beside it,
 and never outlive their owner: they watch the owner's pid (which also covers an owner
 killed with SIGKILL) and an ``atexit`` hook stops them on a normal exit. An untrusted
-env's worker also gets a cgroup of its own where this machine allows it (root): Docker's
-pids and memory limits, and stopping it ends every process it left
-(:mod:`openenv_gym.providers._cgroup`).
+env's worker also gets, where this machine allows it (root), a cgroup of its own with
+Docker's pids and memory limits, so that stopping it ends every process it left
+(:mod:`openenv_gym.providers._cgroup`), and a private tmpfs of the containers' ``/tmp`` size
+for its sandboxes (:mod:`openenv_gym.providers._tmpfs`).
 
 Example:
     >>> provider = ProcessProvider()
@@ -173,7 +174,7 @@ def _worker_environ() -> dict[str, str]:
 
 class ProcessProvider(Provider):
     """Starts workers as local subprocesses (no isolation beyond the OS user and, for
-    untrusted envs, Landlock and a cgroup where the machine has them).
+    untrusted envs, Landlock, a cgroup and a private tmpfs where the machine has them).
 
     Args:
         startup_timeout: Seconds each worker may take to start serving.

@@ -150,7 +150,11 @@ class ServerHost:
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      env=_worker_environ())
         if self.cgroup is not None:
-            self.cgroup.place(self.proc)
+            try:
+                self.cgroup.place(self.proc)
+            except WorkerError:
+                self.stop()  # the cgroup and the socket folder too
+                raise
         threading.Thread(target=self._pump, daemon=True).start()
         if not self._ready.wait(timeout) or self.address is None:
             try:  # its output ended: it is exiting, give it a moment to say with what code
