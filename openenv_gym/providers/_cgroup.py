@@ -238,6 +238,19 @@ class WorkerCgroup:
             return None
         return None if text == "max" else int(text)
 
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed in this cgroup at its memory limit."""
+        name = "memory.events" if self.version == "v2" else "memory.oom_control"
+        try:
+            with open(os.path.join(self.folders["memory"], name)) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
     def kill(self, timeout: float = 5.0) -> bool:
         """SIGKILL every process in the cgroup, until none is left or ``timeout`` passes.
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import os
 import tempfile
+from typing import Any, Mapping
 
 __all__ = ["mount_private_tmp", "spec_for_env", "tmpfs_options"]
 
@@ -32,23 +33,24 @@ _MS_REC, _MS_PRIVATE = 0x4000, 0x40000
 _FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC}
 
 
-def spec_for_env(env: str) -> str | None:
+def spec_for_env(env: str, container_options: Mapping[str, Any] | None = None) -> str | None:
     """The tmpfs a process worker of ``env`` gets: Docker's ``/tmp`` for an untrusted env, when
     this process is root (mounting needs it); None otherwise.
 
     Args:
         env: Catalog name.
+        container_options: The caller's overrides of the hardening defaults (after the env's).
 
     Returns:
         A Docker tmpfs spec (``"rw,nosuid,nodev,size=64m"``), or None.
     """
     from openenv_gym.catalog import get_env_info
-    from openenv_gym.providers._docker_hardening import container_options
+    from openenv_gym.providers._docker_hardening import container_options as merged
 
     info = get_env_info(env)
     if not info.untrusted or os.geteuid() != 0:
         return None
-    return container_options(info.container_options).get("tmpfs", {}).get("/tmp")
+    return merged(info.container_options, container_options).get("tmpfs", {}).get("/tmp")
 
 
 def tmpfs_options(spec: str) -> tuple[int, str]:

@@ -74,10 +74,13 @@ class ProcessWorker(Worker):
         cgroups: Give an untrusted env's worker a cgroup (:func:`~openenv_gym.providers._cgroup.for_env`).
         private_tmp: Give an untrusted env's worker a private tmpfs as its temp folder
             (:func:`~openenv_gym.providers._tmpfs.spec_for_env`).
+        container_options: Overrides of the hardening defaults for those two (``pids_limit``,
+            ``mem_limit``, ``tmpfs["/tmp"]``), as the docker provider takes them.
     """
 
     def __init__(self, env: str, env_kwargs: dict[str, Any], folder: str, name: str,
-                 startup_timeout: float = 60.0, cgroups: bool = True, private_tmp: bool = True) -> None:
+                 startup_timeout: float = 60.0, cgroups: bool = True, private_tmp: bool = True,
+                 container_options: dict[str, Any] | None = None) -> None:
         self._kwargs_json = env_kwargs_json(env_kwargs)
         self.env = env
         self.folder = folder
@@ -88,9 +91,9 @@ class ProcessWorker(Worker):
         self.proc: subprocess.Popen | None = None
         pool = os.path.basename(folder).split("-", 1)[-1]  # the folder is "<owner pid>-<pool>"
         #: The worker's cgroup, or None.
-        self.cgroup = _cgroup.for_env(env, f"{pool}-{name}") if cgroups else None
+        self.cgroup = _cgroup.for_env(env, f"{pool}-{name}", container_options) if cgroups else None
         #: Docker's /tmp tmpfs spec for the worker's private temp folder, or None.
-        self.tmpfs = _tmpfs.spec_for_env(env) if private_tmp else None
+        self.tmpfs = _tmpfs.spec_for_env(env, container_options) if private_tmp else None
         self.tmp_path = os.path.join(folder, f"{name}.tmp")
         self._lock = threading.Lock()
         try:
@@ -160,7 +163,13 @@ class ProcessWorker(Worker):
             with open(self.log_path, "rb") as f:
                 lines = f.read().decode(errors="replace").splitlines()
         except OSError:
-            return ""
+            lines = []
+        oom = self.cgroup.oom_kills() if self.cgroup is not None else 0
+        if oom:  # the kernel says nothing in the worker's own log
+            limit = self.cgroup.limit("memory") or 0
+            lines.append(f"[openenv-gym] the worker's cgroup OOM-killed {oom} process(es) at its memory limit "
+                         f"({limit >> 20} MiB): raise provider_options={{'container_options': "
+                         "{'mem_limit': ...}}")
         return "\n".join(lines[-tail:])
 
 
@@ -184,21 +193,26 @@ class ProcessProvider(Provider):
         private_tmp: As root, give an untrusted env's worker a temp folder of its own: a
             tmpfs the size of the containers' ``/tmp`` (64 MiB), in a mount namespace only it
             sees, so its sandboxes cannot fill the disk. False: never.
+        container_options: Overrides of those limits, with the docker provider's keys and
+            meaning (``{"mem_limit": "4g", "pids_limit": 256, "tmpfs": {"/tmp": "size=1g"}}``),
+            so the same ``provider_options`` serve both providers; other keys are ignored.
     """
 
     name = "process"
 
-    def __init__(self, startup_timeout: float = 60.0, cgroups: bool = True, private_tmp: bool = True) -> None:
+    def __init__(self, startup_timeout: float = 60.0, cgroups: bool = True, private_tmp: bool = True,
+                 container_options: dict[str, Any] | None = None) -> None:
         self.startup_timeout = startup_timeout
         self.cgroups = cgroups
         self.private_tmp = private_tmp
+        self.container_options = dict(container_options or {})
 
     def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
         folder = os.path.join(runtime_dir(), f"{os.getpid()}-{pool}")
         os.makedirs(folder, mode=0o700, exist_ok=True)
         try:
             return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout, self.cgroups,
-                                 self.private_tmp)
+                                 self.private_tmp, self.container_options)
         except BaseException:
             # The error carries the log tail; leave no file behind, nor the folder if empty.
             for leftover in (f"w{index}.log", f"w{index}.sock"):

@@ -13,8 +13,10 @@ import sys
 import textwrap
 import time
 
+import gymnasium as gym
 import pytest
 
+import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.providers import _cgroup
 from openenv_gym.providers._docker_hardening import HARDENING
@@ -55,6 +57,25 @@ def test_an_untrusted_worker_gets_the_docker_limits_and_a_trusted_one_none() -> 
     finally:
         provider.stop_all([coding, echo])
     assert not any(os.path.exists(folder) for folder in group.folders.values())
+
+
+def test_container_options_set_the_limits_and_an_oom_kill_is_named_in_the_logs() -> None:
+    env = gym.make("OpenEnv/Coding-v0", provider="process",
+                   provider_options={"container_options": {"mem_limit": "200m", "pids_limit": 64}})
+    try:
+        env.reset(seed=0)
+        worker = env.unwrapped._worker
+        assert worker.cgroup.limit("memory") == 200 << 20 and worker.cgroup.limit("pids") == 64
+        assert "OOM" not in worker.logs()
+        # Under the child's RLIMIT_AS (1 GiB), over the cgroup's 200 MiB: the kernel's OOM killer.
+        obs, *_ = env.step({"code": "blocks = [bytearray(32 << 20) for _ in range(12)]\nprint('survived')"})
+        assert "survived" not in obs["stdout"] and obs["exit_code"] != 0, obs
+        assert worker.cgroup.oom_kills() >= 1
+        assert "OOM-killed" in worker.logs() and "'mem_limit'" in worker.logs()
+        obs, *_ = env.step({"code": "print(6 * 7)"})  # the worker lives on
+        assert obs["stdout"] == "42\n"
+    finally:
+        env.close()
 
 
 def test_cgroups_false_turns_them_off() -> None:
