@@ -16,10 +16,11 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo_coding.py
 
 @pytest.mark.docker
 @pytest.mark.timeout(420)
-def test_example_tiny_run_on_docker() -> None:
+def test_example_tiny_run_on_docker(tmp_path: Path) -> None:
     require_docker()
     proc = subprocess.run([sys.executable, str(EXAMPLE), "--tiny", "--max-steps", "2", "--workers", "2",
-                           "--provider", "docker", "--problems", "0-3"],
+                           "--provider", "docker", "--problems", "0-3",
+                           "--output-dir", str(tmp_path / "grpo-coding")],  # not in the checkout
                           capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "provider='docker'" in proc.stdout
