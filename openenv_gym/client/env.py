@@ -34,6 +34,7 @@ from openenv_gym.errors import (
     SessionNotFoundError,
     WorkerConnectionError,
     WorkerCrashedError,
+    WorkerError,
     WorkerTimeoutError,
 )
 from openenv_gym.providers import get_provider
@@ -137,6 +138,25 @@ class RemoteEnv(gym.Env):
         self._replace_worker()
         return True
 
+    def _explained(self, exc: WorkerError, grace: float = 0.5) -> WorkerError:
+        """``exc`` with what is known of the worker: how it ended, its last log lines, and
+        that the next ``reset()`` starts a fresh one (what the vector env reports too)."""
+        worker = self._worker
+        if worker is None:  # attached to a server we do not own: nothing more to tell
+            return exc
+        deadline = time.monotonic() + grace  # its exit lags the dropped connection a little
+        while worker.alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        try:
+            reason, tail = worker.exit_reason(), worker.logs(tail=5).strip()
+        except Exception:  # a courtesy: a vanished container must not mask the error
+            reason, tail = "", ""
+        state = "is still running" if worker.alive() else f"stopped{': ' + reason if reason else ''}"
+        text = f"{exc}. The worker {state}; the next reset() starts a fresh one."
+        if tail:
+            text += f"\nlast worker log lines:\n{tail}"
+        return type(exc)(text)
+
     def _replace_worker(self) -> None:
         assert self._worker is not None
         self._worker.restart()
@@ -191,6 +211,8 @@ class RemoteEnv(gym.Env):
         except WorkerTimeoutError:
             self._stuck = True  # the next reset() replaces the worker
             raise
+        except (WorkerCrashedError, WorkerConnectionError) as exc:
+            raise self._explained(exc) from exc
         obs = from_wire(out["obs"], self.observation_space)
         return obs, out["reward"], out["terminated"], out["truncated"], out["info"]
 

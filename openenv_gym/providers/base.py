@@ -56,6 +56,11 @@ class Worker(abc.ABC):
         """The last lines of the worker's output, for error messages."""
         return ""
 
+    def exit_reason(self) -> str:
+        """Why the worker stopped (``"killed by signal 9 (SIGKILL)"``); ``""`` while it runs
+        or where the provider cannot tell."""
+        return ""
+
 
 class Provider(abc.ABC):
     """Starts workers of one kind.

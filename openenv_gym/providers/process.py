@@ -23,6 +23,7 @@ import atexit
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -130,6 +131,17 @@ class ProcessWorker(Worker):
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def exit_reason(self) -> str:
+        code = self.proc.poll() if self.proc is not None else None
+        if code is None:
+            return ""
+        if code < 0:
+            try:
+                return f"killed by signal {-code} ({signal.Signals(-code).name})"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exited with code {code}"
 
     def restart(self) -> None:
         with self._lock:

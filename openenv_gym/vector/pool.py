@@ -185,9 +185,12 @@ class WorkerPool:
         envs = self.groups[worker]
         text = f"worker {worker} (envs {envs[0]}..{envs[-1]}) failed: {error}"
         try:
+            reason = self.workers[worker].exit_reason()
             tail = self.workers[worker].logs(tail=5).strip()
         except Exception:  # logs are a courtesy; a vanished container must not mask the error
-            tail = ""
+            reason, tail = "", ""
+        if reason:
+            text += f" (the worker {reason})"
         return f"{text}\nlast worker log lines:\n{tail}" if tail else text
 
     def close(self) -> None:

@@ -41,9 +41,14 @@ def test_killed_worker_raises_clearly_within_timeout_then_reset_recovers(provide
         env.reset(seed=0)
         _kill_worker(env)
         start = time.monotonic()
-        with pytest.raises(WorkerError, match="worker"):
+        with pytest.raises(WorkerError, match="worker") as failure:
             env.step({"message": "x"})
         assert time.monotonic() - start < 5.0 + 1.0
+        # It says what happened and what to do, as the vector env does.
+        text = str(failure.value)
+        assert "The worker stopped" in text and "the next reset() starts a fresh one" in text, text
+        if provider == "process":
+            assert "killed by signal 9 (SIGKILL)" in text and "worker ready" in text, text  # + its log
         # The next reset replaces the dead worker and starts a fresh episode.
         obs, _ = env.reset(seed=0)
         assert obs["echo"] == ""
