@@ -144,14 +144,14 @@ class RemoteEnv(gym.Env):
         worker = self._worker
         if worker is None:  # attached to a server we do not own: nothing more to tell
             return exc
-        deadline = time.monotonic() + grace  # its exit lags the dropped connection a little
-        while worker.alive() and time.monotonic() < deadline:
-            time.sleep(0.01)
         try:
+            deadline = time.monotonic() + grace  # its exit lags the dropped connection a little
+            while (alive := worker.alive()) and time.monotonic() < deadline:
+                time.sleep(0.01)
             reason, tail = worker.exit_reason(), worker.logs(tail=5).strip()
-        except Exception:  # a courtesy: a vanished container must not mask the error
-            reason, tail = "", ""
-        state = "is still running" if worker.alive() else f"stopped{': ' + reason if reason else ''}"
+        except Exception:  # a courtesy: a Docker engine that is down must not mask the error
+            return exc
+        state = "is still running" if alive else f"stopped{': ' + reason if reason else ''}"
         text = f"{exc}. The worker {state}; the next reset() starts a fresh one."
         if tail:
             text += f"\nlast worker log lines:\n{tail}"
