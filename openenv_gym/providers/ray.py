@@ -135,7 +135,9 @@ class ServerHost:
                "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
         from openenv_gym.providers import _cgroup, _tmpfs
 
-        tmpfs = _tmpfs.spec_for_env(self.env) if self.private_tmp else None
+        # The same hardening overrides as a container's (``docker_options["container_options"]``).
+        overrides = self.docker_options.get("container_options")
+        tmpfs = _tmpfs.spec_for_env(self.env, overrides) if self.private_tmp else None
         if tmpfs:
             os.mkdir(os.path.join(self.folder, "tmp"), 0o700)
             cmd += ["--private-tmp", os.path.join(self.folder, "tmp"), "--private-tmp-options", tmpfs]
@@ -145,7 +147,8 @@ class ServerHost:
         # children with it, so a lost actor's server cannot remove its own cgroup: the next
         # server started on the node does.
         _cgroup.reap_stale()
-        self.cgroup = _cgroup.for_env(self.env, f"ray-{os.path.basename(self.folder)}") if self.cgroups else None
+        self.cgroup = (_cgroup.for_env(self.env, f"ray-{os.path.basename(self.folder)}", overrides)
+                       if self.cgroups else None)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      env=_worker_environ())
@@ -494,7 +497,8 @@ class RayProvider(Provider):
             slices through shared memory) instead of TCP.
         cgroups: With ``isolation="process"``, give an untrusted env's server a cgroup with
             the Docker provider's pids and memory limits where its node allows it (as the
-            process provider does). False: never.
+            process provider does; ``docker_options["container_options"]`` overrides them
+            as it does a container's). False: never.
         private_tmp: With ``isolation="process"``, give an untrusted env's server a private
             tmpfs as its temp folder, as the process provider does (root only). False: never.
     """
