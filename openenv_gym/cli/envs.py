@@ -56,7 +56,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     run_server(info.name, http_port=args.port, tcp_port=args.binary_port, host=args.host,
                env_kwargs=kwargs, max_sessions=args.max_sessions,
-               idle_timeout=args.idle_timeout or None)
+               idle_timeout=args.idle_timeout or None, isolate=True)
     return 0
 
 

@@ -23,11 +23,12 @@ import os
 import tempfile
 from typing import Any, Mapping
 
-__all__ = ["mount_private_tmp", "spec_for_env", "tmpfs_options"]
+__all__ = ["mount_private_tmp", "spec_for_env", "tmpfs_options", "unmount_private_tmp"]
 
 _CLONE_NEWNS = 0x00020000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x2, 0x4, 0x8
 _MS_REC, _MS_PRIVATE = 0x4000, 0x40000
+_MNT_DETACH = 2
 
 #: Mount flags by the option words Docker accepts for a tmpfs.
 _FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC}
@@ -105,3 +106,14 @@ def mount_private_tmp(path: str, spec: str) -> None:
     check(libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, data.encode()), f"mount tmpfs on {path}")
     os.environ["TMPDIR"] = path
     tempfile.tempdir = path
+
+
+def unmount_private_tmp(path: str) -> None:
+    """Drop the tmpfs :func:`mount_private_tmp` put on ``path`` (its files go with it) and
+    remove the folder; for a server that made its own mount point and cleans up at exit."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.umount2(os.fsencode(path), _MNT_DETACH)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass  # still mounted or not empty: the next provider run's stale-folder sweep takes it

@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from openenv_gym.catalog import get_env_info, load_env_class
 from openenv_gym.server.binary import BinaryServer
@@ -68,11 +68,42 @@ def _watch_owner(owner_pid: int, on_gone: Any) -> None:
     on_gone()
 
 
+def _isolate_self(env: str) -> Callable[[], None]:
+    """Put this process, as root and for an untrusted env, into a cgroup and a private tmpfs
+    of its own (see :mod:`openenv_gym.providers._cgroup`, :mod:`openenv_gym.providers._tmpfs`).
+
+    Returns:
+        What undoes it at shutdown (after the children are ended).
+    """
+    from openenv_gym.providers import _cgroup, _tmpfs
+    from openenv_gym.providers.process import runtime_dir
+
+    name = get_env_info(env).name
+    spec = _tmpfs.spec_for_env(name)
+    tmp = None
+    if spec:
+        # Named like a pool folder, so a server killed before cleaning up is swept later.
+        tmp = os.path.join(runtime_dir(), f"{os.getpid()}-serve")
+        os.makedirs(tmp, mode=0o700, exist_ok=True)
+        _tmpfs.mount_private_tmp(tmp, spec)
+    group = _cgroup.for_env(name, "serve")
+    if group is not None:
+        group.add(os.getpid())
+
+    def release() -> None:
+        if group is not None:
+            _cgroup.leave()
+        if tmp is not None:
+            _tmpfs.unmount_private_tmp(tmp)
+
+    return release
+
+
 def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None,
                http_port: int | None = None, host: str = "127.0.0.1",
                env_kwargs: dict[str, Any] | None = None, owner_pid: int | None = None,
                owner_dir: str | None = None, max_sessions: int = 256,
-               idle_timeout: float | None = 600.0) -> None:
+               idle_timeout: float | None = 600.0, isolate: bool = False) -> None:
     """Serve an env until SIGTERM/SIGINT or until the owner process is gone.
 
     Args:
@@ -87,7 +118,11 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
             since no one is left to clean it up.
         max_sessions: Most sessions at once.
         idle_timeout: Seconds before an idle session is closed.
+        isolate: Give this very process what the process provider gives an untrusted env's
+            worker, where the machine allows it: a cgroup with Docker's limits and a private
+            tmpfs (``openenv-gym serve``, which no provider starts).
     """
+    release = _isolate_self(env) if isolate else None
     service = build_service(env, env_kwargs, max_sessions, idle_timeout)
     servers: list[BinaryServer] = []
     if unix:
@@ -119,6 +154,8 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
             exec_mod.kill_all()
             exec_mod.reap_orphans()
         service.shutdown()
+        if release is not None:
+            release()
         if owner_gone.is_set():
             # Nobody else will clean up: the owner removed these when it stopped the worker.
             if owner_dir:
@@ -163,6 +200,11 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         print(f"{ready} http={service.http_address}", flush=True)
 
     threading.Thread(target=announce, daemon=True).start()
+    # uvicorn restores the handlers it found and re-raises the signal that stopped it. With
+    # the defaults that kills the process before shutdown() below: steps in flight, the
+    # cgroup and the tmpfs of `serve` were left behind. Ours just ask for the exit.
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         server.run()
     finally:

@@ -130,6 +130,37 @@ def test_start_refuses_a_name_already_running_and_a_bad_env_kwarg(tmp_path) -> N
     assert broken.returncode == 1 and "max_steps" in broken.stderr
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private tmpfs needs root")
+def test_serve_of_an_untrusted_env_isolates_itself_and_cleans_up_on_sigterm(tmp_path) -> None:
+    """`serve coding` gets what a process worker of Coding gets: a cgroup and a private tmpfs."""
+    from openenv_gym.providers import _cgroup
+
+    log = str(tmp_path / "serve.log")
+    proc = spawn("serve", "coding", "--port", "0", log=log)
+    try:
+        http = wait_for(r"http=(http://127\.0\.0\.1:\d+)", log, proc).group(1)
+        with open(f"/proc/{proc.pid}/mountinfo") as f:
+            mounts = [m for m in f.read().splitlines() if f"/{proc.pid}-serve " in m]
+        assert len(mounts) == 1 and " - tmpfs " in mounts[0] and "size=65536k" in mounts[0], mounts
+        with open(f"/proc/{proc.pid}/cgroup") as f:
+            groups = [line for line in f.read().splitlines() if f"{_cgroup.PREFIX}{proc.pid}-serve" in line]
+        assert len(groups) == (2 if _cgroup.support()[0] else 0), groups  # pids and memory (v1)
+        body = json.dumps({}).encode()
+        req = urllib.request.Request(f"{http}/reset", body, {"content-type": "application/json"})
+        sid = json.load(urllib.request.urlopen(req, timeout=20))["session_id"]
+        body = json.dumps({"session_id": sid, "action": {"code": "import os; print(os.getcwd())"}}).encode()
+        req = urllib.request.Request(f"{http}/step", body, {"content-type": "application/json"})
+        cwd = json.load(urllib.request.urlopen(req, timeout=20))["observation"]["stdout"].strip()
+        assert f"/{proc.pid}-serve/" in cwd, cwd  # the sandbox lives in the tmpfs
+    finally:
+        code = end(proc)
+    assert code == 0  # a clean shutdown, not uvicorn's re-raised SIGTERM
+    runtime = cwd.split(f"/{proc.pid}-serve/")[0]  # the runtime folder holds its mount point
+    leftovers = [os.path.join(root, entry) for root in ("/sys/fs/cgroup/pids", runtime)
+                 if os.path.isdir(root) for entry in os.listdir(root) if f"{proc.pid}-serve" in entry]
+    assert not leftovers, leftovers
+
+
 def test_serve_answers_http_and_web_and_exits_on_sigterm(tmp_path) -> None:
     log = str(tmp_path / "serve.log")
     proc = spawn("serve", "echo", "--port", "0", log=log)
