@@ -203,13 +203,14 @@ def check_cgroups() -> list[Check]:
 def check_private_tmp() -> list[Check]:
     """Whether untrusted envs' process workers get a private, size-limited temp folder."""
     from openenv_gym.providers._docker_hardening import HARDENING
+    from openenv_gym.providers._tmpfs import support
 
-    size = HARDENING["tmpfs"]["/tmp"]
-    if os.geteuid() == 0:
-        return [Check("worker temp folder", "ok", f"root: Coding and Git process workers keep their sandboxes "
-                      f"in a private tmpfs ({size})")]
-    return [Check("worker temp folder", "warn", "not root: Coding and Git sandboxes on the process provider "
-                  "are on your disk, each file bounded (16 MiB) but not their total",
+    ok, why = support()
+    if ok:
+        return [Check("worker temp folder", "ok", "Coding and Git process workers keep their sandboxes "
+                      f"in a private tmpfs ({HARDENING['tmpfs']['/tmp']})")]
+    return [Check("worker temp folder", "warn", f"no private tmpfs ({why}): Coding and Git sandboxes on the "
+                  "process provider are on your disk, each file bounded (16 MiB) but not their total",
                   "use provider='docker' (or run the trainer as root) for code you do not trust")]
 
 

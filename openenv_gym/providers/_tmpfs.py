@@ -3,7 +3,7 @@
 Coding and Git sandboxes live under :func:`tempfile.gettempdir`. In a container that is a
 64 MiB tmpfs; a process worker wrote them to the host's disk, bounded per file (RLIMIT_FSIZE)
 but not in total, so sandboxed code could fill the disk. A process worker of an untrusted
-env now starts (as root, which mounting needs) in a mount namespace of its own, with a tmpfs
+env now starts (where this process may mount: :func:`support`) in a mount namespace of its own, with a tmpfs
 of the size and flags of :data:`~openenv_gym.providers._docker_hardening.HARDENING`'s ``/tmp``
 mounted on a folder that becomes its ``TMPDIR``. Nobody else sees the files; they are gone
 with the worker, however it ends (even by SIGKILL: the namespace dies with it).
@@ -19,11 +19,14 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
+import subprocess
+import sys
 import tempfile
 from typing import Any, Mapping
 
-__all__ = ["mount_private_tmp", "spec_for_env", "tmpfs_options", "unmount_private_tmp"]
+__all__ = ["mount_private_tmp", "spec_for_env", "support", "tmpfs_options", "unmount_private_tmp"]
 
 _CLONE_NEWNS = 0x00020000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x2, 0x4, 0x8
@@ -49,9 +52,43 @@ def spec_for_env(env: str, container_options: Mapping[str, Any] | None = None) -
     from openenv_gym.providers._docker_hardening import container_options as merged
 
     info = get_env_info(env)
-    if not info.untrusted or os.geteuid() != 0:
+    if not info.untrusted or not support()[0]:
         return None
     return merged(info.container_options, container_options).get("tmpfs", {}).get("/tmp")
+
+
+@functools.lru_cache(maxsize=1)
+def support() -> tuple[bool, str]:
+    """Whether workers started from this process can mount their private tmpfs, and why not.
+
+    Tried once, for real, in a short-lived child running :func:`mount_private_tmp`: being
+    root is not enough (root in a container without CAP_SYS_ADMIN, or under a seccomp or
+    AppArmor profile that refuses ``mount``, cannot), and a worker that was promised the
+    tmpfs and cannot mount it fails to start.
+
+    Returns:
+        ``(True, "")`` or ``(False, reason)``.
+    """
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        return False, "not root (mounting a tmpfs needs CAP_SYS_ADMIN)"
+    probe = tempfile.mkdtemp(prefix="openenv-gym-tmpfs-probe-")
+    # This file alone, not the package: the child must not pay for importing gymnasium.
+    code = ("import importlib.util as u, sys\n"
+            "spec = u.spec_from_file_location('_tmpfs', sys.argv[1])\n"
+            "module = u.module_from_spec(spec)\n"
+            "spec.loader.exec_module(module)\n"
+            "module.mount_private_tmp(sys.argv[2], 'size=1m')\n")
+    try:
+        out = subprocess.run([sys.executable, "-I", "-S", "-c", code, __file__, probe],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"the mount probe did not run: {exc}"
+    finally:
+        os.rmdir(probe)  # empty on our side: the mount lived in the child's namespace
+    if out.returncode != 0:
+        lines = out.stderr.strip().splitlines()
+        return False, lines[-1] if lines else f"the mount probe exited with {out.returncode}"
+    return True, ""
 
 
 def tmpfs_options(spec: str) -> tuple[int, str]:

@@ -13,6 +13,7 @@ import pytest
 
 from tests.cli.cli_helpers import end, run, run_json, spawn, wait_for
 from openenv_gym.client.transport import BinaryClient
+from openenv_gym.providers._tmpfs import support as tmpfs_support
 
 
 def _pool_name() -> str:
@@ -130,7 +131,7 @@ def test_start_refuses_a_name_already_running_and_a_bad_env_kwarg(tmp_path) -> N
     assert broken.returncode == 1 and "max_steps" in broken.stderr
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="a private tmpfs needs root")
+@pytest.mark.skipif(not tmpfs_support()[0], reason=f"no private tmpfs here: {tmpfs_support()[1]}")
 def test_serve_of_an_untrusted_env_isolates_itself_and_cleans_up_on_sigterm(tmp_path) -> None:
     """`serve coding` gets what a process worker of Coding gets: a cgroup and a private tmpfs."""
     from openenv_gym.providers import _cgroup

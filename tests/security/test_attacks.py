@@ -29,6 +29,7 @@ import pytest
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.envs._confine import abi as landlock_abi
 from openenv_gym.errors import OpenEnvError, WorkerError
+from openenv_gym.providers._tmpfs import support as tmpfs_support
 from tests.conftest import ATTEMPT, require_docker
 from tests.security import helpers
 from tests.security.helpers import HostProbe, record
@@ -247,7 +248,7 @@ ATTACKS = [
             err = exc.strerror
         print("stopped", total, ":", err)
         """, "ENOSPC at the tmpfs size (64 MiB)", _check_disk,
-           process_skip=None if ROOT else "a process worker gets a private tmpfs only as root (mounting needs it)"),
+           process_skip=None if tmpfs_support()[0] else f"no private tmpfs for process workers here: {tmpfs_support()[1]}"),
     Attack("writes to /, /etc, /usr", """
         for path in ("/openenv-gym-pwned", "/etc/openenv-gym-pwned", "/usr/openenv-gym-pwned"):
             try:
