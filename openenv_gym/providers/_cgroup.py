@@ -75,13 +75,10 @@ def for_env(env: str, name: str, container_options: Mapping[str, Any] | None = N
         A new cgroup with the env's ``pids_limit`` and ``mem_limit``; None for a trusted env,
         or where :func:`support` says no.
     """
-    from openenv_gym.catalog import get_env_info
-    from openenv_gym.providers._docker_hardening import container_options as merged
+    from openenv_gym.providers._docker_hardening import untrusted_options
 
-    info = get_env_info(env)
-    if not info.untrusted:
-        return None
-    return WorkerCgroup.create(name, *limits(merged(info.container_options, container_options)))
+    options = untrusted_options(env, container_options)
+    return WorkerCgroup.create(name, *limits(options)) if options is not None else None
 
 
 def _own_paths() -> dict[str, str]:
@@ -122,19 +119,25 @@ def _bases(enable: bool = False) -> tuple[str, dict[str, str]]:
     return "v1", bases
 
 
+def _writable_bases(enable: bool = False) -> tuple[str, dict[str, str]]:
+    """:func:`_bases`, where this process may create cgroups; else OSError saying why not."""
+    version, bases = _bases(enable)
+    for base in set(bases.values()):
+        if not os.access(base, os.W_OK):
+            raise OSError(f"cgroup {version}: {base} is not writable (workers get cgroups as root)")
+    return version, bases
+
+
 def support() -> tuple[bool, str]:
     """Whether workers can get cgroups here, and where, or why not.
 
     Returns:
-        ``(True, "cgroup v1 under /sys/fs/cgroup/pids/...")`` or ``(False, reason)``.
+        ``(True, "cgroup v1 at /sys/fs/cgroup/pids/...")`` or ``(False, reason)``.
     """
     try:
-        version, bases = _bases()
+        version, bases = _writable_bases()
     except OSError as exc:
         return False, str(exc)
-    for base in set(bases.values()):
-        if not os.access(base, os.W_OK):
-            return False, f"cgroup {version}: {base} is not writable (workers get cgroups as root)"
     return True, f"cgroup {version} at {', '.join(sorted(set(bases.values())))}"
 
 
@@ -165,9 +168,10 @@ class WorkerCgroup:
         Returns:
             The cgroup, or None when this machine gives us none (see :func:`support`).
         """
-        if not support()[0]:
+        try:
+            version, bases = _writable_bases(enable=True)
+        except OSError:  # none here: support() says why
             return None
-        version, bases = _bases(enable=True)
         folders = {c: os.path.join(base, f"{PREFIX}{os.getpid()}-{name}") for c, base in bases.items()}
         group = cls(version, folders)
         try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-__all__ = ["CONTAINER_UID", "HARDENING", "container_options"]
+__all__ = ["CONTAINER_UID", "HARDENING", "container_options", "untrusted_options"]
 
 #: The unprivileged user worker containers run as (created in ``containers/Dockerfile``).
 CONTAINER_UID = 10001
@@ -76,3 +76,18 @@ def container_options(*overrides: Mapping[str, Any] | None) -> dict[str, Any]:
         if "mem_limit" in layer and "memswap_limit" not in layer and merged.get("mem_limit"):
             merged["memswap_limit"] = merged["mem_limit"]
     return merged
+
+
+def untrusted_options(env: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """What a process worker of ``env`` honours of the hardening (its cgroup's limits, its
+    private tmpfs): :func:`container_options` with the env's catalog overrides, then the
+    caller's; None for a trusted env, whose worker the process provider leaves unlimited.
+
+    Args:
+        env: Catalog name.
+        overrides: The caller's ``container_options``.
+    """
+    from openenv_gym.catalog import get_env_info
+
+    info = get_env_info(env)
+    return container_options(info.container_options, overrides) if info.untrusted else None

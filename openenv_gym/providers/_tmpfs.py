@@ -48,13 +48,12 @@ def spec_for_env(env: str, container_options: Mapping[str, Any] | None = None) -
     Returns:
         A Docker tmpfs spec (``"rw,nosuid,nodev,size=64m"``), or None.
     """
-    from openenv_gym.catalog import get_env_info
-    from openenv_gym.providers._docker_hardening import container_options as merged
+    from openenv_gym.providers._docker_hardening import untrusted_options
 
-    info = get_env_info(env)
-    if not info.untrusted or not support()[0]:
+    options = untrusted_options(env, container_options)
+    if options is None or not support()[0]:
         return None
-    return merged(info.container_options, container_options).get("tmpfs", {}).get("/tmp")
+    return options.get("tmpfs", {}).get("/tmp")
 
 
 @functools.lru_cache(maxsize=1)
