@@ -100,7 +100,7 @@ class ProcessWorker(Worker):
         try:
             self._spawn()
         except BaseException:
-            self._drop_cgroup()
+            self.stop()  # one that did not serve in time still runs: end it, and its cgroup
             raise
         _live.add(self)
 
@@ -150,9 +150,8 @@ class ProcessWorker(Worker):
             self._spawn()
 
     def _terminate(self) -> None:
-        if self.proc is None:
-            return
-        terminate(self.proc)
+        if self.proc is not None:
+            terminate(self.proc)
         if self.cgroup is not None:
             self.cgroup.kill()  # what the worker left: daemons, or a crashed worker's children
         if os.path.exists(self.socket_path):
@@ -160,15 +159,12 @@ class ProcessWorker(Worker):
 
     def stop(self) -> None:
         with self._lock:
-            self._terminate()
+            self._terminate()  # the cgroup emptied too
             self.proc = None
-            self._drop_cgroup()
+            if self.cgroup is not None:
+                self.cgroup.remove()
+                self.cgroup = None
         _live.discard(self)
-
-    def _drop_cgroup(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.close()
-            self.cgroup = None
 
     def logs(self, tail: int = 50) -> str:
         try:
