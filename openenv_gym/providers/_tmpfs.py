@@ -128,7 +128,7 @@ def mount_private_tmp(path: str, spec: str) -> None:
     Raises:
         OSError: The kernel refused (mounting needs root: CAP_SYS_ADMIN).
     """
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     flags, data = tmpfs_options(spec)
 
     def check(result: int, what: str) -> None:
@@ -144,11 +144,15 @@ def mount_private_tmp(path: str, spec: str) -> None:
     tempfile.tempdir = path
 
 
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def unmount_private_tmp(path: str) -> None:
     """Drop the tmpfs :func:`mount_private_tmp` put on ``path`` (its files go with it) and
     remove the folder; for a server that made its own mount point and cleans up at exit."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.umount2(os.fsencode(path), _MNT_DETACH)
+    _libc().umount2(os.fsencode(path), _MNT_DETACH)
     try:
         os.rmdir(path)
     except OSError:

@@ -173,9 +173,14 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
     if owner_pid:
         threading.Thread(target=_watch_owner, args=(owner_pid, on_owner_gone), daemon=True).start()
 
-    if http_port is None:
+    # Both ways of serving end through shutdown() below. uvicorn, while it runs, puts its own
+    # handlers in place, then restores these and re-raises the signal that stopped it: with
+    # the default handlers that killed the process before shutdown() (steps in flight, the
+    # cgroup and tmpfs of `serve` were left behind).
+    if threading.current_thread() is threading.main_thread():  # signals reach that one only
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+    if http_port is None:
         print(ready, flush=True)
         done.wait()
         shutdown()
@@ -200,11 +205,6 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         print(f"{ready} http={service.http_address}", flush=True)
 
     threading.Thread(target=announce, daemon=True).start()
-    # uvicorn restores the handlers it found and re-raises the signal that stopped it. With
-    # the defaults that kills the process before shutdown() below: steps in flight, the
-    # cgroup and the tmpfs of `serve` were left behind. Ours just ask for the exit.
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     try:
         server.run()
     finally:
@@ -227,16 +227,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--idle-timeout", type=float, default=600.0,
                         help="seconds before an idle session closes (0: never)")
     parser.add_argument("--private-tmp", help="mount a private tmpfs on this folder and use it as TMPDIR")
-    parser.add_argument("--private-tmp-options", default="rw,nosuid,nodev,size=64m",
-                        help="its Docker tmpfs options (default: the containers' /tmp)")
+    parser.add_argument("--private-tmp-options",
+                        help="its Docker tmpfs options (default: the hardening defaults' /tmp)")
     args = parser.parse_args(argv)
     if not (args.unix or args.tcp_port is not None or args.http_port is not None):
         parser.error("give at least one of --unix, --tcp-port, --http-port")
     if args.private_tmp:
         # Before any server thread starts: those inherit this thread's mount namespace.
+        from openenv_gym.providers._docker_hardening import HARDENING
         from openenv_gym.providers._tmpfs import mount_private_tmp
 
-        mount_private_tmp(args.private_tmp, args.private_tmp_options)
+        mount_private_tmp(args.private_tmp, args.private_tmp_options or HARDENING["tmpfs"]["/tmp"])
     run_server(args.env, unix=args.unix, tcp_port=args.tcp_port, http_port=args.http_port,
                host=args.host, env_kwargs=json.loads(args.env_kwargs), owner_pid=args.owner_pid,
                owner_dir=args.owner_dir,
