@@ -81,6 +81,11 @@ def for_env(env: str, name: str, container_options: Mapping[str, Any] | None = N
     return WorkerCgroup.create(name, *limits(options)) if options is not None else None
 
 
+def _unified() -> bool:
+    """Whether /sys/fs/cgroup is cgroup v2's single hierarchy (else v1's, one per controller)."""
+    return os.path.exists(os.path.join(_ROOT, "cgroup.controllers"))
+
+
 def _own_paths() -> dict[str, str]:
     """This process's cgroup per v1 controller (``"pids": "/a/b"``) and ``""`` for v2."""
     out: dict[str, str] = {}
@@ -97,7 +102,7 @@ def _bases(enable: bool = False) -> tuple[str, dict[str, str]]:
 
     ``enable``: in v2, hand the pids and memory controllers to the root's children first.
     """
-    if os.path.exists(os.path.join(_ROOT, "cgroup.controllers")):
+    if _unified():
         own = _own_paths().get("", "/")
         if own != "/":
             raise OSError(f"cgroup v2: this process's cgroup {own} holds processes, so it cannot "
@@ -307,7 +312,7 @@ def leave() -> bool:
     Returns:
         Whether a cgroup of ours was removed.
     """
-    mounts = {"": _ROOT} if os.path.exists(os.path.join(_ROOT, "cgroup.controllers")) else {
+    mounts = {"": _ROOT} if _unified() else {
         c: os.path.join(_ROOT, c) for c in ("pids", "memory")}
     removed = False
     for controller, path in _own_paths().items():
