@@ -111,7 +111,8 @@ def default_observation_fn(env: str) -> ObservationFn:
     def render(obs: Any) -> str:
         if not isinstance(obs, Mapping):
             return str(obs)
-        parts = [str(obs[k]) for k in preferred if isinstance(obs.get(k), str) and obs[k]]
+        # Each text already ends its own line; joining them as they are would leave blank lines.
+        parts = [obs[k].rstrip("\n") for k in preferred if isinstance(obs.get(k), str) and obs[k].strip()]
         for key in ("exit_code", "tests_passed", "checks_passed"):
             if key in obs:
                 parts.append(f"[{key}: {int(obs[key])}]")
