@@ -138,7 +138,7 @@ class Episode:
             The fresh :attr:`outcome` (its ``observations[0]`` is the reset observation;
             on failure, ``failure`` is set).
         """
-        self._deadline = time.monotonic() + self.pool.episode_timeout
+        self.renew()
         self._generation = self.pool._generations[self.worker]
         self.outcome = EpisodeOutcome(worker=self.worker)
         request: dict[str, Any] = {"op": "reset", "seed": seed, "options": options}
@@ -182,6 +182,14 @@ class Episode:
         out.terminated, out.truncated = bool(reply["terminated"]), bool(reply["truncated"])
         out.reward = out.env_reward(self.pool.reward_mode)
         return out
+
+    def renew(self) -> None:
+        """Give the episode a fresh ``episode_timeout`` from now.
+
+        For loops that wait on something else between steps (a model generating its next
+        tool call): that time is not the env's, so it should not use up the episode's budget.
+        """
+        self._deadline = time.monotonic() + self.pool.episode_timeout
 
     def finish(self, truncated: bool = True) -> EpisodeOutcome:
         """End the episode from outside (e.g. a turn limit): the env's reward so far stands."""
@@ -295,8 +303,7 @@ class EnvPool:
                 out = lane.step(action)
             if not out.done:
                 out = lane.finish(truncated=False)
-            with self._stats_lock:
-                self.stats["episodes"] += 1
+            self._count_episodes(1)
             return out
         finally:
             self._lanes.put(lane)
@@ -322,8 +329,11 @@ class EnvPool:
         """Close the sessions of leased episodes and count them."""
         for ep in episodes:
             ep.close()
+        self._count_episodes(len(episodes))
+
+    def _count_episodes(self, n: int) -> None:
         with self._stats_lock:
-            self.stats["episodes"] += len(episodes)
+            self.stats["episodes"] += n
 
     # -- faults ----------------------------------------------------------------------------
     def _record_failure(self, episode: Episode, failure: _Failure) -> None:
