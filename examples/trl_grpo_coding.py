@@ -10,6 +10,12 @@ CPU smoke run (no download: a tiny random model and a tokenizer trained offline)
 
     python examples/trl_grpo_coding.py --tiny --max-steps 2
 
+``--tools`` lets the model call the env instead: TRL's own agent loop
+(``environment_factory``) offers ``run_python(code)``, runs each call the model writes in the
+sandbox, and scores the rollout with the tests its last call passed (up to 3 calls). It needs
+a chat model with tool calling (e.g. ``--model Qwen/Qwen3-0.6B``; ``--tiny`` gets Qwen3's
+template, but a random model calls no tool, so it only checks the plumbing).
+
 ``--provider`` picks where the code runs: ``auto`` (docker when an engine is reachable,
 else local processes with a warning), ``docker`` or ``process``.
 """
@@ -31,6 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", help="hub id or local folder of a causal LM")
     src.add_argument("--tiny", action="store_true", help="tiny random model + offline tokenizer (CPU smoke run)")
+    p.add_argument("--tools", action="store_true", help="the model calls run_python (TRL environment_factory)")
     p.add_argument("--provider", default="auto", choices=["auto", "docker", "process", "ray"])
     p.add_argument("--workers", type=int, default=4, help="Coding workers executing completions")
     p.add_argument("--problems", default="0-15", help="HumanEval problems, e.g. '0-15' or '2,5,7' (default 0-15)")
@@ -60,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from trl import GRPOConfig, GRPOTrainer
 
-    from openenv_gym.trl import EnvPool, EnvReward
+    from openenv_gym.trl import EnvPool, EnvReward, tool_env_factory
     from openenv_gym.trl.datasets import humaneval_dataset, humaneval_rows
 
     problems = problem_indices(args.problems)
@@ -74,6 +81,13 @@ def main(argv: list[str] | None = None) -> int:
 
         model = args.model  # GRPOTrainer loads it (dtype per --bf16)
         tokenizer = AutoTokenizer.from_pretrained(args.model, padding_side="left")
+    if args.tools:
+        # The agent loop talks in chat messages; the tool's schema goes into the prompt.
+        dataset = dataset.map(lambda row: {"prompt": [{"role": "user", "content": row["prompt"]}]})
+        if args.tiny:
+            from trl.chat_template_utils import qwen3_chat_template
+
+            tokenizer.chat_template = qwen3_chat_template
     config = GRPOConfig(
         output_dir=args.output_dir, max_steps=args.max_steps, per_device_train_batch_size=args.batch_size,
         num_generations=args.num_generations, max_completion_length=args.max_completion_length,
@@ -81,17 +95,26 @@ def main(argv: list[str] | None = None) -> int:
         use_cpu=args.tiny, bf16=args.bf16, use_vllm=args.use_vllm, seed=0,
     )
     started = time.monotonic()
+    # With tools, every call is graded and the last one scores the rollout ("final").
+    tool_settings = dict(max_attempts=3, reward_mode="final") if args.tools else {}
     with EnvPool("coding", num_workers=args.workers, provider=args.provider, task="humaneval",
-                 episode_timeout=args.episode_timeout, failure_reward=args.failure_reward) as pool:
+                 episode_timeout=args.episode_timeout, failure_reward=args.failure_reward,
+                 **tool_settings) as pool:
         print(f"{pool!r} ready in {time.monotonic() - started:.1f}s", flush=True)
-        reward = EnvReward(pool, option_columns=("problem",))
-        trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=config,
-                              train_dataset=dataset, processing_class=tokenizer)
+        if args.tools:
+            wiring = dict(environment_factory=tool_env_factory(pool, option_columns=("problem",)))
+            logged = "rewards/CodingTools/mean"
+        else:
+            wiring = dict(reward_funcs=[EnvReward(pool, option_columns=("problem",))])
+            logged = "rewards/openenv_coding/mean"
+        trainer = GRPOTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
+                              **wiring)
         trainer.train()
         for entry in trainer.state.log_history:
-            if "rewards/openenv_coding/mean" in entry:
-                print(f"step {entry['step']}: mean reward {entry['rewards/openenv_coding/mean']:.3f} "
-                      f"(fraction of HumanEval asserts passed)", flush=True)
+            if logged in entry:
+                calls = f", tool calls per rollout {entry['tools/call_frequency']:.2f}" if args.tools else ""
+                print(f"step {entry['step']}: mean reward {entry[logged]:.3f} "
+                      f"(fraction of HumanEval asserts passed){calls}", flush=True)
         print(f"episodes {pool.stats['episodes']}, timeouts {pool.stats['timeout']}, "
               f"crashes {pool.stats['crash']}, env errors {pool.stats['env_error']}; "
               f"provider {pool.provider_name}; {time.monotonic() - started:.1f}s", flush=True)

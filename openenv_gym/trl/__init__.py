@@ -9,6 +9,9 @@ the core package, the rollout and tiny-model helpers need ``transformers``.
   executes every completion in the env and returns its reward.
 * :class:`EnvRollout` + :func:`episode_reward` — multi-turn:
   ``GRPOTrainer(rollout_func=EnvRollout(pool), reward_funcs=[episode_reward])``.
+* :func:`tool_env_factory` — agentic: ``GRPOTrainer(environment_factory=tool_env_factory(pool))``;
+  TRL runs the tool loop, the model calls ``run_python`` (Coding) or ``shell`` (Git) on a
+  sandboxed session, and the env's reward scores the rollout.
 * Failed episodes (timeout, crash, env error) get a configurable reward
   (:class:`FailurePolicy`) and a logged reason on the ``openenv_gym.trl`` logger.
 
@@ -27,17 +30,21 @@ from openenv_gym.trl.outcome import FAILURE_KINDS, EpisodeOutcome, FailurePolicy
 from openenv_gym.trl.pool import EnvPool, Episode, EpisodeJob
 from openenv_gym.trl.rewards import EnvReward
 from openenv_gym.trl.rollout import REWARD_FIELD, EnvRollout, episode_reward, prompt_seed
+from openenv_gym.trl.tools import CodingTools, EnvTools, GitTools, tool_env_factory
 
 __all__ = [
     "FAILURE_KINDS",
     "REWARD_FIELD",
+    "CodingTools",
     "EnvPool",
     "EnvReward",
     "EnvRollout",
+    "EnvTools",
     "Episode",
     "EpisodeJob",
     "EpisodeOutcome",
     "FailurePolicy",
+    "GitTools",
     "completion_text",
     "default_action_fn",
     "default_observation_fn",
@@ -45,4 +52,5 @@ __all__ = [
     "extract_code",
     "humaneval_dataset",
     "prompt_seed",
+    "tool_env_factory",
 ]

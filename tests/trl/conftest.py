@@ -43,3 +43,42 @@ def solver() -> tuple[Any, Any]:
         loss.backward()
         opt.step()
     return model, tok
+
+
+#: The call the ``tool_caller`` model writes: a partly right body (1 of HumanEval/2's 3 asserts).
+TOOL_CALL_CODE = "    return 0.5\n"
+
+
+@pytest.fixture(scope="session")
+def tool_caller() -> tuple[Any, Any]:
+    """``(model, tokenizer)`` with Qwen3's chat template, nudged to answer the HumanEval/2 prompt
+    (rendered with the ``run_python`` tool, as GRPOTrainer renders it) with one call of that tool."""
+    import json
+
+    import torch
+    from trl.chat_template_utils import qwen3_chat_template
+
+    from openenv_gym.envs.coding.humaneval import get_problem
+    from openenv_gym.trl import CodingTools
+    from openenv_gym.trl.tiny import tiny_model_and_tokenizer
+
+    prompt = get_problem(PROBLEM).prompt
+    call = ("<tool_call>\n" + json.dumps({"name": "run_python", "arguments": {"code": TOOL_CALL_CODE}})
+            + "\n</tool_call><|im_end|>")
+    model, tok = tiny_model_and_tokenizer([prompt, call])
+    tok.chat_template = qwen3_chat_template
+    rendered = tok.apply_chat_template([{"role": "user", "content": prompt}], tools=[CodingTools.run_python],
+                                       add_generation_prompt=True, tokenize=False)
+    prompt_ids = tok(rendered, add_special_tokens=False)["input_ids"]
+    ids = prompt_ids + tok(call, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    x = torch.tensor([ids])
+    labels = x.clone()
+    labels[0, :len(prompt_ids)] = -100
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(150):
+        loss = model(input_ids=x, labels=labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model, tok

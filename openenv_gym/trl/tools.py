@@ -1,0 +1,222 @@
+"""Tool environments for TRL's ``GRPOTrainer(environment_factory=...)``: the model calls our env.
+
+With ``environment_factory`` (TRL ≥ 1.16, experimental there) TRL runs the agent loop
+itself: it makes one environment per concurrent rollout, calls its ``reset(**row)`` with
+the dataset row before generation (a returned string is appended to the prompt), offers
+every other public method to the model as a tool, runs the tool calls the model writes,
+and calls ``get_reward()`` when the rollout ends. Each environment here is one session,
+leased from an :class:`~openenv_gym.trl.pool.EnvPool`, on a sandboxed worker:
+
+* :class:`CodingTools` — tool ``run_python(code)`` on ``OpenEnv/Coding-v0``; in task mode
+  the code is graded against the task's tests.
+* :class:`GitTools` — tool ``shell(command)`` on ``OpenEnv/Git-v0``; ``reset`` returns the
+  task's instruction.
+
+:func:`tool_env_factory` picks the class for a pool. A failed call (timeout, crashed
+worker, refused action) raises, which TRL shows the model as the tool's error and counts
+as a tool failure; the episode then scores the pool's failure reward.
+
+Example:
+    >>> from openenv_gym.trl import EnvPool
+    >>> pool = EnvPool("coding", num_workers=1, provider="process")
+    >>> env = tool_env_factory(pool)()
+    >>> env.reset(prompt="Print 42.")
+    >>> print(env.run_python("print(6 * 7)"), end="")
+    42
+    [exit_code: 0]
+    [tests_passed: 0]
+    >>> env.get_reward()
+    1.0
+    >>> pool.close()
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+from openenv_gym.errors import EnvServerError, OpenEnvError, WorkerCrashedError, WorkerTimeoutError
+from openenv_gym.trl.formats import ObservationFn, default_observation_fn
+from openenv_gym.trl.pool import EnvPool
+from openenv_gym.trl.rewards import OptionsFn, _plain
+from openenv_gym.trl.rollout import prompt_seed
+
+__all__ = ["EnvTools", "CodingTools", "GitTools", "tool_env_factory"]
+
+_FAILURES: dict[str, type[OpenEnvError]] = {"timeout": WorkerTimeoutError, "crash": WorkerCrashedError}
+
+
+class EnvTools:
+    """One session of an :class:`EnvPool` driven by TRL's tool loop (base of the tool envs).
+
+    Only ``reset`` and ``get_reward`` are public here: TRL offers every other public
+    method of the class to the model as a tool, so subclasses add exactly their tools.
+
+    Args:
+        pool: The workers hosting the sessions (its ``reward_mode`` combines the steps'
+            rewards: ``"final"`` for Git and Coding tasks, where each step scores the
+            whole attempt).
+        option_columns: Dataset columns passed as ``reset`` options (``("problem",)``).
+        options_fn: ``row -> options`` instead of ``option_columns``.
+        seed_column: Dataset column holding ``reset``'s seed; without it the seed comes
+            from the prompt (:func:`~openenv_gym.trl.rollout.prompt_seed`), so every
+            rollout of a GRPO group gets the same task.
+        observation_fn: ``observation -> text`` returned by tools and ``reset``.
+        show_reset_observation: Return the reset observation's text from ``reset`` (TRL
+            appends it to the prompt); None: the class's choice.
+    """
+
+    #: Whether ``reset`` returns the observation's text by default (Git poses its task there).
+    show_reset_observation: bool = False
+
+    def __init__(self, pool: EnvPool, *, option_columns: Sequence[str] = (),
+                 options_fn: Optional[OptionsFn] = None, seed_column: Optional[str] = None,
+                 observation_fn: Optional[ObservationFn] = None,
+                 show_reset_observation: Optional[bool] = None) -> None:
+        if option_columns and options_fn is not None:
+            raise ValueError("pass option_columns or options_fn, not both")
+        self._pool = pool
+        self._option_columns = tuple(option_columns)
+        self._options_fn = options_fn
+        self._seed_column = seed_column
+        self._observation_fn = observation_fn or default_observation_fn(pool.info.name)
+        if show_reset_observation is not None:
+            self.show_reset_observation = show_reset_observation
+        [self._episode] = pool.open(1)
+
+    @property
+    def outcome(self) -> Any:
+        """The current episode so far (:class:`~openenv_gym.trl.outcome.EpisodeOutcome`)."""
+        return self._episode.outcome
+
+    def reset(self, **row: Any) -> Optional[str]:
+        """Start a new episode for a dataset row (TRL passes the row's columns).
+
+        Returns:
+            The reset observation's text when :attr:`show_reset_observation`, else None.
+
+        Raises:
+            KeyError: A column named in ``option_columns`` or ``seed_column`` is missing.
+            OpenEnvError: The reset failed (the worker is replaced when it crashed or hung).
+        """
+        if self._options_fn is not None:
+            options = self._options_fn(row)
+        elif self._option_columns:
+            missing = [c for c in self._option_columns if c not in row]
+            if missing:
+                raise KeyError(f"dataset has no column(s) {missing} (option_columns); the row has: {sorted(row)}")
+            options = {c: _plain(row[c]) for c in self._option_columns}
+        else:
+            options = None
+        if self._seed_column is not None:
+            if self._seed_column not in row:
+                raise KeyError(f"dataset has no column {self._seed_column!r} (seed_column); "
+                               f"the row has: {sorted(row)}")
+            seed: Optional[int] = int(_plain(row[self._seed_column]))
+        else:
+            seed = prompt_seed(row.get("prompt"))
+        out = self._episode.reset(options, seed)
+        self._pool._count_episodes(1)
+        if out.failure is not None:
+            raise _failure_error(out)
+        return self._observation_fn(out.observations[0]) if self.show_reset_observation else None
+
+    def get_reward(self) -> Optional[float]:
+        """The episode's reward: the env's (per the pool's ``reward_mode``) or the failure reward."""
+        return self._episode.finish(truncated=True).reward
+
+    def _act(self, action: Any) -> str:
+        """Step the episode with ``action``; the observation's text, for the model."""
+        out = self._episode.outcome
+        if out.done:
+            if out.failure is not None:
+                raise _failure_error(out)
+            return "The episode is over: nothing was run."
+        self._episode.renew()  # the model's generation since the last call is not env time
+        out = self._episode.step(action)
+        if out.failure is not None:
+            raise _failure_error(out)
+        text = self._observation_fn(out.observations[-1])
+        if out.terminated:
+            text += "[the episode is over]\n"
+        return text
+
+
+class CodingTools(EnvTools):
+    """``OpenEnv/Coding-v0`` as a tool: ``run_python(code)``.
+
+    In task mode (``EnvPool("coding", task="humaneval")`` with ``option_columns=("problem",)``)
+    the code runs after the task's prompt against its tests, and each call scores the
+    fraction of tests passed (use ``reward_mode="final"``); free-form, a call scores 1
+    when the code exits cleanly.
+    """
+
+    def run_python(self, code: str) -> str:
+        """Run Python code in a fresh, isolated Python process and return what it printed.
+
+        In a task, the code continues the task's prompt (write the function body, or the
+        whole function) and is checked against the task's tests.
+
+        Args:
+            code: The Python source to run.
+
+        Returns:
+            The process's stdout and stderr, its exit code and, in a task, how many tests passed.
+        """
+        return self._act({"code": code})
+
+
+class GitTools(EnvTools):
+    """``OpenEnv/Git-v0`` as a tool: ``shell(command)``; ``reset`` returns the task's instruction.
+
+    Each call scores the task's checks that pass (use ``reward_mode="final"``); the
+    episode ends when all of them pass.
+    """
+
+    show_reset_observation = True
+
+    def shell(self, command: str) -> str:
+        """Run a shell command (git and the usual tools) in the task's repository.
+
+        Args:
+            command: The command line to run, e.g. ``git status``.
+
+        Returns:
+            The command's output and exit code, and how many of the task's checks pass.
+        """
+        return self._act({"command": command})
+
+
+#: The tool env class of each catalog env that has one.
+TOOL_ENVS: dict[str, type[EnvTools]] = {"coding": CodingTools, "git": GitTools}
+
+
+def tool_env_factory(pool: EnvPool, **kwargs: Any) -> Callable[[], EnvTools]:
+    """The ``environment_factory`` for TRL's GRPOTrainer over ``pool``.
+
+    Args:
+        pool: An :class:`EnvPool` of an env with tools (Coding, Git).
+        **kwargs: Passed to the tool env (``option_columns``, ``seed_column``, ...; see
+            :class:`EnvTools`).
+
+    Returns:
+        A callable making one tool env (one session on ``pool``) per call.
+
+    Raises:
+        ValueError: The pool's env has no tool env.
+
+    Example:
+        >>> pool = EnvPool("git", num_workers=1, provider="process", task="create-branch")  # doctest: +SKIP
+        >>> trainer = GRPOTrainer(model, args=config, train_dataset=prompts,             # doctest: +SKIP
+        ...                       environment_factory=tool_env_factory(pool))
+    """
+    cls = TOOL_ENVS.get(pool.info.name)
+    if cls is None:
+        raise ValueError(f"env {pool.info.name!r} has no tool env; these do: {sorted(TOOL_ENVS)} "
+                         "(or subclass EnvTools with your own tool methods)")
+    return lambda: cls(pool, **kwargs)
+
+
+def _failure_error(out: Any) -> OpenEnvError:
+    cls = _FAILURES.get(out.failure, EnvServerError)
+    return cls(f"the environment failed ({out.failure}): {out.message}; this episode is over "
+               f"and scores {out.reward!r}")
