@@ -22,27 +22,31 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 @pytest.fixture(scope="session")
 def solver() -> tuple[Any, Any]:
     """``(model, tokenizer)``: a 2-layer Llama nudged toward ``SOLUTION`` after the prompt."""
-    import torch
-
     from openenv_gym.envs.coding.humaneval import get_problem
     from openenv_gym.trl.tiny import tiny_model_and_tokenizer
 
     prompt = get_problem(PROBLEM).prompt
     model, tok = tiny_model_and_tokenizer([prompt + SOLUTION, "x = 41\nprint(x + 1)\n"])
     # Prompt and solution tokenized apart, as GRPO sees them (prompt ids, then generated ids).
-    prompt_ids = tok(prompt)["input_ids"]
-    ids = prompt_ids + tok(SOLUTION, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    nudge(model, tok, tok(prompt)["input_ids"], SOLUTION, steps=30)
+    return model, tok
+
+
+def nudge(model: Any, tok: Any, prompt_ids: list[int], completion: str, steps: int) -> None:
+    """A few supervised steps that make ``completion`` (then EOS) likely after ``prompt_ids``."""
+    import torch
+
+    ids = prompt_ids + tok(completion, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
     x = torch.tensor([ids])
     labels = x.clone()
-    labels[0, :len(prompt_ids)] = -100
+    labels[0, :len(prompt_ids)] = -100  # only the completion is learned
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     model.train()
-    for _ in range(30):
+    for _ in range(steps):
         loss = model(input_ids=x, labels=labels).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return model, tok
 
 
 #: The call the ``tool_caller`` model writes: a partly right body (1 of HumanEval/2's 3 asserts).
@@ -55,7 +59,6 @@ def tool_caller() -> tuple[Any, Any]:
     (rendered with the ``run_python`` tool, as GRPOTrainer renders it) with one call of that tool."""
     import json
 
-    import torch
     from trl.chat_template_utils import qwen3_chat_template
 
     from openenv_gym.envs.coding.humaneval import get_problem
@@ -69,16 +72,5 @@ def tool_caller() -> tuple[Any, Any]:
     tok.chat_template = qwen3_chat_template
     rendered = tok.apply_chat_template([{"role": "user", "content": prompt}], tools=[CodingTools.run_python],
                                        add_generation_prompt=True, tokenize=False)
-    prompt_ids = tok(rendered, add_special_tokens=False)["input_ids"]
-    ids = prompt_ids + tok(call, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-    x = torch.tensor([ids])
-    labels = x.clone()
-    labels[0, :len(prompt_ids)] = -100
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    model.train()
-    for _ in range(150):
-        loss = model(input_ids=x, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    nudge(model, tok, tok(rendered, add_special_tokens=False)["input_ids"], call, steps=150)
     return model, tok
