@@ -96,13 +96,15 @@ class Episode:
         self._client = BinaryClient(pool.workers[worker].address, pool.step_timeout)
         self._generation = pool._generations[worker]
         self._sid: Optional[str] = None
-        self._deadline = 0.0
+        #: Seconds of env time the episode has left: only its requests spend it, so a loop
+        #: that waits on a model between steps (multi-turn rollouts, TRL's tool loop) does
+        #: not time the env out with generation time.
+        self._budget = 0.0
         self.outcome = EpisodeOutcome(worker=worker)
 
     # -- requests ------------------------------------------------------------------------
     def _request(self, message: dict[str, Any]) -> dict[str, Any]:
-        remaining = self._deadline - time.monotonic()
-        if remaining <= 0:
+        if self._budget <= 0:
             raise _Failure("timeout", f"episode exceeded episode_timeout={self.pool.episode_timeout}s")
         if self._generation != self.pool._generations[self.worker]:
             raise _Failure("crash", f"worker {self.worker} was restarted mid-episode (another "
@@ -110,8 +112,9 @@ class Episode:
         if self._client.address != self.pool.workers[self.worker].address:
             self._client.drop()
             self._client.address = self.pool.workers[self.worker].address
+        started = time.monotonic()
         try:
-            return self._client.request(message, timeout=min(self.pool.step_timeout, remaining))
+            return self._client.request(message, timeout=min(self.pool.step_timeout, self._budget))
         except WorkerTimeoutError:
             raise _Failure("timeout", f"episode exceeded episode_timeout={self.pool.episode_timeout}s "
                                       f"(worker {self.worker} gave no answer in time)") from None
@@ -121,6 +124,8 @@ class Episode:
             raise _Failure("crash", f"worker {self.worker} failed: {exc}") from None
         except OpenEnvError as exc:
             raise _Failure("env_error", f"{type(exc).__name__}: {exc}") from None
+        finally:
+            self._budget -= time.monotonic() - started
 
     def _fail(self, failure: _Failure) -> EpisodeOutcome:
         out = self.outcome
@@ -132,13 +137,13 @@ class Episode:
 
     # -- episode -------------------------------------------------------------------------
     def reset(self, options: Optional[dict[str, Any]] = None, seed: Optional[int] = None) -> EpisodeOutcome:
-        """Start a new episode (its budget of ``episode_timeout`` seconds starts now).
+        """Start a new episode with a budget of ``episode_timeout`` seconds of env time.
 
         Returns:
             The fresh :attr:`outcome` (its ``observations[0]`` is the reset observation;
             on failure, ``failure`` is set).
         """
-        self.renew()
+        self._budget = self.pool.episode_timeout
         self._generation = self.pool._generations[self.worker]
         self.outcome = EpisodeOutcome(worker=self.worker)
         request: dict[str, Any] = {"op": "reset", "seed": seed, "options": options}
@@ -183,14 +188,6 @@ class Episode:
         out.reward = out.env_reward(self.pool.reward_mode)
         return out
 
-    def renew(self) -> None:
-        """Give the episode a fresh ``episode_timeout`` from now.
-
-        For loops that wait on something else between steps (a model generating its next
-        tool call): that time is not the env's, so it should not use up the episode's budget.
-        """
-        self._deadline = time.monotonic() + self.pool.episode_timeout
-
     def finish(self, truncated: bool = True) -> EpisodeOutcome:
         """End the episode from outside (e.g. a turn limit): the env's reward so far stands."""
         out = self.outcome
@@ -218,7 +215,8 @@ class EnvPool:
         num_workers: Workers to start.
         provider: ``"auto"`` (default), ``"process"``, ``"docker"`` or ``"ray"``.
         concurrency: Episodes each worker runs at once (lanes per worker).
-        episode_timeout: Wall-clock seconds one episode may take, reset to end, before
+        episode_timeout: Seconds of env time one episode may take, reset to end (its
+            requests; time between steps, e.g. a model generating, does not count), before
             it fails with ``"timeout"`` and its worker is replaced.
         step_timeout: Cap on one request (also bounded by what is left of the episode).
         failure_reward: Reward of failed episodes (see

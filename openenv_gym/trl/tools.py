@@ -131,7 +131,6 @@ class EnvTools:
             if out.failure is not None:
                 raise _failure_error(out)
             return "The episode is over: nothing was run."
-        self._episode.renew()  # the model's generation since the last call is not env time
         out = self._episode.step(action)
         if out.failure is not None:
             raise _failure_error(out)
