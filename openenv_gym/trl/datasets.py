@@ -1,16 +1,82 @@
-"""Prompt datasets for GRPO on our envs (HumanEval prompts with their problem index).
+"""Prompt datasets for GRPO on our envs, and how a dataset row picks its episode's task.
 
 Example:
     >>> rows = humaneval_rows([0, 2])
     >>> rows[1]["problem"], rows[1]["prompt"].lstrip().startswith("def truncate_number")
     (2, True)
+    >>> task = RowTask(option_columns=("problem",), seed_column="seed")
+    >>> task.options(rows[1]), task.seed({"seed": 7})
+    ({'problem': 2}, 7)
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence
 
-__all__ = ["humaneval_rows", "humaneval_dataset"]
+__all__ = ["humaneval_rows", "humaneval_dataset", "RowTask", "OptionsFn"]
+
+#: ``options_fn(row) -> reset options``; ``row`` holds the sample's prompt and dataset columns.
+OptionsFn = Callable[[Mapping[str, Any]], Optional[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class RowTask:
+    """The ``reset`` options and seed a dataset row asks for (one rule for every adapter).
+
+    Args:
+        option_columns: Columns passed as ``reset`` options (``("problem",)``).
+        options_fn: ``row -> options`` instead of ``option_columns``.
+        seed_column: Column holding ``reset``'s seed.
+        seed_fn: ``row -> seed`` when there is no ``seed_column`` (None: no seed).
+
+    Raises:
+        ValueError: Both ``option_columns`` and ``options_fn`` were given.
+    """
+
+    option_columns: Sequence[str] = ()
+    options_fn: Optional[OptionsFn] = None
+    seed_column: Optional[str] = None
+    seed_fn: Optional[Callable[[Mapping[str, Any]], Optional[int]]] = None
+
+    def __post_init__(self) -> None:
+        if self.option_columns and self.options_fn is not None:
+            raise ValueError("pass option_columns or options_fn, not both")
+        object.__setattr__(self, "option_columns", tuple(self.option_columns))
+
+    def options(self, row: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+        """The row's ``reset`` options.
+
+        Raises:
+            KeyError: A column of ``option_columns`` is missing, named with the row's columns.
+        """
+        if self.options_fn is not None:
+            return self.options_fn(row)
+        if not self.option_columns:
+            return None
+        missing = [c for c in self.option_columns if c not in row]
+        if missing:
+            raise KeyError(f"dataset has no column(s) {missing} (option_columns); the row has: {sorted(row)}")
+        return {c: plain(row[c]) for c in self.option_columns}
+
+    def seed(self, row: Mapping[str, Any]) -> Optional[int]:
+        """The row's ``reset`` seed.
+
+        Raises:
+            KeyError: ``seed_column`` is missing from the row.
+        """
+        if self.seed_column is None:
+            return self.seed_fn(row) if self.seed_fn is not None else None
+        if self.seed_column not in row:
+            raise KeyError(f"dataset has no column {self.seed_column!r} (seed_column); the row has: {sorted(row)}")
+        return int(plain(row[self.seed_column]))
+
+
+def plain(value: Any) -> Any:
+    """``value`` as a plain Python value: dataset columns arrive as numpy/torch scalars at
+    times, and the wire wants plain values."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) and getattr(value, "ndim", 1) == 0 else value
 
 
 def humaneval_rows(problems: Optional[Sequence[int]] = None) -> list[dict[str, Any]]:

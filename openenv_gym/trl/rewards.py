@@ -17,17 +17,14 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Optional, Sequence
 
+from openenv_gym.trl.datasets import OptionsFn, RowTask
 from openenv_gym.trl.formats import ActionFn, completion_text, default_action_fn
 from openenv_gym.trl.outcome import EpisodeOutcome
 from openenv_gym.trl.pool import EnvPool, EpisodeJob
 
 __all__ = ["EnvReward", "OptionsFn"]
-
-#: ``options_fn(row) -> reset options``; ``row`` holds the sample's prompt and dataset columns.
-OptionsFn = Callable[[Mapping[str, Any]], Optional[dict[str, Any]]]
-
 
 class EnvReward:
     """Reward function for ``GRPOTrainer(reward_funcs=[EnvReward(pool)])``: one episode per completion.
@@ -48,13 +45,9 @@ class EnvReward:
     def __init__(self, pool: EnvPool, *, action_fn: Optional[ActionFn] = None,
                  option_columns: Sequence[str] = (), options_fn: Optional[OptionsFn] = None,
                  seed_column: Optional[str] = None, name: Optional[str] = None) -> None:
-        if option_columns and options_fn is not None:
-            raise ValueError("pass option_columns or options_fn, not both")
+        self.task = RowTask(option_columns, options_fn, seed_column)
         self.pool = pool
         self.action_fn = action_fn or default_action_fn(pool.info.name, pool.action_space)
-        self.option_columns = tuple(option_columns)
-        self.options_fn = options_fn
-        self.seed_column = seed_column
         # TRL reads __name__ for its logs ("rewards/<name>/mean").
         self.__name__ = name or f"openenv_{pool.info.name}"
         self.last_outcomes: list[EpisodeOutcome] = []
@@ -67,19 +60,8 @@ class EnvReward:
             row = {k: v[i] for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == len(completions)}
             if prompts is not None:
                 row["prompt"] = prompts[i]
-            if self.options_fn is not None:
-                options = self.options_fn(row)
-            elif self.option_columns:
-                missing = [c for c in self.option_columns if c not in row]
-                if missing:
-                    raise KeyError(f"dataset has no column(s) {missing} (option_columns); the reward "
-                                   f"function received: {sorted(row)}")
-                options = {c: _plain(row[c]) for c in self.option_columns}
-            else:
-                options = None
-            seed = int(row[self.seed_column]) if self.seed_column else None
             action = self.action_fn(completion_text(completion))
-            jobs.append(EpisodeJob([action], options=options, seed=seed, tag=i))
+            jobs.append(EpisodeJob([action], options=self.task.options(row), seed=self.task.seed(row), tag=i))
         return jobs
 
     def __call__(self, prompts: Optional[Sequence[Any]] = None, completions: Sequence[Any] = (),
@@ -92,9 +74,3 @@ class EnvReward:
         columns = {k: v for k, v in kwargs.items() if k not in ("trainer_state", "completion_ids")}
         self.last_outcomes = self.pool.run(self.jobs(completions, prompts, **columns))
         return [o.reward for o in self.last_outcomes]
-
-
-def _plain(value: Any) -> Any:
-    # Dataset columns arrive as numpy/torch scalars at times; the wire wants plain values.
-    item = getattr(value, "item", None)
-    return item() if callable(item) and getattr(value, "ndim", 1) == 0 else value

@@ -35,9 +35,9 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from openenv_gym.errors import EnvServerError, OpenEnvError, WorkerCrashedError, WorkerTimeoutError
+from openenv_gym.trl.datasets import OptionsFn, RowTask
 from openenv_gym.trl.formats import ObservationFn, default_observation_fn
 from openenv_gym.trl.pool import EnvPool
-from openenv_gym.trl.rewards import OptionsFn, _plain
 from openenv_gym.trl.rollout import prompt_seed
 
 __all__ = ["EnvTools", "CodingTools", "GitTools", "tool_env_factory"]
@@ -72,12 +72,9 @@ class EnvTools:
                  options_fn: Optional[OptionsFn] = None, seed_column: Optional[str] = None,
                  observation_fn: Optional[ObservationFn] = None,
                  show_reset_observation: Optional[bool] = None) -> None:
-        if option_columns and options_fn is not None:
-            raise ValueError("pass option_columns or options_fn, not both")
+        self._task = RowTask(option_columns, options_fn, seed_column,
+                             seed_fn=lambda row: prompt_seed(row.get("prompt")))
         self._pool = pool
-        self._option_columns = tuple(option_columns)
-        self._options_fn = options_fn
-        self._seed_column = seed_column
         self._observation_fn = observation_fn or default_observation_fn(pool.info.name)
         if show_reset_observation is not None:
             self.show_reset_observation = show_reset_observation
@@ -98,23 +95,7 @@ class EnvTools:
             KeyError: A column named in ``option_columns`` or ``seed_column`` is missing.
             OpenEnvError: The reset failed (the worker is replaced when it crashed or hung).
         """
-        if self._options_fn is not None:
-            options = self._options_fn(row)
-        elif self._option_columns:
-            missing = [c for c in self._option_columns if c not in row]
-            if missing:
-                raise KeyError(f"dataset has no column(s) {missing} (option_columns); the row has: {sorted(row)}")
-            options = {c: _plain(row[c]) for c in self._option_columns}
-        else:
-            options = None
-        if self._seed_column is not None:
-            if self._seed_column not in row:
-                raise KeyError(f"dataset has no column {self._seed_column!r} (seed_column); "
-                               f"the row has: {sorted(row)}")
-            seed: Optional[int] = int(_plain(row[self._seed_column]))
-        else:
-            seed = prompt_seed(row.get("prompt"))
-        out = self._episode.reset(options, seed)
+        out = self._episode.reset(self._task.options(row), self._task.seed(row))
         self._pool._count_episodes(1)
         if out.failure is not None:
             raise _failure_error(out)
