@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from openenv_gym.errors import EnvServerError, OpenEnvError, WorkerCrashedError, WorkerTimeoutError
+from openenv_gym.errors import OpenEnvError, WorkerCrashedError, WorkerTimeoutError
 from openenv_gym.trl.datasets import OptionsFn, RowTask
 from openenv_gym.trl.formats import ObservationFn, default_observation_fn
 from openenv_gym.trl.pool import EnvPool
@@ -42,6 +42,8 @@ from openenv_gym.trl.rollout import prompt_seed
 
 __all__ = ["EnvTools", "CodingTools", "GitTools", "tool_env_factory"]
 
+#: The error a failed call raises, by failure kind; an env's own refusal ("env_error") is an
+#: OpenEnvError whose message names the env's error type.
 _FAILURES: dict[str, type[OpenEnvError]] = {"timeout": WorkerTimeoutError, "crash": WorkerCrashedError}
 
 
@@ -197,6 +199,6 @@ def tool_env_factory(pool: EnvPool, **kwargs: Any) -> Callable[[], EnvTools]:
 
 
 def _failure_error(out: Any) -> OpenEnvError:
-    cls = _FAILURES.get(out.failure, EnvServerError)
+    cls = _FAILURES.get(out.failure, OpenEnvError)
     return cls(f"the environment failed ({out.failure}): {out.message}; this episode is over "
                f"and scores {out.reward!r}")

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from openenv_gym.envs.coding.humaneval import get_problem
-from openenv_gym.errors import WorkerTimeoutError
+from openenv_gym.errors import OpenEnvError, WorkerCrashedError, WorkerError, WorkerTimeoutError
 from openenv_gym.trl import CodingTools, EnvPool, GitTools, tool_env_factory
 
 from tests.trl.grpo_helpers import PROBLEM, SOLUTION
@@ -84,6 +84,22 @@ def test_a_hung_call_raises_scores_the_failure_reward_and_model_time_is_not_env_
         assert pool.workers[0].restarts == 1
         env.reset(prompt="p")  # the next rollout gets the replaced worker
         assert "3" in env.run_python("print(3)") and env.get_reward() == 1.0
+
+
+def test_a_crash_and_a_refusal_raise_their_own_kinds_and_score_theirs() -> None:
+    kill_parent = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+    # confine=False: a confined step cannot signal its worker; this test needs one that dies.
+    with EnvPool("coding", num_workers=1, provider="process", task="humaneval", confine=False,
+                 failure_reward={"crash": None, "env_error": -0.5}) as pool:
+        env = tool_env_factory(pool, option_columns=("problem",))()
+        env.reset(prompt="p", problem=PROBLEM)
+        with pytest.raises(WorkerCrashedError, match="crash"):
+            env.run_python(kill_parent)
+        assert env.get_reward() is None and pool.workers[0].restarts == 1
+        with pytest.raises(OpenEnvError, match="problem") as refused:
+            env.reset(prompt="p", problem=999)  # the env refuses the task: the worker is fine
+        assert not isinstance(refused.value, WorkerError) and "env_error" in str(refused.value)
+        assert env.get_reward() == -0.5 and pool.workers[0].restarts == 1
 
 
 def test_envs_without_a_tool_env_are_refused_with_the_alternatives() -> None:
