@@ -182,7 +182,11 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         signal.signal(signal.SIGINT, stop)
     if http_port is None:
         print(ready, flush=True)
-        done.wait()
+        # Waking now and then is what lets a SIGTERM that the kernel handed to another thread
+        # run its handler: Python runs handlers on this thread, and a wait without a timeout
+        # is not interrupted by a signal taken elsewhere.
+        while not done.wait(0.5):
+            pass
         shutdown()
         return
 

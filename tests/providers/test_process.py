@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 
 import pytest
 
@@ -17,3 +19,27 @@ def test_a_worker_that_does_not_serve_in_time_is_ended_not_left_running() -> Non
         ProcessProvider(startup_timeout=0.05).start("echo")  # far less than a Python start
     started = descendants(os.getpid()) - before
     assert not wait_gone(started, 10), "the worker that timed out at start still runs"
+
+
+def _tgkill(pid: int, tid: int, sig: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(234, pid, tid, sig) != 0:  # SYS_tgkill on x86-64: Python has no wrapper
+        raise OSError(ctypes.get_errno(), "tgkill")
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the tgkill syscall number is x86-64's")
+def test_sigterm_taken_by_a_worker_thread_still_stops_the_worker_cleanly(procs) -> None:
+    # The kernel may hand a process-wide SIGTERM to any thread. Python runs the handler on
+    # the main thread only, and a main thread asleep on a lock is not woken: the worker must
+    # still notice, and shut down cleanly (exit 0) rather than wait for the SIGKILL.
+    provider = ProcessProvider()
+    [worker] = provider.start("coding")
+    try:
+        pid = worker.pid
+        others = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+        assert others, "the Coding worker runs server threads"
+        _tgkill(pid, others[0], signal.SIGTERM)
+        assert not procs.wait_gone({pid}, timeout=10.0), "the worker ignored SIGTERM"
+        assert worker.exit_reason() == "exited with code 0"
+    finally:
+        provider.stop_all([worker])
