@@ -122,6 +122,19 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
             worker, where the machine allows it: a cgroup with Docker's limits and a private
             tmpfs (``openenv-gym serve``, which no provider starts).
     """
+    done = threading.Event()
+
+    def stop(*_: Any) -> None:
+        done.set()
+
+    # Both ways of serving end through shutdown() below. uvicorn, while it runs, puts its own
+    # handlers in place, then restores these and re-raises the signal that stopped it: with
+    # the default handlers that killed the process before shutdown() (steps in flight, the
+    # cgroup and tmpfs of `serve` were left behind). In place before the sockets are: an
+    # owner may stop a worker as soon as it answers.
+    if threading.current_thread() is threading.main_thread():  # signals reach that one only
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
     release = _isolate_self(env) if isolate else None
     service = build_service(env, env_kwargs, max_sessions, idle_timeout)
     servers: list[BinaryServer] = []
@@ -133,15 +146,11 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
     # What providers read to learn the worker is up, and where (ray: the socket, then TCP).
     ready = (f"openenv-gym worker ready: env={service.env_name} binary={service.binary_address}"
              + "".join(f" also={server.address}" for server in servers[1:]))
-    done = threading.Event()
     if get_env_info(service.env_name).untrusted:
         # Daemons that steps leave behind are re-parented here and killed after each step.
         from openenv_gym.envs import _exec
 
         _exec.adopt_orphans()
-
-    def stop(*_: Any) -> None:
-        done.set()
 
     def shutdown() -> None:
         # Untrusted children (Coding/Git steps) run in sessions of their own: end them first,
@@ -173,13 +182,6 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
     if owner_pid:
         threading.Thread(target=_watch_owner, args=(owner_pid, on_owner_gone), daemon=True).start()
 
-    # Both ways of serving end through shutdown() below. uvicorn, while it runs, puts its own
-    # handlers in place, then restores these and re-raises the signal that stopped it: with
-    # the default handlers that killed the process before shutdown() (steps in flight, the
-    # cgroup and tmpfs of `serve` were left behind).
-    if threading.current_thread() is threading.main_thread():  # signals reach that one only
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
     if http_port is None:
         print(ready, flush=True)
         # Waking now and then is what lets a SIGTERM that the kernel handed to another thread
