@@ -214,6 +214,17 @@ def check_private_tmp() -> list[Check]:
                   "use provider='docker' (or run the trainer as root) for code you do not trust")]
 
 
+def check_worker_start() -> list[Check]:
+    """Whether process workers are forked (fast) or spawned."""
+    from openenv_gym.providers import _forks
+
+    if _forks.available():
+        return [Check("worker start", "ok", "process workers are forked from a fork server "
+                      "(tens of ms each instead of a Python start)")]
+    return [Check("worker start", "warn", "process workers are spawned (~0.3 s each): no pidfds here",
+                  "Linux 5.3+ forks them")]
+
+
 def check_envs() -> list[Check]:
     """Which providers can run each env here."""
     from openenv_gym.catalog import all_envs
@@ -244,7 +255,7 @@ def check_envs() -> list[Check]:
 
 CHECKS: tuple[Callable[..., list[Check]], ...] = (
     check_python, check_packages, check_runtime_dir, check_port, check_docker, check_ray, check_landlock,
-    check_cgroups, check_private_tmp, check_envs,
+    check_cgroups, check_private_tmp, check_worker_start, check_envs,
 )
 
 

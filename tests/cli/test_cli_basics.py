@@ -56,6 +56,9 @@ def test_doctor_reports_python_packages_envs_and_exits_zero_when_core_works() ->
     from openenv_gym.providers._tmpfs import support as tmpfs_support
 
     assert (by_area["worker temp folder"]["status"] == "ok") == tmpfs_support()[0]
+    from openenv_gym.providers import _forks
+
+    assert (by_area["worker start"]["status"] == "ok") == _forks.available()
     assert all(f["fix"] for f in findings if f["status"] != "ok"), "every problem names its fix"
     table = run("doctor")
     assert table.returncode == 0 and "checks:" in table.stdout

@@ -16,7 +16,7 @@ from openenv_gym.errors import WorkerError
 from openenv_gym.protocol.sockets import connect, parse_address, read_message
 from openenv_gym.protocol.wire import encode
 from tests.conftest import stop_process
-from tests.security.helpers import workers_of
+from tests.security.helpers import fork_servers_of, workers_of
 
 
 def _kill_worker(env: openenv_gym.RemoteEnv) -> None:
@@ -87,12 +87,14 @@ def test_owner_killed_with_sigkill_leaves_no_worker() -> None:
     try:
         assert owner.stdout.readline().strip() == "ready"
         assert len(workers_of(owner.pid)) == 2
+        assert len(fork_servers_of(owner.pid)) == 1  # forked them both
         owner.send_signal(signal.SIGKILL)
         owner.wait(5)
         deadline = time.monotonic() + 5.0
-        while workers_of(owner.pid) and time.monotonic() < deadline:
+        while (workers_of(owner.pid) or fork_servers_of(owner.pid)) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert workers_of(owner.pid) == set()
+        assert fork_servers_of(owner.pid) == set()
         # Nobody is left to clean the owner's pool folders (sockets, logs): the workers did.
         from openenv_gym.providers.process import runtime_dir
 

@@ -5,19 +5,22 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 
 import pytest
 
 from openenv_gym.errors import WorkerError
 from openenv_gym.providers.process import ProcessProvider
-from tests.providers.conftest import descendants, wait_gone
+from tests.providers.conftest import descendants, fork_servers, wait_gone
 
 
-def test_a_worker_that_does_not_serve_in_time_is_ended_not_left_running() -> None:
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+def test_a_worker_that_does_not_serve_in_time_is_ended_not_left_running(fork: bool) -> None:
     before = descendants(os.getpid())
     with pytest.raises(WorkerError):
-        ProcessProvider(startup_timeout=0.05).start("echo")  # far less than a Python start
-    started = descendants(os.getpid()) - before
+        # Far less than a Python start, and than a fork's start-up (~20 ms for Echo).
+        ProcessProvider(startup_timeout=0.002, fork=fork).start("echo")
+    started = descendants(os.getpid()) - before - fork_servers()
     assert not wait_gone(started, 10), "the worker that timed out at start still runs"
 
 
@@ -28,7 +31,7 @@ def _tgkill(pid: int, tid: int, sig: int) -> None:
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the tgkill syscall number is x86-64's")
-def test_sigterm_taken_by_a_worker_thread_still_stops_the_worker_cleanly(procs) -> None:
+def test_sigterm_taken_by_a_worker_thread_still_stops_the_worker_cleanly() -> None:
     # The kernel may hand a process-wide SIGTERM to any thread. Python runs the handler on
     # the main thread only, and a main thread asleep on a lock is not woken: the worker must
     # still notice, and shut down cleanly (exit 0) rather than wait for the SIGKILL.
@@ -39,7 +42,10 @@ def test_sigterm_taken_by_a_worker_thread_still_stops_the_worker_cleanly(procs) 
         others = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
         assert others, "the Coding worker runs server threads"
         _tgkill(pid, others[0], signal.SIGTERM)
-        assert not procs.wait_gone({pid}, timeout=10.0), "the worker ignored SIGTERM"
+        try:
+            worker.proc.wait(10.0)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the worker ignored SIGTERM")
         assert worker.exit_reason() == "exited with code 0"
     finally:
         provider.stop_all([worker])

@@ -22,8 +22,12 @@ def _no_leaks_at_the_end():
     """After the whole suite: no container, worker process, socket file or cgroup of this process."""
     yield
     me = os.getpid()
+    from openenv_gym.providers import _forks
+
+    _forks.shutdown()  # what the trainer's exit does; it lives as long as the trainer otherwise
     left: list[str] = []
     left += [f"worker process {p}" for p in helpers.workers_of(me)]
+    left += [f"fork server {p}" for p in helpers.fork_servers_of(me)]
     left += [f"socket file {s}" for s in helpers.owned_runtime_entries(me)]
     left += [f"cgroup {g}" for g in helpers.owned_cgroups(me)]
     if helpers.docker_engine_pid() is not None:

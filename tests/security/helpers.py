@@ -103,6 +103,18 @@ def workers_of(owner: int) -> set[int]:
     return found
 
 
+def fork_servers_of(owner: int) -> set[int]:
+    """Fork servers started by OWNER (the process provider's, which fork its workers)."""
+    found = set()
+    for pid in pids():
+        args = cmdline(pid)
+        if b"openenv_gym.server.forkserver" in args and b"--owner-pid" in args:
+            i = args.index(b"--owner-pid")
+            if args[i + 1:i + 2] == [str(owner).encode()]:
+                found.add(pid)
+    return found
+
+
 def processes_with_home_under(base: str) -> set[int]:
     """Processes (host or container) whose HOME lies under ``base``: a sandbox's children.
 

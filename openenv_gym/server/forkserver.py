@@ -1,0 +1,192 @@
+"""The fork server: one process that has imported the worker code and forks each new worker.
+
+A worker started as ``python -m openenv_gym.server`` spends most of its start-up (~0.3 s on
+a 2-core machine) in the interpreter and in imports: numpy, gymnasium, the server. The
+process provider pays that once per trainer instead: it starts this process, which imports
+what every worker imports, then forks one child per worker request; the child runs the very
+:func:`openenv_gym.server.main.main` a spawned worker runs, with the worker's arguments. This
+is multiprocessing's ``forkserver`` idea, applied to our workers.
+
+The server is single-threaded (forking a threaded process is unsafe), talks to its owner over
+one ``SOCK_SEQPACKET`` socket (one JSON message per packet), reaps its children and keeps
+their exit statuses until the owner asks. It exits when the owner closes the socket or dies;
+workers outlive it only until they notice their owner is gone (``--owner-pid``).
+
+Requests and replies:
+
+- ``{"op": "fork", "argv": [...], "log": path, "cwd": path}`` → ``{"pid": N}`` with a pidfd
+  of the child attached (``SCM_RIGHTS``), so the owner can signal and wait on it without
+  racing a reused pid; or ``{"error": text}``.
+- ``{"op": "status", "pid": N}`` → ``{"status": wait status}`` once that child was reaped,
+  ``{"status": null}`` while it runs.
+
+Run by :mod:`openenv_gym.providers._forks`, never by hand:
+``python -m openenv_gym.server.forkserver --fd FD --owner-pid PID --room SPACES``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import traceback
+from typing import Any, Callable
+
+__all__ = ["serve"]
+
+#: Largest message either side sends (argv carries the env kwargs as JSON).
+MAX_MESSAGE = 1 << 20
+
+
+def serve(sock: socket.socket, owner_pid: int) -> None:
+    """Answer fork and status requests on ``sock`` until the owner goes away.
+
+    Args:
+        sock: The server's end of the socket pair.
+        owner_pid: The process that started the server (its parent).
+    """
+    # What every worker imports: paid here once, inherited by every fork.
+    from openenv_gym.server.main import main as worker_main
+
+    exited: dict[int, int] = {}
+    os.close(os.pidfd_open(os.getpid()))  # no pidfds (Linux < 5.3): fail now, the owner spawns
+    sock.send(json.dumps({"ready": os.getpid()}).encode())
+    while True:
+        readable, _, _ = select.select([sock], [], [], 1.0)
+        _reap(exited)
+        if not readable:
+            if os.getppid() != owner_pid:
+                return  # re-parented: the owner died (a fork of it may still hold the socket)
+            continue
+        try:
+            data = sock.recv(MAX_MESSAGE)
+        except ConnectionResetError:
+            return
+        if not data:
+            return  # the owner closed its end: it stopped, or died
+        request = json.loads(data)
+        fds: list[int] = []
+        if request.get("op") == "fork":
+            try:
+                pid = _fork(sock, request["argv"], request["log"], request["cwd"], worker_main)
+            except OSError as exc:
+                reply: dict[str, Any] = {"error": f"fork failed: {exc}"}
+            else:
+                try:
+                    fds = [os.pidfd_open(pid)]  # before any reaping: the pid cannot be reused yet
+                    reply = {"pid": pid}
+                except OSError as exc:  # the owner could not watch it: it must not run
+                    os.kill(pid, signal.SIGKILL)
+                    reply = {"error": f"no pidfd for the worker: {exc}"}
+        elif request.get("op") == "status":
+            _reap(exited)
+            reply = {"status": exited.pop(request["pid"], None)}
+        else:
+            reply = {"error": f"unknown op {request.get('op')!r}"}
+        try:
+            socket.send_fds(sock, [json.dumps(reply).encode()], fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+def _reap(exited: dict[int, int]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        exited[pid] = status
+
+
+def _fork(sock: socket.socket, argv: list[str], log: str, cwd: str,
+          worker_main: Callable[[list[str]], None]) -> int:
+    """Fork a worker running ``worker_main(argv)``; returns its pid (in the server)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        sock.close()  # the owner's channel is the server's alone
+        # As the process provider spawns workers: a session of its own (Ctrl-C in the
+        # trainer's terminal does not reach it), stdin from /dev/null, output to its log.
+        os.setsid()
+        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.close(null)
+        os.close(out)
+        os.chdir(cwd)
+        numpy_random = sys.modules.get("numpy.random")
+        if numpy_random is not None:
+            numpy_random.seed()  # numpy's legacy global generator is not reseeded by a fork
+        sys.argv = ["openenv_gym.server", *argv]
+        _show_command_line([sys.executable, "-m", "openenv_gym.server", *argv])
+        worker_main(argv)
+        code = 0
+    except SystemExit as exc:
+        if isinstance(exc.code, int):
+            code = exc.code
+        elif exc.code is None:
+            code = 0
+        else:
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            atexit._run_exitfuncs()  # what a worker registered; os._exit skips them
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _show_command_line(words: list[str]) -> None:
+    """Make ``words`` this process's command line in ``/proc/PID/cmdline`` (``ps``, ``top``),
+    so a forked worker reads as the ``python -m openenv_gym.server ...`` a spawned one is.
+
+    A fork inherits the server's command line; this writes over it in place, as
+    ``setproctitle`` does, within the room the server's ``--room`` argument reserved. The env
+    kwargs (last) are cut if they do not fit.
+    """
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (proc(5) fields 48, 49)
+    except (OSError, IndexError, ValueError):
+        return
+    if "--env-kwargs" in words:  # the one long, free-form argument goes last
+        i = words.index("--env-kwargs")
+        words = words[:i] + words[i + 2:] + words[i:i + 2]
+    data = b"\0".join(w.encode(errors="replace") for w in words)[:end - start - 1]
+    ctypes.memmove(start, data.ljust(end - start, b"\0"), end - start)
+
+
+def main() -> None:
+    """Command-line entry (started by :mod:`openenv_gym.providers._forks`)."""
+    parser = argparse.ArgumentParser(prog="python -m openenv_gym.server.forkserver")
+    parser.add_argument("--fd", type=int, required=True, help="the server's end of the socket pair")
+    parser.add_argument("--owner-pid", type=int, required=True, help="exit when this process is gone")
+    parser.add_argument("--room", default="", help="blank space for the workers' command lines")
+    args = parser.parse_args()
+    try:
+        serve(socket.socket(fileno=args.fd), args.owner_pid)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the owner went away mid-request: nothing is left to answer
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""Process workers forked from a fork server: they serve, report how they ended, and stay apart."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from openenv_gym.client.transport import BinaryClient
+from openenv_gym.errors import WorkerError
+from openenv_gym.providers import _forks
+from openenv_gym.providers.process import ProcessProvider, _worker_environ
+from tests.security.helpers import cmdline, environ, proc_status
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="forking needs pidfds (Linux 5.3+)")
+
+
+def _ppid(pid: int) -> int:
+    return int(proc_status(pid)["PPid"])
+
+
+def _echo(worker) -> str:
+    client = BinaryClient(worker.address)
+    try:
+        sid = client.request({"op": "reset", "seed": 0})["sid"]
+        return client.request({"op": "step", "sid": sid, "action": {"message": "hi"}})["obs"]["echo"]
+    finally:
+        client.close()
+
+
+def test_workers_are_forked_by_one_server_and_read_as_spawned_ones() -> None:
+    provider = ProcessProvider()
+    workers = provider.start("echo", 2)
+    try:
+        parents = {_ppid(w.pid) for w in workers}
+        assert len(parents) == 1, "both come from one fork server"
+        [server] = parents
+        assert server != os.getpid()
+        assert b"openenv_gym.server.forkserver" in cmdline(server)
+        for w in workers:
+            assert isinstance(w.proc, _forks.ForkedProcess)
+            assert _echo(w) == "hi"
+            # ps shows what a spawned worker shows, so tools (and these tests) find it by owner.
+            args = [a for a in cmdline(w.pid) if a]
+            assert args[1:4] == [b"-m", b"openenv_gym.server", b"echo"], args
+            assert args[args.index(b"--owner-pid") + 1] == str(os.getpid()).encode()
+        spawned = ProcessProvider(fork=False).start("echo")
+        try:
+            assert _ppid(spawned[0].pid) == os.getpid() and _echo(spawned[0]) == "hi"
+        finally:
+            provider.stop_all(spawned)
+    finally:
+        provider.stop_all(workers)
+
+
+def test_how_a_forked_worker_ended_is_reported() -> None:
+    provider = ProcessProvider()
+    [worker] = provider.start("echo")
+    try:
+        os.kill(worker.pid, signal.SIGKILL)
+        assert worker.proc.wait(10) == -signal.SIGKILL
+        assert worker.exit_reason() == "killed by signal 9 (SIGKILL)"
+    finally:
+        provider.stop_all([worker])
+    # One that fails at start: its traceback reaches its log, and so the error.
+    with pytest.raises(WorkerError, match="no_such_option"):
+        provider.start("echo", env_kwargs={"no_such_option": 1})
+
+
+def test_workers_with_another_environment_come_from_another_server(monkeypatch) -> None:
+    provider = ProcessProvider()
+    [plain] = provider.start("echo")
+    monkeypatch.setenv("OPENENV_GYM_TEST_MARK", "marked")
+    [marked] = provider.start("echo")
+    try:
+        assert _ppid(plain.pid) != _ppid(marked.pid)
+        assert environ(marked.pid).get(b"OPENENV_GYM_TEST_MARK") == b"marked"
+        assert b"OPENENV_GYM_TEST_MARK" not in environ(plain.pid)
+    finally:
+        provider.stop_all([plain, marked])
+
+
+def test_a_killed_fork_server_costs_only_exit_statuses() -> None:
+    provider = ProcessProvider()
+    [worker] = provider.start("echo")
+    try:
+        server = _ppid(worker.pid)
+        os.kill(server, signal.SIGKILL)
+        assert _echo(worker) == "hi", "its workers serve on"
+        [fresh] = provider.start("echo")  # a new server takes over
+        try:
+            assert _ppid(fresh.pid) not in (server, os.getpid()) and _echo(fresh) == "hi"
+        finally:
+            provider.stop_all([fresh])
+        worker.proc.kill()
+        worker.proc.wait(10)
+        assert worker.exit_reason().startswith("exited (its exit status was lost")
+    finally:
+        provider.stop_all([worker])
+
+
+_FORKED_OWNER = """
+import os, sys
+from openenv_gym.providers.process import ProcessProvider, _worker_environ
+provider = ProcessProvider()
+[first] = provider.start("echo")
+server = int(open(f"/proc/{first.pid}/status").read().split("PPid:")[1].split()[0])
+child = os.fork()
+if child == 0:  # a fork of the owner (multiprocessing's default): it must start its own server
+    [mine] = provider.start("echo")
+    mine_server = int(open(f"/proc/{mine.pid}/status").read().split("PPid:")[1].split()[0])
+    print("child", mine_server != server, os.getppid() != mine_server, flush=True)
+    provider.stop_all([mine])
+    os._exit(0)
+os.waitpid(child, 0)
+[second] = provider.start("echo")  # the owner's server still answers it
+second_server = int(open(f"/proc/{second.pid}/status").read().split("PPid:")[1].split()[0])
+print("owner", second_server == server, flush=True)
+provider.stop_all([first, second])
+"""
+
+
+def test_a_fork_of_the_owner_does_not_share_its_server() -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    out = subprocess.run([sys.executable, "-c", _FORKED_OWNER], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["child True True", "owner True"], out.stdout + out.stderr
+
+
+def test_a_request_too_large_for_one_message_is_spawned_and_spares_the_server(tmp_path) -> None:
+    provider = ProcessProvider()
+    [worker] = provider.start("echo")
+    try:
+        server = _ppid(worker.pid)
+        huge = ["echo", "--unix", str(tmp_path / "w.sock"), "--env-kwargs", '{"x": "' + "x" * (100 << 10) + '"}']
+        servers = dict(_forks._servers)
+        assert _forks.spawn(huge, str(tmp_path / "w.log"), _worker_environ()) is None  # the caller spawns
+        assert _forks._servers == servers
+        [after] = provider.start("echo")
+        try:
+            assert _ppid(after.pid) == server, "the server that refused it still forks"
+        finally:
+            provider.stop_all([after])
+    finally:
+        provider.stop_all([worker])
