@@ -4,7 +4,7 @@ Measures, for ``OpenEnv/Echo-v0`` on the process provider (binary path, Unix soc
   * round trip of a small step ("hello world") — median and p99;
   * round trip of a step whose observation carries a 210x160x3 uint8 frame;
   * ``import openenv_gym`` time (fresh interpreter);
-  * worker cold start: spawn -> first reset served.
+  * worker cold start: a trainer's first worker (fork server included) -> first reset served.
 and runs ``../shared/anchors/openenv_core_echo.py`` (openenv-core's own client and server)
 in the same run for the reference figures, then prints ratios.
 
@@ -32,7 +32,7 @@ import gymnasium as gym
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.client.transport import BinaryClient
-from openenv_gym.providers import get_provider
+from openenv_gym.providers import _forks, get_provider
 
 ROOT = Path(__file__).resolve().parents[1]
 ANCHOR = ROOT.parent / "shared" / "anchors" / "openenv_core_echo.py"
@@ -67,10 +67,14 @@ def import_time(python: str, module: str, runs: int = 5) -> float:
 
 
 def cold_start(runs: int = 5) -> float:
-    """Median seconds from spawning a worker to its first reset answered."""
+    """Median seconds from starting a trainer's first worker to its first reset answered.
+
+    "First": the fork server that forks the later ones (``bench_start.py``) starts with it.
+    """
     provider = get_provider("process")
     times = []
     for _ in range(runs):
+        _forks.shutdown()
         t0 = time.perf_counter()
         [worker] = provider.start("echo")
         client = BinaryClient(worker.address, timeout=30)
