@@ -7,7 +7,8 @@ what every worker imports, then forks one child per worker request; the child ru
 :func:`openenv_gym.server.main.main` a spawned worker runs, with the worker's arguments. This
 is multiprocessing's ``forkserver`` idea, applied to our workers.
 
-The server is single-threaded (forking a threaded process is unsafe), talks to its owner over
+The server runs no Python thread of its own (forking one that holds a lock would deadlock the
+child; numpy's BLAS pool re-forms itself across a fork), talks to its owner over
 one ``SOCK_SEQPACKET`` socket (one JSON message per packet), reaps its children and keeps
 their exit statuses until the owner asks. It exits when the owner closes the socket or dies;
 workers outlive it only until they notice their owner is gone (``--owner-pid``).
