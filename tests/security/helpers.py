@@ -91,28 +91,26 @@ def pids() -> list[int]:
     return [int(e) for e in os.listdir("/proc") if e.isdigit()]
 
 
-def workers_of(owner: int) -> set[int]:
-    """Worker processes started with ``--owner-pid OWNER`` (process provider)."""
+def _run_for(owner: int, module: bytes) -> set[int]:
+    """Processes running ``python -m MODULE ... --owner-pid OWNER``."""
     found = set()
     for pid in pids():
         args = cmdline(pid)
-        if b"openenv_gym.server" in args and b"--owner-pid" in args:
+        if module in args and b"--owner-pid" in args:
             i = args.index(b"--owner-pid")
             if args[i + 1:i + 2] == [str(owner).encode()]:
                 found.add(pid)
     return found
+
+
+def workers_of(owner: int) -> set[int]:
+    """Worker processes started with ``--owner-pid OWNER`` (process provider), spawned or forked."""
+    return _run_for(owner, b"openenv_gym.server")
 
 
 def fork_servers_of(owner: int) -> set[int]:
     """Fork servers started by OWNER (the process provider's, which fork its workers)."""
-    found = set()
-    for pid in pids():
-        args = cmdline(pid)
-        if b"openenv_gym.server.forkserver" in args and b"--owner-pid" in args:
-            i = args.index(b"--owner-pid")
-            if args[i + 1:i + 2] == [str(owner).encode()]:
-                found.add(pid)
-    return found
+    return _run_for(owner, b"openenv_gym.server.forkserver")
 
 
 def processes_with_home_under(base: str) -> set[int]:
