@@ -12,6 +12,7 @@ CPU counts are logical: Ray schedules by them, the machine's real cores are shar
 from __future__ import annotations
 
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -32,6 +33,8 @@ class RayTestCluster:
     node_a: Any
     node_b: Any
     extra: list[Any] = field(default_factory=list)
+    #: Port of the head's Ray Client server (``ray://127.0.0.1:PORT``).
+    client_port: int = 0
 
     def node_name(self, node_id: str) -> str:
         """``"head"``, ``"node_a"``, ``"node_b"`` or ``"extraN"`` for a Ray node id."""
@@ -42,6 +45,12 @@ class RayTestCluster:
             if node.node_id == node_id:
                 return f"extra{i}"
         return f"unknown:{node_id[:8]}"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def running(pids: set[int]) -> set[int]:
@@ -95,15 +104,16 @@ def ray_cluster() -> Iterator[RayTestCluster]:
     if ray.is_initialized():
         ray.shutdown()
     before = descendants(os.getpid())
+    client_port = _free_port()
     cluster = Cluster(initialize_head=True, shutdown_at_exit=True,
                       head_node_args={"num_cpus": 4, "resources": {"head": 1},
-                                      "include_dashboard": False})
+                                      "include_dashboard": False, "ray_client_server_port": client_port})
     try:
         node_a = cluster.add_node(num_cpus=4, resources={"docker": 4, "zone_a": 1})
         node_b = cluster.add_node(num_cpus=4, resources={"docker": 4, "zone_b": 1})
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False)
-        yield RayTestCluster(cluster, cluster.head_node, node_a, node_b)
+        yield RayTestCluster(cluster, cluster.head_node, node_a, node_b, client_port=client_port)
     finally:
         ray.shutdown()
         cluster.shutdown()

@@ -342,3 +342,51 @@ def test_actor_starts_a_hardened_container_on_a_docker_node(ray_cluster) -> None
     for cid in ids:
         with pytest.raises(docker.errors.NotFound):
             engine.containers.get(cid)
+
+
+_CLIENT_TRAINER = """
+import sys
+import gymnasium as gym, numpy as np, ray
+import openenv_gym
+
+ray.init(f"ray://127.0.0.1:{sys.argv[1]}", log_to_driver=False)
+assert ray.util.client.ray.is_connected()
+env = gym.make("OpenEnv/Echo-v0", provider="ray")
+env.reset(seed=0)
+print("echo", env.step({"message": "hi"})[0]["echo"], flush=True)
+print("pids", env.unwrapped._worker.pid, env.unwrapped._worker.actor_pid, flush=True)
+env.close()
+vec = gym.make_vec("OpenEnv/Gym-v0", num_envs=4, env_id="CartPole-v1", provider="ray",
+                   provider_options={"num_cpus": 0.25})
+local = gym.make_vec("CartPole-v1", num_envs=4, vectorization_mode="sync")
+obs, _ = vec.reset(seed=3)
+expected, _ = local.reset(seed=3)
+same = np.array_equal(obs, expected)
+for t in range(60):
+    actions = np.array([(t + i) % 2 for i in range(4)])
+    obs, _, _, _, _ = vec.step(actions)
+    expected, _, _, _, _ = local.step(actions)
+    same = same and np.array_equal(obs, expected)
+print("vector", same, sorted({w.address.split("://")[0] for w in vec.unwrapped.workers}), flush=True)
+print("pids", *[p for w in vec.unwrapped.workers for p in (w.pid, w.actor_pid)], flush=True)
+vec.close()
+ray.shutdown()
+"""
+
+
+def test_a_trainer_connected_through_ray_client_gets_workers(ray_cluster, procs) -> None:
+    # Ray Client (ray://) is how a laptop drives a remote cluster: the driver is not a node.
+    # Its workers are placed as any others, and reached here through their Unix sockets,
+    # since they run on this host.
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")])))
+    out = subprocess.run([sys.executable, "-c", _CLIENT_TRAINER, str(ray_cluster.client_port)],
+                         capture_output=True, text=True, timeout=180, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "echo hi" in out.stdout and "vector True ['unix']" in out.stdout, out.stdout + out.stderr[-2000:]
+    pids = {int(p) for line in out.stdout.splitlines() if line.startswith("pids ") for p in line.split()[1:]}
+    assert len(pids) == 6, out.stdout  # Echo's server and actor, the vector env's two of each
+    assert not procs.wait_gone(pids, 30), "the client's workers outlived it"
