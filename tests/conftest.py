@@ -6,6 +6,7 @@ Docker tests run against a real engine. Without one they skip with a reason, unl
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
@@ -121,3 +122,20 @@ def stop_process(pid: int, timeout: float = 5.0) -> None:
         if states and all(state in (b"T", b"t") for state in states):
             return
         time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def ctrl_c_after(seconds: float):
+    """Deliver SIGINT to this process's main thread after ``seconds``, as Ctrl-C (or Jupyter's
+    interrupt) would; the block must run longer than that and expects the KeyboardInterrupt."""
+    import signal
+    import threading
+
+    main = threading.main_thread().ident
+    timer = threading.Timer(seconds, lambda: signal.pthread_kill(main, signal.SIGINT))
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()

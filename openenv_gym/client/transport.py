@@ -2,8 +2,8 @@
 
 :meth:`BinaryClient.request` sends a request and waits for its reply; :meth:`send` and
 :meth:`receive` split it so a vector env can send to every worker before gathering.
-Failures become typed errors; after any failure mid-call the connection is dropped (it
-may be out of frame) and the next call reconnects.
+Failures become typed errors; after any failure mid-call, an interrupt (Ctrl-C) included,
+the connection is dropped (it may be out of frame) and the next call reconnects.
 
 Example:
     >>> client = BinaryClient("unix:///nonexistent.sock", timeout=0.1)
@@ -88,6 +88,9 @@ class BinaryClient:
         except OSError as exc:
             self.drop()
             raise WorkerConnectionError(f"worker at {self.address} dropped the connection: {exc}") from None
+        except BaseException:
+            self.drop()  # interrupted (Ctrl-C) part way through the frame: out of frame
+            raise
 
     def receive(self) -> dict[str, Any]:
         """Wait for the reply to the last :meth:`send`, until that call's deadline.
@@ -115,7 +118,9 @@ class BinaryClient:
             self.drop()
             raise WorkerCrashedError(f"worker at {self.address} closed the connection mid-call "
                                      f"(it died or was killed): {exc}") from None
-        except ProtocolError:
+        except BaseException:
+            # A protocol error, or an interrupt (Ctrl-C) while the reply is on its way: that
+            # reply would otherwise be read as the answer to the next request.
             self.drop()
             raise
         if not isinstance(reply, dict) or "ok" not in reply:

@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import mmap
+import threading
 import uuid
 from typing import Any
 
@@ -78,6 +79,7 @@ class VectorSlice:
         #: The columns (numpy views over the buffer).
         self.columns = self.layout.views(self._buffer)
         self._action_space = env.action_space
+        self._lock = threading.Lock()
         space = env.action_space
         #: [start, end) of a Discrete action space, checked on every step.
         self._discrete = (int(space.start), int(space.start + space.n)) if isinstance(space, spaces.Discrete) else None
@@ -94,6 +96,12 @@ class VectorSlice:
             slice, ``obs`` (a list) when observations have no column, and for inline slices
             the result columns.
         """
+        # One step at a time: a trainer interrupted mid-step reconnects and steps again
+        # while the interrupted step may still run on its old connection's thread.
+        with self._lock:
+            return self._step(request)
+
+    def _step(self, request: dict[str, Any]) -> dict[str, Any]:
         cols = self.columns
         n = self.layout.n
         if not self.shared:

@@ -152,6 +152,7 @@ class RemoteVectorEnv(VectorEnv):
         self._autoreset_envs = np.zeros(num_envs, dtype=np.bool_)
         self._elapsed = np.zeros(num_envs, dtype=np.int64)
         self._was_reset = False
+        self._reset_needed = "call reset() before step()"
         #: Envs whose session was lost outside a step (their next step reports the restart).
         self._lost: dict[int, str] = {}
         #: The step or reset in flight: its commands and the workers it went to.
@@ -275,7 +276,7 @@ class RemoteVectorEnv(VectorEnv):
             raise gym.error.AlreadyPendingCallError("step_async called twice without step_wait",
                                                     "step")
         if not self._was_reset:
-            raise gym.error.ResetNeeded("call reset() before step()")
+            raise gym.error.ResetNeeded(self._reset_needed)
         acts = self._action_batch(actions)
         mode = self.autoreset_mode
         cmd = self._step_cmd
@@ -433,7 +434,11 @@ class RemoteVectorEnv(VectorEnv):
                 extra["options"] = options
             if extra:
                 extras[w] = extra
-        pool.send_slices(workers, extras)
+        try:
+            pool.send_slices(workers, extras)
+        except BaseException:
+            self._out_of_sync()
+            raise
         self._pending = (cmd, workers, any_skipped)
 
     def _collect(self) -> tuple[np.ndarray, dict[int, Any], dict[int, tuple[Any, Any]],
@@ -447,7 +452,11 @@ class RemoteVectorEnv(VectorEnv):
         cmd, workers, any_skipped = self._pending  # type: ignore[misc]
         self._pending = None
         pool = self.pool
-        replies = pool.receive_slices(workers)
+        try:
+            replies = pool.receive_slices(workers)
+        except BaseException:
+            self._out_of_sync()
+            raise
         done = np.zeros(self.num_envs, dtype=np.bool_)
         infos: dict[int, Any] = {}
         finals: dict[int, tuple[Any, Any]] = {}
@@ -492,6 +501,14 @@ class RemoteVectorEnv(VectorEnv):
                 for j, (final_obs, final_info) in reply["finals"].items():
                     finals[lo + j] = (from_wire(final_obs, obs.space), final_info)
         return done, infos, finals, errors, failures
+
+    def _out_of_sync(self) -> None:
+        # Cut short (Ctrl-C) between sending and reading every reply: the pool dropped the
+        # connections whose replies were due, and which envs stepped (or ended) is unknown.
+        self._pending = None
+        self._was_reset = False
+        self._reset_needed = ("the last step or reset was interrupted before every worker answered, so "
+                              "which envs stepped is unknown: call reset()")
 
     # -- failures ---------------------------------------------------------------------
     def _worker_error(self, failure: WorkerFailure) -> WorkerError:

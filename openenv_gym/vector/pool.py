@@ -127,8 +127,12 @@ class WorkerPool:
             Worker index -> its sub-replies (each ``{"ok": ..., ...}``, in order), or a
             :class:`WorkerFailure` when the worker crashed, hung or is unreachable.
         """
-        for w, batch in calls.items():
-            self._send(w, self.clients[w].send, {"op": "batch", "calls": batch}, timeout)
+        try:
+            for w, batch in calls.items():
+                self._send(w, self.clients[w].send, {"op": "batch", "calls": batch}, timeout)
+        except BaseException:
+            self._interrupted(list(calls))
+            raise
         return self._gather(list(calls), lambda w: self.clients[w].receive()["results"],
                             lambda w, error: [{"ok": False, "error": error}] * len(calls[w]))
 
@@ -137,8 +141,12 @@ class WorkerPool:
         """Ask each of ``workers`` to run the commands in its slice's ``cmd`` column (with
         ``extras[w]``: what has no column); pair with :meth:`receive_slices`."""
         slices = self.slices
-        for w in workers:
-            self._send(w, slices[w].send, extras.get(w) if extras else None, timeout)
+        try:
+            for w in workers:
+                self._send(w, slices[w].send, extras.get(w) if extras else None, timeout)
+        except BaseException:
+            self._interrupted(workers)
+            raise
 
     def receive_slices(self, workers: list[int]) -> dict[int, dict[str, Any] | WorkerFailure]:
         """Gather the slice replies of ``workers`` (results now in each slice's columns)."""
@@ -157,19 +165,31 @@ class WorkerPool:
         exception, so every other reply is still read and every connection stays in frame."""
         failed, self._send_failed = self._send_failed, {}
         out: dict[int, Any] = {}
-        for w in workers:
-            if w in failed:
-                out[w] = failed[w]
-                continue
-            try:
-                out[w] = read(w)
-            except (WorkerError, ProtocolError, OSError) as exc:
-                out[w] = WorkerFailure(w, exc)
-            except OpenEnvError as exc:
-                # The worker refused the whole message (e.g. a reply the wire cannot carry):
-                # it is alive and in frame, so each of its envs gets that error.
-                out[w] = refused(w, error_to_wire(exc))
+        try:
+            for w in workers:
+                if w in failed:
+                    out[w] = failed[w]
+                    continue
+                try:
+                    out[w] = read(w)
+                except (WorkerError, ProtocolError, OSError) as exc:
+                    out[w] = WorkerFailure(w, exc)
+                except OpenEnvError as exc:
+                    # The worker refused the whole message (e.g. a reply the wire cannot carry):
+                    # it is alive and in frame, so each of its envs gets that error.
+                    out[w] = refused(w, error_to_wire(exc))
+        except BaseException:
+            self._interrupted([w for w in workers if w not in out])
+            raise
         return out
+
+    def _interrupted(self, workers: list[int]) -> None:
+        """An exchange was cut short (Ctrl-C): the replies still due from ``workers`` would be
+        read as answers to the next requests, so their connections are dropped (the next
+        request reconnects) and the exchange is forgotten."""
+        self._send_failed = {}
+        for w in workers:
+            self.clients[w].drop()
 
     def restart(self, worker: int) -> None:
         """Replace a failed worker with a fresh one; its sub-envs lose their sessions."""

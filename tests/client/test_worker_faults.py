@@ -15,7 +15,7 @@ import openenv_gym
 from openenv_gym.errors import WorkerError
 from openenv_gym.protocol.sockets import connect, parse_address, read_message
 from openenv_gym.protocol.wire import encode
-from tests.conftest import stop_process
+from tests.conftest import ctrl_c_after, stop_process
 from tests.security.helpers import fork_servers_of, workers_of
 
 
@@ -163,5 +163,20 @@ def test_hung_worker_is_replaced_by_the_next_reset(provider: str) -> None:
         obs, _ = env.reset(seed=0)  # replaces the hung worker instead of timing out again
         assert obs["echo"] == "" and env._worker.restarts == 1
         assert env.step({"message": "fresh"})[0]["echo"] == "fresh"
+    finally:
+        env.close()
+
+
+def test_ctrl_c_mid_step_leaves_the_next_call_in_frame(provider: str) -> None:
+    # Jupyter's interrupt lands while the reply is on its way: that reply must not be read as
+    # the answer to the next request (it was, one step late, and reset then failed).
+    env = gym.make("OpenEnv/Coding-v0", provider=provider)
+    try:
+        env.reset(seed=0)
+        with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.3):
+            env.step({"code": "import time; time.sleep(1.5); print('slow')"})
+        assert env.step({"code": "print('next')"})[0]["stdout"] == "next\n"
+        env.reset(seed=1)
+        assert env.step({"code": "print('after reset')"})[0]["stdout"] == "after reset\n"
     finally:
         env.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
@@ -9,6 +10,7 @@ from gymnasium.vector import AutoresetMode
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import WorkerCrashedError, WorkerError
 from openenv_gym.vector import RemoteVectorEnv
+from tests.conftest import ctrl_c_after
 from tests.vector.vector_helpers import freeze_worker, kill_worker
 
 N, PER_WORKER = 4, 2
@@ -85,5 +87,29 @@ def test_on_worker_error_raise(provider: str) -> None:
         with pytest.raises(WorkerError, match=r"(?s)worker 0 \(envs 0..1\).*on_worker_error") as info:
             envs.step(np.zeros(N, dtype=np.int64))
         assert isinstance(info.value, WorkerCrashedError)
+    finally:
+        envs.close()
+
+
+def _code(*sources: str) -> dict:
+    return {"code": sources, "timeout": np.full(len(sources), 10.0, dtype=np.float32)}
+
+
+def test_ctrl_c_mid_step_asks_for_a_reset_and_leaves_every_worker_in_frame(provider: str) -> None:
+    # Two workers: the interrupt lands while the first reply is read, so the second one is
+    # never read. Stepping on would pair each env with a stale reply; a reset re-syncs them.
+    envs = gym.make_vec("OpenEnv/Coding-v0", num_envs=2, provider=provider)
+    try:
+        envs.reset(seed=0)
+        assert len(envs.unwrapped.workers) == 2
+        with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.3):
+            envs.step(_code(*["import time; time.sleep(1.5); print('slow')"] * 2))
+        with pytest.raises(gym.error.ResetNeeded, match="interrupted"):
+            envs.step(_code("print('a')", "print('b')"))
+        envs.reset(seed=1)
+        obs, *_ = envs.step(_code("print('a')", "print('b')"))
+        assert list(obs["stdout"]) == ["a\n", "b\n"]
+        obs, *_ = envs.step(_code("print('c')", "print('d')"))
+        assert list(obs["stdout"]) == ["c\n", "d\n"]
     finally:
         envs.close()
