@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import Callable
 
 import pytest
 
@@ -125,17 +126,28 @@ def stop_process(pid: int, timeout: float = 5.0) -> None:
 
 
 @contextlib.contextmanager
-def ctrl_c_after(seconds: float):
-    """Deliver SIGINT to this process's main thread after ``seconds``, as Ctrl-C (or Jupyter's
-    interrupt) would; the block must run longer than that and expects the KeyboardInterrupt."""
+def ctrl_c_after(seconds: float, when: "Callable[[], bool] | None" = None):
+    """Deliver SIGINT to this process's main thread after ``seconds`` (and once ``when()`` is
+    true, polled), as Ctrl-C (or Jupyter's interrupt) would; the block expects the
+    KeyboardInterrupt and must last until then."""
     import signal
     import threading
 
     main = threading.main_thread().ident
-    timer = threading.Timer(seconds, lambda: signal.pthread_kill(main, signal.SIGINT))
-    timer.start()
+    done = threading.Event()
+
+    def fire() -> None:
+        if done.wait(seconds):
+            return
+        while when is not None and not when():
+            if done.wait(0.01):
+                return
+        signal.pthread_kill(main, signal.SIGINT)
+
+    thread = threading.Thread(target=fire, daemon=True)
+    thread.start()
     try:
         yield
     finally:
-        timer.cancel()
-        timer.join()
+        done.set()
+        thread.join()

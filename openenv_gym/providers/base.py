@@ -102,11 +102,20 @@ class Provider(abc.ABC):
         with ThreadPoolExecutor(max_workers=min(n, 16)) as ex:
             futures = [ex.submit(self._start_one, env, kwargs, i, pool) for i in range(n)]
             workers, errors = [], []
-            for f in futures:
-                try:
-                    workers.append(f.result())
-                except Exception as exc:  # gather all, stop the started ones, re-raise one
-                    errors.append(exc)
+            try:
+                for f in futures:
+                    try:
+                        workers.append(f.result())
+                    except Exception as exc:  # gather all, stop the started ones, re-raise one
+                        errors.append(exc)
+            except BaseException:
+                # Interrupted (Ctrl-C): the starts in flight run on; wait for them and stop
+                # every worker, or they would live on unowned until this process exits.
+                for f in futures:
+                    f.cancel()
+                self.stop_all([f.result() for f in futures
+                               if not f.cancelled() and f.exception() is None])
+                raise
         if errors:
             self.stop_all(workers)
             raise errors[0]

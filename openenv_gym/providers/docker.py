@@ -112,10 +112,10 @@ class DockerWorker(Worker):
             raise ProviderUnavailableError(
                 f"the Docker engine refused the worker container: {exc.explanation or exc}; "
                 "check provider_options['container_options']") from None
-        self.container.start()
         try:
+            self.container.start()
             wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
-        except WorkerError:
+        except BaseException:  # a failed start, or an interrupt (Ctrl-C): leave no container
             self._remove()
             raise
 

@@ -23,7 +23,7 @@ import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import ProviderUnavailableError, WorkerError
 from openenv_gym.providers._docker_hardening import CONTAINER_UID, container_options
-from tests.conftest import require_docker
+from tests.conftest import ctrl_c_after, require_docker
 
 pytestmark = pytest.mark.docker
 
@@ -112,6 +112,20 @@ def test_close_removes_container(client):
     env.close()
     after = {c.id for c in _ours(client, **{"openenv-gym.owner-pid": str(os.getpid())})}
     assert mine[0].id not in after
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_ctrl_c_while_containers_start_leaves_none(client, provider, n):
+    # An interrupted gym.make in a notebook must not leave its containers running until the
+    # kernel exits: the one being started is removed, and so are the others of its pool.
+    mine = {"openenv-gym.owner-pid": str(os.getpid())}
+    before = {c.id for c in _ours(client, **mine)}
+    def started() -> bool:  # interrupt once a container runs, while the start waits on it
+        return bool({c.id for c in _ours(client, **mine) if c.status == "running"} - before)
+
+    with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.0, when=started):
+        provider.start("echo", n)
+    assert {c.id for c in _ours(client, **mine)} - before == set()
 
 
 def test_hardening_applied_and_overridable(client):

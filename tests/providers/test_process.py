@@ -11,7 +11,9 @@ import pytest
 
 from openenv_gym.errors import WorkerError
 from openenv_gym.providers.process import ProcessProvider
+from tests.conftest import ctrl_c_after
 from tests.providers.conftest import descendants, fork_servers, wait_gone
+from tests.security.helpers import workers_of
 
 
 @pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
@@ -49,3 +51,12 @@ def test_sigterm_taken_by_a_worker_thread_still_stops_the_worker_cleanly() -> No
         assert worker.exit_reason() == "exited with code 0"
     finally:
         provider.stop_all([worker])
+
+
+def test_ctrl_c_while_workers_start_leaves_none_running() -> None:
+    # In a notebook, an interrupted gym.make_vec must not leave its workers running until the
+    # kernel exits: the starts still in flight are waited for and stopped.
+    before = workers_of(os.getpid())
+    with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.1):
+        ProcessProvider(fork=False).start("echo", 4)  # four interpreters: well past 0.1 s
+    assert workers_of(os.getpid()) - before == set()
