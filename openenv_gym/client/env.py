@@ -38,6 +38,7 @@ from openenv_gym.errors import (
     WorkerTimeoutError,
 )
 from openenv_gym.providers import get_provider
+from openenv_gym.providers.base import stop_when_dropped
 from openenv_gym.providers.base import Provider, Worker
 from openenv_gym.spaces import from_wire
 
@@ -106,6 +107,7 @@ class RemoteEnv(gym.Env):
             self.provider_name = self._provider.name
             kwargs = dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {}))
             [self._worker] = self._provider.start(self.info.name, 1, kwargs)
+            self._stop_worker = stop_when_dropped(self, self._provider, [self._worker])
             address = self._worker.address
         self._client = BinaryClient(address, timeout)
         try:
@@ -240,7 +242,7 @@ class RemoteEnv(gym.Env):
             self._sid = None
         if client is not None:
             client.drop()
-        if self._worker is not None and self._provider is not None:
-            self._provider.stop_all([self._worker])
+        if self._worker is not None:
+            self._stop_worker()
             self._worker = None
         super().close()

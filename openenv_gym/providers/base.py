@@ -19,6 +19,8 @@ import abc
 import json
 import subprocess
 import time
+import warnings
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -129,6 +131,42 @@ class Provider(abc.ABC):
             return
         with ThreadPoolExecutor(max_workers=min(len(workers), 16)) as ex:
             list(ex.map(lambda w: w.stop(), workers))
+
+
+def stop_when_dropped(owner: object, provider: Provider, workers: list[Worker]) -> weakref.finalize:
+    """Stop ``workers`` once ``owner`` (the env or pool that started them) is garbage-collected,
+    so an env dropped without ``close()`` (a notebook cell run again) does not keep its workers
+    until the process exits. Calling the returned finalizer stops them now, once: ``close()``.
+
+    Args:
+        owner: The object whose lifetime the workers share.
+        provider: The provider that started them.
+        workers: The workers; the list may change in place (a restart), not be rebound.
+
+    Returns:
+        The finalizer.
+
+    Example:
+        >>> from openenv_gym.providers import get_provider
+        >>> provider = get_provider("process")
+        >>> class Owner: pass
+        >>> owner = Owner()
+        >>> workers = provider.start("echo")
+        >>> stop = stop_when_dropped(owner, provider, workers)
+        >>> del owner  # the worker stops here
+        >>> workers[0].alive()
+        False
+    """
+    return weakref.finalize(owner, _stop_all_quietly, provider, workers)
+
+
+def _stop_all_quietly(provider: Provider, workers: list[Worker]) -> None:
+    # Runs from the garbage collector or at exit, where an exception would only be printed.
+    try:
+        provider.stop_all(workers)
+    except Exception as exc:
+        warnings.warn(f"could not stop {len(workers)} {provider.name} worker(s): {exc}; they end "
+                      "when this process exits", RuntimeWarning, stacklevel=2)
 
 
 def wait_ready(address: str, timeout: float, still_starting: Callable[[], bool],

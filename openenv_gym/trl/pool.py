@@ -44,7 +44,7 @@ from openenv_gym.errors import (
     WorkerTimeoutError,
 )
 from openenv_gym.providers import get_provider
-from openenv_gym.providers.base import Worker
+from openenv_gym.providers.base import Worker, stop_when_dropped
 from openenv_gym.client.spec import read_spec
 from openenv_gym.spaces import from_wire
 from openenv_gym.trl.outcome import REWARD_MODES, EpisodeOutcome, FailurePolicy, FailureReward
@@ -255,6 +255,7 @@ class EnvPool:
         self._provider = get_provider(provider, untrusted=self.info.untrusted, **(provider_options or {}))
         self.provider_name = self._provider.name
         self.workers: list[Worker] = self._provider.start(self.info.name, num_workers, dict(env_kwargs))
+        self._stop_workers = stop_when_dropped(self, self._provider, self.workers)
         self._generations = [0] * num_workers
         self._locks = [threading.Lock() for _ in range(num_workers)]
         self._stats_lock = threading.Lock()
@@ -361,7 +362,7 @@ class EnvPool:
         if executor is not None:
             executor.shutdown(wait=True)
         if getattr(self, "workers", None):
-            self._provider.stop_all(self.workers)
+            self._stop_workers()
             self.workers = []
 
     def __enter__(self) -> "EnvPool":

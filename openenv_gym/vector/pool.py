@@ -29,7 +29,7 @@ from typing import Any, Callable, Union
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
-from openenv_gym.providers.base import Provider, Worker
+from openenv_gym.providers.base import Provider, Worker, stop_when_dropped
 from openenv_gym.vector.slices import RemoteSlice
 
 __all__ = ["WorkerPool", "WorkerFailure"]
@@ -79,6 +79,7 @@ class WorkerPool:
         #: Worker index of each sub-env.
         self.worker_of: list[int] = [w for w, group in enumerate(self.groups) for _ in group]
         self.workers: list[Worker] = provider.start(env, n_workers, env_kwargs or {})
+        self._stop_workers = stop_when_dropped(self, provider, self.workers)
         # Spin for replies only with a core to spare: a trainer spinning beside as many busy
         # workers as cores slows them down (measured in benchmarks/RESULTS.md).
         spin = n_workers < available_cores()
@@ -220,6 +221,5 @@ class WorkerPool:
         for client in self.clients:
             client.drop()
         self.slices = []
-        if self.workers:
-            self.provider.stop_all(self.workers)
+        self._stop_workers()
         self.workers, self.clients = [], []

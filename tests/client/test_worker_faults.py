@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -180,3 +181,28 @@ def test_ctrl_c_mid_step_leaves_the_next_call_in_frame(provider: str) -> None:
         assert env.step({"code": "print('after reset')"})[0]["stdout"] == "after reset\n"
     finally:
         env.close()
+
+
+def test_envs_dropped_without_close_stop_their_workers(provider: str) -> None:
+    # A notebook cell run again rebinds `env` without close(): the old env's workers (or
+    # containers) must go when it is collected, not when the kernel exits.
+    def mine() -> int:
+        if provider == "process":
+            return len(workers_of(os.getpid()))
+        from tests.security.helpers import docker_client, our_containers
+
+        client = docker_client()
+        try:
+            return len(our_containers(client, os.getpid()))
+        finally:
+            client.close()
+
+    before = mine()
+    env = gym.make("OpenEnv/Echo-v0", provider=provider)
+    env.reset(seed=0)
+    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, envs_per_worker=1, provider=provider)
+    envs.reset(seed=0)
+    assert mine() == before + 3
+    del env, envs
+    gc.collect()
+    assert mine() == before

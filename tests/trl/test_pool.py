@@ -82,3 +82,17 @@ def test_bad_settings_are_refused_with_the_fix() -> None:
         EnvPool("echo", num_workers=1, provider="process", reward_mode="mean")
     with pytest.raises(ValueError, match="num_workers"):
         EnvPool("echo", num_workers=0, provider="process")
+
+
+def test_a_pool_dropped_without_close_stops_its_workers() -> None:
+    import gc
+    import os
+
+    from tests.security.helpers import workers_of
+
+    before = workers_of(os.getpid())
+    pool = EnvPool("echo", num_workers=2, provider="process")
+    assert len(workers_of(os.getpid()) - before) == 2
+    del pool
+    gc.collect()
+    assert workers_of(os.getpid()) - before == set()
