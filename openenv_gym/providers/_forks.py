@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import select
@@ -216,10 +217,15 @@ class ForkedProcess:
             os.close(self._pidfd)  # type: ignore[arg-type]
 
 
+#: This process's fork servers by environment, least recently used first.
 _servers: dict[tuple[tuple[str, str], ...], ForkServer] = {}
 _lock = threading.Lock()
+#: Most fork servers kept at once: a trainer whose environment keeps changing (libraries that
+#: set variables as they load) would otherwise gather one per change.
+MAX_SERVERS = 4
 
 
+@functools.cache
 def available() -> bool:
     """Whether workers can be forked here: pidfds (Linux 5.3+) and fd passing."""
     if not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
@@ -248,14 +254,19 @@ def spawn(argv: list[str], log: str, environ: dict[str, str]) -> ForkedProcess |
     key = tuple(sorted(environ.items()))
     for _ in range(2):  # a server found dead on the way is replaced once
         with _lock:
-            server = _servers.get(key)
-            if server is None or not server.alive():
-                if server is not None:
-                    _servers.pop(key).close()
+            server = _servers.pop(key, None)
+            if server is not None and not server.alive():
+                server.close()
+                server = None
+            if server is None:
+                while len(_servers) >= MAX_SERVERS:
+                    # Its workers run on; only their exit statuses go with it.
+                    _servers.pop(next(iter(_servers))).close()
                 try:
-                    server = _servers[key] = ForkServer(environ)
+                    server = ForkServer(environ)
                 except OSError:
                     return None
+            _servers[key] = server  # now the most recently used
         try:
             return server.fork(argv, log)
         except ValueError:

@@ -149,3 +149,23 @@ def test_a_request_too_large_for_one_message_is_spawned_and_spares_the_server(tm
             provider.stop_all([after])
     finally:
         provider.stop_all([worker])
+
+
+def test_fork_servers_are_bounded_least_recently_used_first(monkeypatch) -> None:
+    _forks.shutdown()  # start from none
+    provider = ProcessProvider()
+    workers = []
+    try:
+        monkeypatch.setenv("OPENENV_GYM_TEST_MARK", "0")
+        workers += provider.start("echo")
+        first = _ppid(workers[0].pid)
+        for i in range(1, _forks.MAX_SERVERS + 1):  # one environment more than servers kept
+            monkeypatch.setenv("OPENENV_GYM_TEST_MARK", str(i))
+            workers += provider.start("echo")
+        servers = {_ppid(w.pid) for w in workers[1:]}
+        assert len(servers) == _forks.MAX_SERVERS and first not in servers
+        assert len(_forks._servers) <= _forks.MAX_SERVERS
+        assert not os.path.exists(f"/proc/{first}"), "the least recently used server was stopped"
+        assert _echo(workers[0]) == "hi", "its worker serves on"
+    finally:
+        provider.stop_all(workers)
