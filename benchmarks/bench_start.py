@@ -9,6 +9,10 @@ rounds so the machine's load hits both ways alike:
 - the first worker of a trainer, fork server included (it is started on first use);
 - eight CartPole workers at once (``gym.make_vec(..., num_envs=8, envs_per_worker=1)``'s start).
 
+It also reports the memory each worker really costs (its PSS: shared pages divided among
+the processes that share them) with eight workers running, since forked workers share the
+fork server's imported code until they write to it.
+
 Run: ``python benchmarks/bench_start.py [--rounds 5] [--write]``.
 """
 
@@ -49,6 +53,25 @@ def start_and_reset(provider: ProcessProvider, env: str, kwargs: dict[str, Any],
         provider.stop_all(workers)
 
 
+def pss_mib(pid: int) -> float:
+    """Proportional set size of ``pid`` in MiB."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Pss:")) / 1024
+
+
+def memory_per_worker(provider: ProcessProvider, env: str, kwargs: dict[str, Any], n: int = 8) -> float:
+    """Mean PSS (MiB) of ``n`` running workers after one reset each."""
+    workers = provider.start(env, n, kwargs)
+    try:
+        for worker in workers:
+            client = BinaryClient(worker.address, timeout=60)
+            client.request({"op": "reset", "seed": 0})
+            client.close()
+        return statistics.mean(pss_mib(w.pid) for w in workers)
+    finally:
+        provider.stop_all(workers)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -73,6 +96,11 @@ def main() -> None:
         forked = statistics.median(times[(label, "forked")])
         spawned = statistics.median(times[(label, "spawned")])
         lines.append(f"| {label} | {forked * 1e3:,.0f} ms | {spawned * 1e3:,.0f} ms | {forked / spawned:.2f}× |")
+    lines += ["", "| memory per worker, 8 running (PSS) | forked | spawned | forked / spawned |",
+              "|---|---|---|---|"]
+    for label, env, kwargs in (("Coding", "coding", {}), ("Gym-v0 CartPole", "gym", {"env_id": "CartPole-v1"})):
+        forked, spawned = (memory_per_worker(ways[way], env, kwargs) for way in ("forked", "spawned"))
+        lines.append(f"| {label} | {forked:.1f} MiB | {spawned:.1f} MiB | {forked / spawned:.2f}× |")
     text = "\n".join(lines)
     print(text)
     if args.write:
