@@ -65,8 +65,10 @@ class ForkServer:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "openenv_gym.server.forkserver", "--fd", str(theirs.fileno()),
                  "--owner-pid", str(self.owner), "--room", " " * COMMAND_LINE_ROOM],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=environ,
-                start_new_session=True)
+                # stdout to /dev/null: a caller reading the trainer's output until EOF must
+                # not wait on the server; stderr stays, for what would stop it starting.
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                env=environ, start_new_session=True)
         finally:
             theirs.close()
         self._sock = ours
