@@ -82,14 +82,17 @@ class ForkServer:
             raise OSError("the fork server did not start (its error is on stderr)")
         ours.settimeout(None)
 
-    def fork(self, argv: list[str], log: str) -> ForkedProcess:
+    def fork(self, argv: list[str], log: str, hold: bool = False) -> ForkedProcess:
         """A new worker running ``python -m openenv_gym.server *argv``, output appended to ``log``.
+
+        With ``hold`` it runs no worker code until :meth:`ForkedProcess.release`.
 
         Raises:
             OSError: The server is gone or refused (the caller spawns instead).
             ValueError: The request does not fit in one message (huge env kwargs).
         """
-        reply, fds = self._call({"op": "fork", "argv": argv, "log": log, "cwd": os.getcwd()})
+        reply, fds = self._call({"op": "fork", "argv": argv, "log": log, "cwd": os.getcwd(),
+                                 "hold": hold})
         if "error" in reply or not fds:
             for fd in fds:
                 os.close(fd)
@@ -158,6 +161,14 @@ class ForkedProcess:
         self._server = server
         self._pidfd: int | None = pidfd
         self._lock = threading.Lock()
+
+    def release(self) -> None:
+        """Let a worker forked with ``hold`` run (once it is in its cgroup).
+
+        Raises:
+            OSError: The fork server is gone (and with it the worker, which then exits).
+        """
+        self._server._call({"op": "release", "pid": self.pid})
 
     def poll(self) -> int | None:
         """The exit code once the worker exited, else None."""
@@ -245,7 +256,7 @@ def available() -> bool:
     return True
 
 
-def spawn(argv: list[str], log: str, environ: dict[str, str]) -> ForkedProcess | None:
+def spawn(argv: list[str], log: str, environ: dict[str, str], hold: bool = False) -> ForkedProcess | None:
     """Fork a worker ``python -m openenv_gym.server *argv`` from the fork server for ``environ``.
 
     Args:
@@ -253,6 +264,7 @@ def spawn(argv: list[str], log: str, environ: dict[str, str]) -> ForkedProcess |
         log: The file its output is appended to.
         environ: Its environment: workers with different environments come from different
             fork servers, since what a server imported was set up by its environment.
+        hold: The worker waits for :meth:`ForkedProcess.release` before it runs.
 
     Returns:
         The worker, or None where forking is not available (spawn it instead).
@@ -276,7 +288,7 @@ def spawn(argv: list[str], log: str, environ: dict[str, str]) -> ForkedProcess |
                     return None
             _servers[key] = server  # now the most recently used
         try:
-            return server.fork(argv, log)
+            return server.fork(argv, log, hold)
         except ValueError:
             return None  # too large to ask for; the server is fine
         except OSError:

@@ -18,6 +18,9 @@ Requests and replies:
 - ``{"op": "fork", "argv": [...], "log": path, "cwd": path}`` → ``{"pid": N}`` with a pidfd
   of the child attached (``SCM_RIGHTS``), so the owner can signal and wait on it without
   racing a reused pid; or ``{"error": text}``.
+  With ``"hold": true`` the child waits, before running any worker code, until
+  ``{"op": "release", "pid": N}``: the owner first puts it in its cgroup, so nothing the
+  worker starts can begin outside.
 - ``{"op": "status", "pid": N}`` → ``{"status": wait status}`` once that child was reaped,
   ``{"status": null}`` while it runs.
 
@@ -56,11 +59,12 @@ def serve(sock: socket.socket, owner_pid: int) -> None:
     from openenv_gym.server.main import main as worker_main
 
     exited: dict[int, int] = {}
+    held: dict[int, int] = {}  # child pid -> the write end of the pipe it waits on
     os.close(os.pidfd_open(os.getpid()))  # no pidfds (Linux < 5.3): fail now, the owner spawns
     sock.send(json.dumps({"ready": os.getpid()}).encode())
     while True:
         readable, _, _ = select.select([sock], [], [], 1.0)
-        _reap(exited)
+        _reap(exited, held)
         if not readable:
             if os.getppid() != owner_pid:
                 return  # re-parented: the owner died (a fork of it may still hold the socket)
@@ -73,20 +77,33 @@ def serve(sock: socket.socket, owner_pid: int) -> None:
             return  # the owner closed its end: it stopped, or died
         request = json.loads(data)
         fds: list[int] = []
+        gate: tuple[int, int] | None = None
         if request.get("op") == "fork":
+            gate = os.pipe() if request.get("hold") else None
             try:
-                pid = _fork(sock, request["argv"], request["log"], request["cwd"], worker_main)
+                pid = _fork(sock, request["argv"], request["log"], request["cwd"], worker_main,
+                            gate, list(held.values()))
             except OSError as exc:
                 reply: dict[str, Any] = {"error": f"fork failed: {exc}"}
+                if gate:
+                    os.close(gate[1])
             else:
+                if gate:
+                    held[pid] = gate[1]
                 try:
                     fds = [os.pidfd_open(pid)]  # before any reaping: the pid cannot be reused yet
                     reply = {"pid": pid}
                 except OSError as exc:  # the owner could not watch it: it must not run
                     os.kill(pid, signal.SIGKILL)
                     reply = {"error": f"no pidfd for the worker: {exc}"}
+        elif request.get("op") == "release":
+            gate_w = held.pop(request["pid"], None)
+            if gate_w is not None:
+                os.write(gate_w, b"g")
+                os.close(gate_w)
+            reply = {"released": gate_w is not None}
         elif request.get("op") == "status":
-            _reap(exited)
+            _reap(exited, held)
             reply = {"status": exited.pop(request["pid"], None)}
         else:
             reply = {"error": f"unknown op {request.get('op')!r}"}
@@ -95,9 +112,11 @@ def serve(sock: socket.socket, owner_pid: int) -> None:
         finally:
             for fd in fds:
                 os.close(fd)
+            if gate:
+                os.close(gate[0])  # the child's end
 
 
-def _reap(exited: dict[int, int]) -> None:
+def _reap(exited: dict[int, int], held: dict[int, int]) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -106,11 +125,19 @@ def _reap(exited: dict[int, int]) -> None:
         if pid == 0:
             return
         exited[pid] = status
+        if pid in held:  # ended before its release (its owner stopped it)
+            os.close(held.pop(pid))
 
 
 def _fork(sock: socket.socket, argv: list[str], log: str, cwd: str,
-          worker_main: Callable[[list[str]], None]) -> int:
-    """Fork a worker running ``worker_main(argv)``; returns its pid (in the server)."""
+          worker_main: Callable[[list[str]], None], gate: tuple[int, int] | None,
+          others: list[int]) -> int:
+    """Fork a worker running ``worker_main(argv)``; returns its pid (in the server).
+
+    With ``gate`` (a pipe) the child waits for a byte on its read end before it runs any
+    worker code, and exits if the pipe closes first (the owner never released it).
+    ``others`` are the gates of other held children, which the child must not keep open.
+    """
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -119,6 +146,8 @@ def _fork(sock: socket.socket, argv: list[str], log: str, cwd: str,
     code = 1
     try:
         sock.close()  # the owner's channel is the server's alone
+        for fd in others + ([gate[1]] if gate else []):
+            os.close(fd)
         # As the process provider spawns workers: a session of its own (Ctrl-C in the
         # trainer's terminal does not reach it), stdin from /dev/null, output to its log.
         os.setsid()
@@ -133,6 +162,11 @@ def _fork(sock: socket.socket, argv: list[str], log: str, cwd: str,
         numpy_random = sys.modules.get("numpy.random")
         if numpy_random is not None:
             numpy_random.seed()  # numpy's legacy global generator is not reseeded by a fork
+        if gate is not None:
+            released = os.read(gate[0], 1) == b"g"
+            os.close(gate[0])
+            if not released:
+                os._exit(1)  # the owner or the server went away first
         sys.argv = ["openenv_gym.server", *argv]
         _show_command_line([sys.executable, "-m", "openenv_gym.server", *argv])
         worker_main(argv)

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import WorkerError
 from openenv_gym.providers import _forks
+from openenv_gym.providers.base import wait_ready
 from openenv_gym.providers.process import ProcessProvider, _worker_environ
 from tests.security.helpers import cmdline, environ, proc_status
 
@@ -169,3 +171,28 @@ def test_fork_servers_are_bounded_least_recently_used_first(monkeypatch) -> None
         assert _echo(workers[0]) == "hi", "its worker serves on"
     finally:
         provider.stop_all(workers)
+
+
+def test_a_held_worker_runs_nothing_until_released(tmp_path) -> None:
+    # How an untrusted env's worker is started: it waits until its owner has put it in its
+    # cgroup, so nothing it starts can begin outside; never released, it exits instead.
+    def held(name: str) -> tuple[_forks.ForkedProcess, Path]:
+        sock = tmp_path / f"{name}.sock"
+        argv = ["echo", "--unix", str(sock), "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
+        proc = _forks.spawn(argv, str(tmp_path / f"{name}.log"), _worker_environ(), hold=True)
+        assert proc is not None
+        return proc, sock
+
+    proc, sock = held("released")
+    try:
+        time.sleep(0.5)  # far longer than a forked Echo worker needs to serve (~20 ms)
+        assert proc.poll() is None and not sock.exists(), "it ran before its release"
+        proc.release()
+        wait_ready(f"unix://{sock}", 30, lambda: proc.poll() is None, lambda: "")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    orphan, sock = held("never")
+    _forks.shutdown()  # the server goes; with it the gate the worker waits on
+    assert orphan.wait(10) == 1 or orphan.status_lost
+    assert not sock.exists()
