@@ -8,7 +8,9 @@ what every worker imports, then forks one child per worker request; the child ru
 is multiprocessing's ``forkserver`` idea, applied to our workers.
 
 The server runs no Python thread of its own (forking one that holds a lock would deadlock the
-child; numpy's BLAS pool re-forms itself across a fork), talks to its owner over
+child; numpy's BLAS pool re-forms itself across a fork). For the same reason it does not
+preload env-specific modules: cv2 and pandas start native threads on import, so each worker
+still loads its own (ale-py for Atari: ~120 ms of its ~250 ms start). It talks to its owner over
 one ``SOCK_SEQPACKET`` socket (one JSON message per packet), reaps its children and keeps
 their exit statuses until the owner asks. It exits when the owner closes the socket or dies;
 workers outlive it only until they notice their owner is gone (``--owner-pid``).
