@@ -22,7 +22,7 @@ import argparse
 import os
 import statistics
 import time
-from typing import Any
+from typing import Any, Callable
 
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.providers import _forks
@@ -39,8 +39,14 @@ CASES: list[tuple[str, str, dict[str, Any], int]] = [
 ]
 
 
-def start_and_reset(provider: ProcessProvider, env: str, kwargs: dict[str, Any], n: int) -> float:
-    """Seconds from ``provider.start`` to a reset answered by every worker."""
+def started(provider: ProcessProvider, env: str, kwargs: dict[str, Any], n: int,
+            measure: Callable[[list[Any]], float]) -> tuple[float, float]:
+    """Start ``n`` workers, have each answer a reset, then stop them.
+
+    Returns:
+        Seconds from ``provider.start`` to the last reset answered, and ``measure(workers)``
+        taken while they all run.
+    """
     t0 = time.perf_counter()
     workers = provider.start(env, n, kwargs)
     try:
@@ -48,9 +54,14 @@ def start_and_reset(provider: ProcessProvider, env: str, kwargs: dict[str, Any],
             client = BinaryClient(worker.address, timeout=60)
             client.request({"op": "reset", "seed": 0})
             client.close()
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, measure(workers)
     finally:
         provider.stop_all(workers)
+
+
+def start_and_reset(provider: ProcessProvider, env: str, kwargs: dict[str, Any], n: int) -> float:
+    """Seconds from ``provider.start`` to a reset answered by every worker."""
+    return started(provider, env, kwargs, n, lambda _: 0.0)[0]
 
 
 def pss_mib(pid: int) -> float:
@@ -61,15 +72,7 @@ def pss_mib(pid: int) -> float:
 
 def memory_per_worker(provider: ProcessProvider, env: str, kwargs: dict[str, Any], n: int = 8) -> float:
     """Mean PSS (MiB) of ``n`` running workers after one reset each."""
-    workers = provider.start(env, n, kwargs)
-    try:
-        for worker in workers:
-            client = BinaryClient(worker.address, timeout=60)
-            client.request({"op": "reset", "seed": 0})
-            client.close()
-        return statistics.mean(pss_mib(w.pid) for w in workers)
-    finally:
-        provider.stop_all(workers)
+    return started(provider, env, kwargs, n, lambda workers: statistics.mean(pss_mib(w.pid) for w in workers))[1]
 
 
 def main() -> None:
@@ -80,6 +83,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     ways = {"forked": ProcessProvider(fork=True), "spawned": ProcessProvider(fork=False)}
     times: dict[tuple[str, str], list[float]] = {}
+    start_and_reset(ways["forked"], "echo", {}, 1)  # the fork server is up before round 1 too
     for _ in range(args.rounds):
         for label, env, kwargs, n in CASES:
             for way, provider in ways.items():
