@@ -100,10 +100,14 @@ def serve(sock: socket.socket, owner_pid: int) -> None:
                     reply = {"error": f"no pidfd for the worker: {exc}"}
         elif request.get("op") == "release":
             gate_w = held.pop(request["pid"], None)
+            released = False
             if gate_w is not None:
-                os.write(gate_w, b"g")
+                try:
+                    released = os.write(gate_w, b"g") == 1
+                except OSError:  # it died while held (its owner stopped it): nothing to release
+                    pass
                 os.close(gate_w)
-            reply = {"released": gate_w is not None}
+            reply = {"released": released}
         elif request.get("op") == "status":
             _reap(exited, held)
             reply = {"status": exited.pop(request["pid"], None)}

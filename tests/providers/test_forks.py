@@ -196,3 +196,18 @@ def test_a_held_worker_runs_nothing_until_released(tmp_path) -> None:
     _forks.shutdown()  # the server goes; with it the gate the worker waits on
     assert orphan.wait(10) == 1 or orphan.status_lost
     assert not sock.exists()
+
+
+def test_releasing_a_worker_that_died_while_held_leaves_the_server_working(tmp_path) -> None:
+    argv = ["echo", "--unix", str(tmp_path / "w.sock"), "--owner-pid", str(os.getpid())]
+    proc = _forks.spawn(argv, str(tmp_path / "w.log"), _worker_environ(), hold=True)
+    assert proc is not None
+    proc.kill()  # as when its cgroup cannot be joined
+    assert proc.wait(10) == -signal.SIGKILL
+    proc.release()  # its gate has no reader left
+    provider = ProcessProvider()
+    [worker] = provider.start("echo")
+    try:
+        assert _ppid(worker.pid) == proc._server.proc.pid and _echo(worker) == "hi"
+    finally:
+        provider.stop_all([worker])
