@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import inspect
 import warnings
 from typing import Any
 
@@ -76,9 +77,35 @@ def get_provider(name: str = "auto", untrusted: bool = False, **options: Any) ->
 
     Returns:
         The provider.
+
+    Raises:
+        TypeError: An option the provider does not take (with ``"auto"``: one that neither
+            docker nor process takes; the other one's options are dropped).
     """
     cls = provider_class(resolve_provider_name(name, untrusted))
     ok, reason = cls.available()
     if not ok:
         raise ProviderUnavailableError(f"provider {cls.name!r} cannot run here: {reason}")
+    accepted = _options_of(cls.name)
+    unknown = sorted(set(options) - accepted) if accepted is not None else []
+    if unknown and name == "auto":
+        # Written for whichever provider auto picks: an option of the other one is not an error.
+        elsewhere = _options_of("process" if cls.name == "docker" else "docker") or set()
+        options = {k: v for k, v in options.items() if k in accepted}  # type: ignore[operator]
+        unknown = [k for k in unknown if k not in elsewhere]
+    if unknown:
+        raise TypeError(f"provider_options {unknown} are not options of the {cls.name} provider; "
+                        f"it takes: {', '.join(sorted(accepted or ()))}")
     return cls(**options)
+
+
+def _options_of(name: str) -> set[str] | None:
+    """The keyword options a provider's constructor takes (None: any; empty: not importable)."""
+    try:
+        cls = provider_class(name)
+    except (ProviderUnavailableError, ValueError):
+        return set()
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]  # after self
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}

@@ -60,3 +60,17 @@ def test_ctrl_c_while_workers_start_leaves_none_running() -> None:
     with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.1):
         ProcessProvider(fork=False).start("echo", 4)  # four interpreters: well past 0.1 s
     assert workers_of(os.getpid()) - before == set()
+
+
+def test_provider_options_are_checked_against_the_provider() -> None:
+    from openenv_gym.providers import get_provider
+
+    with pytest.raises(TypeError, match=r"\['frok'\] are not options of the process provider; it takes: .*fork"):
+        get_provider("process", frok=False)
+    # With auto, options are written for whichever provider it picks: the other one's pass.
+    provider = get_provider("auto", fork=False, auto_build=True)
+    assert provider.name in ("docker", "process")
+    if provider.name == "process":
+        assert provider.fork is False
+    with pytest.raises(TypeError, match="frok"):
+        get_provider("auto", frok=False)
