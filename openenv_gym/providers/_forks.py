@@ -192,7 +192,7 @@ class ForkedProcess:
         """Send ``sig`` to the worker, if it still runs."""
         with self._lock:
             if self._pidfd is None or self.returncode is not None:
-                return
+                return  # it ended and was collected: nothing to signal
             try:
                 signal.pidfd_send_signal(self._pidfd, sig)
             except ProcessLookupError:
@@ -208,7 +208,7 @@ class ForkedProcess:
 
     def _exited(self, timeout: float | None) -> bool:
         pidfd = self._pidfd
-        if pidfd is None:
+        if pidfd is None or self.returncode is not None:
             return True
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)  # readable once the process has exited
@@ -227,13 +227,13 @@ class ForkedProcess:
                 self.status_lost, self.returncode = True, STATUS_LOST
             else:
                 self.returncode = os.waitstatus_to_exitcode(status)
-            if self._pidfd is not None:
-                os.close(self._pidfd)
-                self._pidfd = None
+            # The pidfd stays open until this object goes: closing it here could let another
+            # thread, polling it right now, poll whatever file reuses the number.
 
     def __del__(self) -> None:
         if getattr(self, "_pidfd", None) is not None:
             os.close(self._pidfd)  # type: ignore[arg-type]
+            self._pidfd = None
 
 
 #: This process's fork servers by environment, least recently used first.
