@@ -3,7 +3,8 @@
 Each "completion" is a HumanEval solution (canonical, or broken on purpose for every
 third one so both passing and failing test runs are timed) scored by ``OpenEnv/Coding-v0``
 in task mode: the fraction of the problem's asserts that pass. Measured with 1, 4 and 8
-workers; the reference in the same run is a plain loop over one ``gym.make`` RemoteEnv
+workers, and through one tool env as TRL's own agent loop (``environment_factory``) drives
+it; the reference in the same run is a plain loop over one ``gym.make`` RemoteEnv
 (reset + step per completion), i.e. what scoring without the adapter's fan-out costs.
 
     python benchmarks/bench_trl.py --provider docker --completions 48 --write
@@ -19,7 +20,7 @@ import gymnasium as gym
 
 import openenv_gym  # noqa: F401
 from openenv_gym.envs.coding.humaneval import get_problem
-from openenv_gym.trl import EnvPool, EnvReward
+from openenv_gym.trl import EnvPool, EnvReward, tool_env_factory
 
 from _results import write_section  # benchmarks/_results.py
 
@@ -62,6 +63,23 @@ def bench_loop(provider: str, completions: list[str], problems: list[int]) -> tu
         env.close()
 
 
+def bench_tools(provider: str, completions: list[str], problems: list[int]) -> tuple[float, list[float]]:
+    """The same scoring as TRL's agent loop drives it: one tool env, a reset per row, one
+    ``run_python`` call with the completion, then ``get_reward``."""
+    with EnvPool("coding", num_workers=1, provider=provider, task="humaneval") as pool:
+        env = tool_env_factory(pool, option_columns=("problem",))()
+        env.reset(prompt="warm-up", problem=0)
+        env.run_python(completions[0])
+        env.get_reward()
+        t = time.perf_counter()
+        rewards = []
+        for code, p in zip(completions, problems):
+            env.reset(prompt=f"problem {p}", problem=p)
+            env.run_python(code)
+            rewards.append(env.get_reward())
+        return len(completions) / (time.perf_counter() - t), rewards
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--provider", default="docker", choices=["docker", "process"])
@@ -77,14 +95,18 @@ def main() -> None:
         assert rewards == loop_rewards, "the adapter must score exactly as the env does"
         rows.append((workers, rate))
         print(f"{workers} workers: {rate:.1f} completions/s ({rate / loop_rate:.2f}x the plain loop)", flush=True)
-    print(f"plain RemoteEnv loop: {loop_rate:.1f} completions/s")
+    tools_rate, tools_rewards = bench_tools(args.provider, completions, problems)
+    assert tools_rewards == loop_rewards, "the tool env must score exactly as the env does"
+    print(f"plain RemoteEnv loop: {loop_rate:.1f} completions/s; tool env: {tools_rate:.1f}")
     mean_reward = sum(loop_rewards) / len(loop_rewards)
     table = [
         "| scorer | completions/s | vs plain loop | vs 1 worker |",
         "|---|---|---|---|",
         f"| plain `gym.make` RemoteEnv loop (reference) | {loop_rate:.1f} | 1.00× | |",
     ] + [f"| EnvReward, {w} worker{'s' if w > 1 else ''} | {r:.1f} | {r / loop_rate:.2f}× | {r / rows[0][1]:.2f}× |"
-         for w, r in rows]
+         for w, r in rows] + [
+        f"| `CodingTools` (TRL `environment_factory`), 1 env: reset, `run_python`, `get_reward` "
+        f"| {tools_rate:.1f} | {tools_rate / loop_rate:.2f}× | {tools_rate / rows[0][1]:.2f}× |"]
     body = "\n".join([
         "## TRL adapter: completions scored per second (issue 10)",
         "",
