@@ -34,7 +34,7 @@ import socket
 import subprocess
 import sys
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from openenv_gym.server.forkserver import MAX_MESSAGE
 
@@ -44,8 +44,6 @@ __all__ = ["ForkedProcess", "available", "spawn", "shutdown"]
 START_TIMEOUT = 60.0
 #: Bytes the server's command line reserves for each worker's (see ``--room``).
 COMMAND_LINE_ROOM = 4096
-#: Largest request sent: a packet must fit the socket's send buffer (~200 KB by default).
-MAX_REQUEST = 64 << 10
 #: ``returncode`` of a worker whose exit status was lost with its fork server.
 STATUS_LOST = 255
 
@@ -59,12 +57,11 @@ class ForkServer:
 
     def __init__(self, environ: dict[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.owner = os.getpid()
         self._lock = threading.Lock()
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "openenv_gym.server.forkserver", "--fd", str(theirs.fileno()),
-                 "--owner-pid", str(self.owner), "--room", " " * COMMAND_LINE_ROOM],
+                 "--owner-pid", str(os.getpid()), "--room", " " * COMMAND_LINE_ROOM],
                 # stdout to /dev/null: a caller reading the trainer's output until EOF must
                 # not wait on the server; stderr stays, for what would stop it starting.
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -85,7 +82,7 @@ class ForkServer:
     def fork(self, argv: list[str], log: str, hold: bool = False) -> ForkedProcess:
         """A new worker running ``python -m openenv_gym.server *argv``, output appended to ``log``.
 
-        With ``hold`` it runs no worker code until :meth:`ForkedProcess.release`.
+        With ``hold`` it runs no worker code until a ``release`` request (see :func:`spawn`).
 
         Raises:
             OSError: The server is gone or refused (the caller spawns instead).
@@ -110,8 +107,8 @@ class ForkServer:
 
     def _call(self, request: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
         data = json.dumps(request).encode()
-        if len(data) > MAX_REQUEST:
-            raise ValueError(f"a {len(data)}-byte request exceeds the fork server's {MAX_REQUEST}")
+        if len(data) > MAX_MESSAGE:
+            raise ValueError(f"a {len(data)}-byte request exceeds the fork server's {MAX_MESSAGE}")
         with self._lock:
             try:
                 self._sock.send(data)
@@ -162,13 +159,12 @@ class ForkedProcess:
         self._pidfd: int | None = pidfd
         self._lock = threading.Lock()
 
-    def release(self) -> None:
-        """Let a worker forked with ``hold`` run (once it is in its cgroup).
-
-        Raises:
-            OSError: The fork server is gone (and with it the worker, which then exits).
-        """
-        self._server._call({"op": "release", "pid": self.pid})
+    def _release(self) -> None:
+        # Let a worker forked held run (see spawn's before_run).
+        try:
+            self._server._call({"op": "release", "pid": self.pid})
+        except OSError:
+            pass  # the server is gone: the held worker sees its gate close and exits unrun
 
     def poll(self) -> int | None:
         """The exit code once the worker exited, else None."""
@@ -256,7 +252,8 @@ def available() -> bool:
     return True
 
 
-def spawn(argv: list[str], log: str, environ: dict[str, str], hold: bool = False) -> ForkedProcess | None:
+def spawn(argv: list[str], log: str, environ: dict[str, str],
+          before_run: Callable[[ForkedProcess], None] | None = None) -> ForkedProcess | None:
     """Fork a worker ``python -m openenv_gym.server *argv`` from the fork server for ``environ``.
 
     Args:
@@ -264,11 +261,26 @@ def spawn(argv: list[str], log: str, environ: dict[str, str], hold: bool = False
         log: The file its output is appended to.
         environ: Its environment: workers with different environments come from different
             fork servers, since what a server imported was set up by its environment.
-        hold: The worker waits for :meth:`ForkedProcess.release` before it runs.
+        before_run: Called with the worker while it is held, before it runs any worker code
+            (the process provider puts it in its cgroup here); if this raises, the worker is
+            killed unrun.
 
     Returns:
         The worker, or None where forking is not available (spawn it instead).
     """
+    proc = _fork(argv, log, environ, hold=before_run is not None)
+    if proc is None or before_run is None:
+        return proc
+    try:
+        before_run(proc)
+    except BaseException:
+        proc.kill()
+        raise
+    proc._release()
+    return proc
+
+
+def _fork(argv: list[str], log: str, environ: dict[str, str], hold: bool) -> ForkedProcess | None:
     if not available():
         return None
     key = tuple(sorted(environ.items()))

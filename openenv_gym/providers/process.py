@@ -116,10 +116,10 @@ class ProcessWorker(Worker):
             os.makedirs(self.tmp_path, mode=0o700, exist_ok=True)  # the mount point (empty here)
             argv += ["--private-tmp", self.tmp_path, "--private-tmp-options", self.tmpfs]
         environ = _worker_environ()
-        # A forked worker would start at once: held until it is in its cgroup, so nothing it
-        # starts can begin outside (a spawned one spends that time importing).
-        hold = self.cgroup is not None
-        self.proc = _forks.spawn(argv, self.log_path, environ, hold) if self.fork else None
+        # Into its cgroup before it runs anything: a forked worker is held until then; a
+        # spawned one spends that time starting Python.
+        place = self.cgroup.place if self.cgroup is not None else None
+        self.proc = _forks.spawn(argv, self.log_path, environ, place) if self.fork else None
         if self.proc is None:
             with open(self.log_path, "ab") as log:
                 # A session of its own: Ctrl-C in the trainer's terminal does not kill workers
@@ -128,13 +128,8 @@ class ProcessWorker(Worker):
                                              stdin=subprocess.DEVNULL, stdout=log,
                                              stderr=subprocess.STDOUT, start_new_session=True,
                                              env=environ)
-        if self.cgroup is not None:
-            self.cgroup.place(self.proc)
-        if hold and isinstance(self.proc, _forks.ForkedProcess):
-            try:
-                self.proc.release()
-            except OSError:
-                pass  # the server is gone and the worker with it: wait_ready reports that
+            if place is not None:
+                place(self.proc)
         wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
 
     @property

@@ -46,93 +46,107 @@ from typing import Any, Callable
 
 __all__ = ["serve"]
 
-#: Largest message either side sends (argv carries the env kwargs as JSON).
-MAX_MESSAGE = 1 << 20
+#: Largest message either side sends (argv carries the env kwargs as JSON); it must fit one
+#: packet of the socket's send buffer (~200 KB by default).
+MAX_MESSAGE = 64 << 10
 
 
 def serve(sock: socket.socket, owner_pid: int) -> None:
-    """Answer fork and status requests on ``sock`` until the owner goes away.
+    """Answer fork, release and status requests on ``sock`` until the owner goes away.
 
     Args:
         sock: The server's end of the socket pair.
         owner_pid: The process that started the server (its parent).
     """
-    # What every worker imports: paid here once, inherited by every fork.
-    from openenv_gym.server.main import main as worker_main
+    _Server(sock).run(owner_pid)
 
-    exited: dict[int, int] = {}
-    held: dict[int, int] = {}  # child pid -> the write end of the pipe it waits on
-    os.close(os.pidfd_open(os.getpid()))  # no pidfds (Linux < 5.3): fail now, the owner spawns
-    sock.send(json.dumps({"ready": os.getpid()}).encode())
-    while True:
-        readable, _, _ = select.select([sock], [], [], 1.0)
-        _reap(exited, held)
-        if not readable:
-            if os.getppid() != owner_pid:
-                return  # re-parented: the owner died (a fork of it may still hold the socket)
-            continue
-        try:
-            data = sock.recv(MAX_MESSAGE)
-        except ConnectionResetError:
-            return
-        if not data:
-            return  # the owner closed its end: it stopped, or died
-        request = json.loads(data)
-        fds: list[int] = []
-        gate: tuple[int, int] | None = None
-        if request.get("op") == "fork":
-            gate = os.pipe() if request.get("hold") else None
+
+class _Server:
+    """The server's state: its children's exit statuses, and the gates of held children."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        # What every worker imports: paid here once, inherited by every fork.
+        from openenv_gym.server.main import main as worker_main
+
+        self.sock = sock
+        self.worker_main = worker_main
+        self.exited: dict[int, int] = {}  # child pid -> wait status, until the owner asks
+        self.held: dict[int, int] = {}  # child pid -> the write end of the pipe it waits on
+
+    def run(self, owner_pid: int) -> None:
+        os.close(os.pidfd_open(os.getpid()))  # no pidfds (Linux < 5.3): fail now, the owner spawns
+        self.sock.send(json.dumps({"ready": os.getpid()}).encode())
+        handlers = {"fork": self.fork, "release": self.release, "status": self.status}
+        while True:
+            readable, _, _ = select.select([self.sock], [], [], 1.0)
+            self.reap()
+            if not readable:
+                if os.getppid() != owner_pid:
+                    return  # re-parented: the owner died (a fork of it may still hold the socket)
+                continue
             try:
-                pid = _fork(sock, request["argv"], request["log"], request["cwd"], worker_main,
-                            gate, list(held.values()))
-            except OSError as exc:
-                reply: dict[str, Any] = {"error": f"fork failed: {exc}"}
-                if gate:
-                    os.close(gate[1])
-            else:
-                if gate:
-                    held[pid] = gate[1]
-                try:
-                    fds = [os.pidfd_open(pid)]  # before any reaping: the pid cannot be reused yet
-                    reply = {"pid": pid}
-                except OSError as exc:  # the owner could not watch it: it must not run
-                    os.kill(pid, signal.SIGKILL)
-                    reply = {"error": f"no pidfd for the worker: {exc}"}
-        elif request.get("op") == "release":
-            gate_w = held.pop(request["pid"], None)
-            released = False
-            if gate_w is not None:
-                try:
-                    released = os.write(gate_w, b"g") == 1
-                except OSError:  # it died while held (its owner stopped it): nothing to release
-                    pass
-                os.close(gate_w)
-            reply = {"released": released}
-        elif request.get("op") == "status":
-            _reap(exited, held)
-            reply = {"status": exited.pop(request["pid"], None)}
-        else:
-            reply = {"error": f"unknown op {request.get('op')!r}"}
+                data = self.sock.recv(MAX_MESSAGE)
+            except ConnectionResetError:
+                return
+            if not data:
+                return  # the owner closed its end: it stopped, or died
+            request = json.loads(data)
+            handler = handlers.get(request.get("op"))
+            reply, fds = handler(request) if handler else ({"error": f"unknown op {request.get('op')!r}"}, [])
+            try:
+                socket.send_fds(self.sock, [json.dumps(reply).encode()], fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+
+    def fork(self, request: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
+        """A new child; its pidfd goes with the reply, so the owner never signals a reused pid."""
+        gate = os.pipe() if request.get("hold") else None
         try:
-            socket.send_fds(sock, [json.dumps(reply).encode()], fds)
+            pid = _fork(self.sock, request["argv"], request["log"], request["cwd"], self.worker_main,
+                        gate, list(self.held.values()))
+        except OSError as exc:
+            if gate:
+                os.close(gate[1])
+            return {"error": f"fork failed: {exc}"}, []
         finally:
-            for fd in fds:
-                os.close(fd)
             if gate:
                 os.close(gate[0])  # the child's end
-
-
-def _reap(exited: dict[int, int], held: dict[int, int]) -> None:
-    while True:
+        if gate:
+            self.held[pid] = gate[1]
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        exited[pid] = status
-        if pid in held:  # ended before its release (its owner stopped it)
-            os.close(held.pop(pid))
+            return {"pid": pid}, [os.pidfd_open(pid)]  # not reaped yet: the pid is still its own
+        except OSError as exc:  # the owner could not watch it: it must not run
+            os.kill(pid, signal.SIGKILL)
+            return {"error": f"no pidfd for the worker: {exc}"}, []
+
+    def release(self, request: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
+        """Let a held child run."""
+        gate = self.held.pop(request["pid"], None)
+        released = False
+        if gate is not None:
+            try:
+                released = os.write(gate, b"g") == 1
+            except OSError:  # it died while held (its owner stopped it): nothing to release
+                pass
+            os.close(gate)
+        return {"released": released}, []
+
+    def status(self, request: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
+        """A child's wait status, once reaped (each loop reaps before it answers)."""
+        return {"status": self.exited.pop(request["pid"], None)}, []
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.exited[pid] = status
+            if pid in self.held:  # ended before its release (its owner stopped it)
+                os.close(self.held.pop(pid))
 
 
 def _fork(sock: socket.socket, argv: list[str], log: str, cwd: str,

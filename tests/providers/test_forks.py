@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -175,39 +176,51 @@ def test_fork_servers_are_bounded_least_recently_used_first(monkeypatch) -> None
 
 def test_a_held_worker_runs_nothing_until_released(tmp_path) -> None:
     # How an untrusted env's worker is started: it waits until its owner has put it in its
-    # cgroup, so nothing it starts can begin outside; never released, it exits instead.
-    def held(name: str) -> tuple[_forks.ForkedProcess, Path]:
+    # cgroup (before_run), so nothing it starts can begin outside; never released, it exits.
+    def held(name: str, while_held: Callable[[_forks.ForkedProcess], None]) -> tuple[_forks.ForkedProcess, Path]:
         sock = tmp_path / f"{name}.sock"
         argv = ["echo", "--unix", str(sock), "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
-        proc = _forks.spawn(argv, str(tmp_path / f"{name}.log"), _worker_environ(), hold=True)
+        proc = _forks.spawn(argv, str(tmp_path / f"{name}.log"), _worker_environ(), before_run=while_held)
         assert proc is not None
         return proc, sock
 
-    proc, sock = held("released")
-    try:
+    def not_yet_running(proc: _forks.ForkedProcess) -> None:
         time.sleep(0.5)  # far longer than a forked Echo worker needs to serve (~20 ms)
-        assert proc.poll() is None and not sock.exists(), "it ran before its release"
-        proc.release()
+        assert proc.poll() is None and not (tmp_path / "released.sock").exists(), "it ran before its release"
+
+    proc, sock = held("released", not_yet_running)
+    try:
         wait_ready(f"unix://{sock}", 30, lambda: proc.poll() is None, lambda: "")
     finally:
         proc.terminate()
         proc.wait(10)
-    orphan, sock = held("never")
-    _forks.shutdown()  # the server goes; with it the gate the worker waits on
+    # The server goes while the worker is held; with it the gate the worker waits on.
+    orphan, sock = held("never", lambda _: _forks.shutdown())
     assert orphan.wait(10) == 1 or orphan.status_lost
     assert not sock.exists()
 
 
-def test_releasing_a_worker_that_died_while_held_leaves_the_server_working(tmp_path) -> None:
+def test_a_worker_that_cannot_be_prepared_is_killed_unrun_and_the_server_works_on(tmp_path) -> None:
     argv = ["echo", "--unix", str(tmp_path / "w.sock"), "--owner-pid", str(os.getpid())]
-    proc = _forks.spawn(argv, str(tmp_path / "w.log"), _worker_environ(), hold=True)
-    assert proc is not None
-    proc.kill()  # as when its cgroup cannot be joined
-    assert proc.wait(10) == -signal.SIGKILL
-    proc.release()  # its gate has no reader left
+    seen: list[_forks.ForkedProcess] = []
+
+    def refuse(proc: _forks.ForkedProcess) -> None:  # as when its cgroup cannot be joined
+        seen.append(proc)
+        raise RuntimeError("no cgroup")
+
+    with pytest.raises(RuntimeError, match="no cgroup"):
+        _forks.spawn(argv, str(tmp_path / "w.log"), _worker_environ(), before_run=refuse)
+    assert seen[0].wait(10) == -signal.SIGKILL and not (tmp_path / "w.sock").exists()
+
+    def die(proc: _forks.ForkedProcess) -> None:  # it dies while held: its gate has no reader left
+        seen.append(proc)
+        proc.kill()
+        assert proc.wait(10) == -signal.SIGKILL
+
+    assert _forks.spawn(argv, str(tmp_path / "w.log"), _worker_environ(), before_run=die) is seen[1]
     provider = ProcessProvider()
     [worker] = provider.start("echo")
     try:
-        assert _ppid(worker.pid) == proc._server.proc.pid and _echo(worker) == "hi"
+        assert _ppid(worker.pid) == seen[1]._server.proc.pid and _echo(worker) == "hi"
     finally:
         provider.stop_all([worker])
