@@ -66,13 +66,6 @@ def running(pids: set[int]) -> set[int]:
     return alive
 
 
-def fork_servers() -> set[int]:
-    """The pids of this process's fork servers: they live as long as it does, by design."""
-    from openenv_gym.providers import _forks
-
-    return {server.proc.pid for server in list(_forks._servers.values())}
-
-
 def wait_gone(pids: set[int], timeout: float = 15.0) -> set[int]:
     """Wait until none of ``pids`` runs; returns those still running at the deadline."""
     deadline = time.monotonic() + timeout

@@ -12,8 +12,8 @@ import pytest
 from openenv_gym.errors import WorkerError
 from openenv_gym.providers.process import ProcessProvider
 from tests.conftest import ctrl_c_after
-from tests.providers.conftest import descendants, fork_servers, wait_gone
-from tests.security.helpers import workers_of
+from tests.providers.conftest import descendants, wait_gone
+from tests.security.helpers import fork_servers_of, workers_of
 
 
 @pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
@@ -22,7 +22,7 @@ def test_a_worker_that_does_not_serve_in_time_is_ended_not_left_running(fork: bo
     with pytest.raises(WorkerError):
         # Far less than a Python start, and than a fork's start-up (~20 ms for Echo).
         ProcessProvider(startup_timeout=0.002, fork=fork).start("echo")
-    started = descendants(os.getpid()) - before - fork_servers()
+    started = descendants(os.getpid()) - before - fork_servers_of(os.getpid())
     assert not wait_gone(started, 10), "the worker that timed out at start still runs"
 
 
