@@ -38,8 +38,7 @@ from openenv_gym.errors import (
     WorkerTimeoutError,
 )
 from openenv_gym.providers import get_provider
-from openenv_gym.providers.base import stop_when_dropped
-from openenv_gym.providers.base import Provider, Worker
+from openenv_gym.providers.base import Provider, Worker, stop_when_dropped
 from openenv_gym.spaces import from_wire
 
 __all__ = ["RemoteEnv", "attach_address"]

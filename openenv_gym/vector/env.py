@@ -151,8 +151,8 @@ class RemoteVectorEnv(VectorEnv):
         self._truncations = np.zeros(num_envs, dtype=np.bool_)
         self._autoreset_envs = np.zeros(num_envs, dtype=np.bool_)
         self._elapsed = np.zeros(num_envs, dtype=np.int64)
-        self._was_reset = False
-        self._reset_needed = "call reset() before step()"
+        #: Why step() must wait for a reset (None once reset: the envs and this side agree).
+        self._reset_needed: str | None = "call reset() before step()"
         #: Envs whose session was lost outside a step (their next step reports the restart).
         self._lost: dict[int, str] = {}
         #: The step or reset in flight: its commands and the workers it went to.
@@ -211,7 +211,7 @@ class RemoteVectorEnv(VectorEnv):
         self._truncations[mask] = False
         self._autoreset_envs[mask] = False
         self._elapsed[mask] = 0
-        self._was_reset = True
+        self._reset_needed = None
         return self._obs.batch(self.copy), infos
 
     def _seeds(self, seed: Any) -> list[int | None]:
@@ -275,7 +275,7 @@ class RemoteVectorEnv(VectorEnv):
         if self._pending is not None:
             raise gym.error.AlreadyPendingCallError("step_async called twice without step_wait",
                                                     "step")
-        if not self._was_reset:
+        if self._reset_needed is not None:
             raise gym.error.ResetNeeded(self._reset_needed)
         acts = self._action_batch(actions)
         mode = self.autoreset_mode
@@ -506,7 +506,6 @@ class RemoteVectorEnv(VectorEnv):
         # Cut short (Ctrl-C) between sending and reading every reply: the pool dropped the
         # connections whose replies were due, and which envs stepped (or ended) is unknown.
         self._pending = None
-        self._was_reset = False
         self._reset_needed = ("the last step or reset was interrupted before every worker answered, so "
                               "which envs stepped is unknown: call reset()")
 

@@ -128,12 +128,7 @@ class WorkerPool:
             Worker index -> its sub-replies (each ``{"ok": ..., ...}``, in order), or a
             :class:`WorkerFailure` when the worker crashed, hung or is unreachable.
         """
-        try:
-            for w, batch in calls.items():
-                self._send(w, self.clients[w].send, {"op": "batch", "calls": batch}, timeout)
-        except BaseException:
-            self._interrupted(list(calls))
-            raise
+        self._send_each(list(calls), lambda w: self.clients[w].send({"op": "batch", "calls": calls[w]}, timeout))
         return self._gather(list(calls), lambda w: self.clients[w].receive()["results"],
                             lambda w, error: [{"ok": False, "error": error}] * len(calls[w]))
 
@@ -142,23 +137,25 @@ class WorkerPool:
         """Ask each of ``workers`` to run the commands in its slice's ``cmd`` column (with
         ``extras[w]``: what has no column); pair with :meth:`receive_slices`."""
         slices = self.slices
-        try:
-            for w in workers:
-                self._send(w, slices[w].send, extras.get(w) if extras else None, timeout)
-        except BaseException:
-            self._interrupted(workers)
-            raise
+        self._send_each(workers, lambda w: slices[w].send(extras.get(w) if extras else None, timeout))
 
     def receive_slices(self, workers: list[int]) -> dict[int, dict[str, Any] | WorkerFailure]:
         """Gather the slice replies of ``workers`` (results now in each slice's columns)."""
         return self._gather(workers, lambda w: self.slices[w].receive(),
                             lambda w, error: {"errors": dict.fromkeys(range(len(self.groups[w])), error)})
 
-    def _send(self, worker: int, send: Callable[..., None], *args: Any) -> None:
+    def _send_each(self, workers: list[int], send: Callable[[int], None]) -> None:
+        """``send(w)`` for each worker; a failed worker is remembered for :meth:`_gather`, and an
+        interrupt drops every connection a request may have gone out on."""
         try:
-            send(*args)
-        except (WorkerError, OSError) as exc:
-            self._send_failed[worker] = WorkerFailure(worker, exc)
+            for w in workers:
+                try:
+                    send(w)
+                except (WorkerError, OSError) as exc:
+                    self._send_failed[w] = WorkerFailure(w, exc)
+        except BaseException:
+            self._interrupted(workers)
+            raise
 
     def _gather(self, workers: list[int], read: Callable[[int], Any],
                 refused: Callable[[int, dict[str, Any]], Any]) -> dict[int, Any]:
