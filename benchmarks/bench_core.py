@@ -145,7 +145,7 @@ def main() -> None:
         r.get("frame", {}).get("median_ms"), "ms", "≤ 0.05")
     row("210×160×3 frame step, p99", ours["frame"]["p99_ms"], r.get("frame", {}).get("p99_ms"), "ms", "")
     row("import time", ours["import_s"], r.get("import_s"), "s", "ours ≤ 0.3 s")
-    row("cold start (spawn → first reset)", ours["cold_start_s"], r.get("cold_start_s"), "s", "ours ≤ 0.5 s")
+    row("cold start (a trainer's first worker → first reset)", ours["cold_start_s"], r.get("cold_start_s"), "s", "ours ≤ 0.5 s")
     if ref:
         print(f"\nreference: openenv-core {ref['version']} (its sync client over WebSocket; "
               "frame = JSON list of 100,800 ints, as its Atari env sends it)")
