@@ -38,8 +38,8 @@ _FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC}
 
 
 def spec_for_env(env: str, container_options: Mapping[str, Any] | None = None) -> str | None:
-    """The tmpfs a process worker of ``env`` gets: Docker's ``/tmp`` for an untrusted env, when
-    this process is root (mounting needs it); None otherwise.
+    """The tmpfs a process worker of ``env`` gets: Docker's ``/tmp`` for an untrusted env, where
+    this process may mount one (:func:`support`); None otherwise.
 
     Args:
         env: Catalog name.
