@@ -57,6 +57,10 @@ class Environment(gym.Env):
     observation_model: ClassVar[type[Observation] | None] = None
     #: Whether actions run untrusted code (``provider="auto"`` warns when not isolated).
     untrusted: ClassVar[bool] = False
+    #: The plain infos every step reports, key -> ``"int"``, ``"float"`` or ``"bool"`` (as
+    #: EnvPool's info spec). A vector env then carries them in shared columns instead of
+    #: messages; an info that differs (other keys or types) still arrives, inline.
+    info_types: ClassVar[dict[str, str]] = {}
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, render_mode: str | None = None) -> None:

@@ -12,7 +12,10 @@ columns (as it could send any reply) but cannot shrink the mapping under the tra
 Over TCP (Ray, remote hosts) the same columns travel inline in the messages instead.
 
 Only flat spaces (Box, Discrete, MultiDiscrete, MultiBinary) get a column; other
-observations and actions (text, dicts) travel inline as lists.
+observations and actions (text, dicts) travel inline as lists. Infos get columns too when
+the env declares the plain values every step reports (its ``info_types``, as EnvPool's
+info spec): an env whose info is exactly those keys and types writes them there and sets
+its ``info_ok`` flag; any other info travels inline.
 
 Example:
     >>> from gymnasium import spaces
@@ -20,6 +23,9 @@ Example:
     >>> cols = layout.views(bytearray(layout.size))
     >>> cols["obs"].shape, cols["action"].dtype.name, cols["cmd"].shape
     ((3, 4), 'int64', (3,))
+    >>> layout = SliceLayout(spaces.Box(-1, 1, (4,)), spaces.Discrete(2), 3, {"lives": "int"})
+    >>> layout.info_keys, layout.views(bytearray(layout.size))["info.lives"].dtype.name
+    (('lives',), 'int64')
 """
 
 from __future__ import annotations
@@ -33,8 +39,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
-__all__ = ["STEP", "STEP_AUTORESET", "STEP_THEN_RESET", "RESET", "SKIP", "SliceLayout",
-           "is_flat", "create_shared", "map_shared"]
+__all__ = ["STEP", "STEP_AUTORESET", "STEP_THEN_RESET", "RESET", "SKIP", "INFO_TYPES", "SliceLayout",
+           "is_flat", "info_column", "create_shared", "map_shared"]
 
 #: Step the env.
 STEP = 0
@@ -47,6 +53,14 @@ RESET = 3
 #: Leave the env alone. (Commands below RESET step the env.)
 SKIP = 4
 
+#: Info value types that get a column: the name an env declares, the Python type its
+#: value must have, and the column's dtype (the one Gymnasium's ``_add_info`` batches it in).
+INFO_TYPES: dict[str, tuple[type, np.dtype]] = {
+    "int": (int, np.dtype(int)),
+    "float": (float, np.dtype(float)),
+    "bool": (bool, np.dtype(np.bool_)),
+}
+
 _FLAT = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 _ALIGN = 64  # cache-line aligned columns
 
@@ -56,6 +70,11 @@ def is_flat(space: spaces.Space) -> bool:
     return isinstance(space, _FLAT)
 
 
+def info_column(key: str) -> str:
+    """The column holding info ``key`` (named apart from the fixed columns)."""
+    return "info." + key
+
+
 class SliceLayout:
     """Where each column of a slice of ``n`` envs lives in its buffer.
 
@@ -63,14 +82,21 @@ class SliceLayout:
         observation_space: The single env's observation space.
         action_space: The single env's action space.
         n: Envs in the slice.
+        info_types: The env's declared infos, key -> a name in :data:`INFO_TYPES`
+            (a worker's ``spec`` carries them); each gets a column, plus ``info_ok``.
 
     Attributes:
         size: Bytes the buffer needs.
         flat_obs: Observations have a column (else they travel inline).
         flat_action: Actions have a column (else they travel inline).
+        info_keys: The infos with a column, in declared order.
+
+    Raises:
+        ValueError: An info type is not one of :data:`INFO_TYPES`.
     """
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, n: int) -> None:
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, n: int,
+                 info_types: dict[str, str] | None = None) -> None:
         self.n = n
         self.flat_obs = is_flat(observation_space)
         self.flat_action = is_flat(action_space)
@@ -86,6 +112,18 @@ class SliceLayout:
         if self.flat_obs:
             batched = batch_space(observation_space, n)
             columns.append(("obs", np.dtype(batched.dtype), tuple(batched.shape)))
+        self.info_keys: tuple[str, ...] = tuple(info_types or ())
+        if self.info_keys:
+            columns.append(("info_ok", np.dtype(np.bool_), (n,)))
+        for key, name in (info_types or {}).items():
+            if type(key) is not str or key.startswith("_") or key in ("final_obs", "final_info"):
+                # Gymnasium batches key "k" beside its mask "_k", and keeps the final_* apart.
+                raise ValueError(f"info key {key!r} cannot have a column: use a str that does not "
+                                 "start with '_' and is not final_obs/final_info")
+            if name not in INFO_TYPES:
+                raise ValueError(f"info {key!r} has type {name!r}; an info column is one of "
+                                 f"{', '.join(INFO_TYPES)}")
+            columns.append((info_column(key), INFO_TYPES[name][1], (n,)))
         self.columns: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
         offset = 0
         for name, dtype, shape in columns:

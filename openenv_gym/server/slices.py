@@ -4,8 +4,9 @@ A :class:`VectorSlice` owns ``n`` sessions of its server. Each ``slice_step`` ru
 per-env commands of :mod:`openenv_gym.protocol.slices` (step, step-and-autoreset, reset,
 skip) over all of them in one tight loop: actions are read from the action column
 (checked for the whole column at once), observations, rewards and flags written straight
-into their columns. Only what has no column — non-empty infos, the final observation of a
-same-step autoreset, errors, non-array observations — goes back in the reply. An error in
+into their columns, and so are infos that match the env's declared ``info_types``. Only
+what has no column — other non-empty infos, the final observation of a same-step
+autoreset, errors, non-array observations — goes back in the reply. An error in
 one env (a bad action, an env bug) is that env's error; the others step on.
 
 Example:
@@ -36,11 +37,13 @@ from gymnasium import spaces
 
 from openenv_gym.errors import InvalidActionError, InvalidRequestError, error_to_wire
 from openenv_gym.protocol.slices import (
+    INFO_TYPES,
     RESET,
     SKIP,
     STEP_AUTORESET,
     STEP_THEN_RESET,
     SliceLayout,
+    info_column,
 )
 from openenv_gym.server.sessions import Session
 
@@ -73,11 +76,15 @@ class VectorSlice:
                 service.sessions.close(session.id)
             raise
         env = self.sessions[0].env
-        self.layout = SliceLayout(env.observation_space, env.action_space, n)
+        info_types = service.spec().get("info_types") or {}
+        self.layout = SliceLayout(env.observation_space, env.action_space, n, info_types)
         self.shared = buffer is not None
         self._buffer = buffer if buffer is not None else bytearray(self.layout.size)
         #: The columns (numpy views over the buffer).
         self.columns = self.layout.views(self._buffer)
+        #: (key, the Python type its value must have, its column) of each declared info.
+        self._info = [(key, INFO_TYPES[name][0], self.columns[info_column(key)])
+                      for key, name in info_types.items()]
         self._action_space = env.action_space
         self._lock = threading.Lock()
         space = env.action_space
@@ -113,6 +120,7 @@ class VectorSlice:
         obs_col = cols["obs"] if self.layout.flat_obs else None
         obs_list: list[Any] = [None] * n if obs_col is None else []
         rewards, terms, truncs = cols["reward"], cols["terminated"], cols["truncated"]
+        info_ok = cols.get("info_ok")
         infos: dict[int, Any] = {}
         finals: dict[int, Any] = {}
         errors: dict[int, Any] = {}
@@ -141,6 +149,10 @@ class VectorSlice:
                 errors[j] = error_to_wire(exc)
                 continue
             rewards[j], terms[j], truncs[j] = reward, terminated, truncated
+            if info_ok is not None:
+                info_ok[j] = in_columns = self._write_info(j, info)
+                if in_columns:
+                    continue
             if info:
                 infos[j] = info
         reply: dict[str, Any] = {}
@@ -155,6 +167,21 @@ class VectorSlice:
         if not self.shared:
             reply["columns"] = {k: v for k, v in cols.items() if k not in ("cmd", "action")}
         return reply
+
+    def _write_info(self, j: int, info: Any) -> bool:
+        """Write env ``j``'s info into the info columns if it is exactly the declared keys
+        with values of the declared types; whether it was."""
+        if type(info) is not dict or len(info) != len(self._info):
+            return False
+        for key, kind, _ in self._info:
+            if type(info.get(key)) is not kind:  # exact: a bool is no int here, nor np.int64
+                return False
+        try:
+            for key, _, column in self._info:
+                column[j] = info[key]
+        except OverflowError:  # an int beyond int64 travels inline
+            return False
+        return True
 
     def _load_inline(self, request: dict[str, Any]) -> None:
         for name in ("cmd", "action"):

@@ -30,7 +30,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
-from openenv_gym.protocol.slices import is_flat
+from openenv_gym.protocol.slices import INFO_TYPES, is_flat
 from openenv_gym.spaces import from_wire
 
 __all__ = ["BatchBuffer", "split_actions", "batch_infos"]
@@ -89,7 +89,7 @@ def split_actions(batched: spaces.Space, actions: Any) -> list[Any]:
 
 
 #: Plain info values batched column-wise, and the dtype Gymnasium's ``_add_info`` gives them.
-_DTYPES = {int: np.dtype(int), float: np.dtype(float), bool: np.dtype(np.bool_)}
+_DTYPES = dict(INFO_TYPES.values())
 
 
 def batch_infos(num_envs: int, infos: dict[int, dict[str, Any]],

@@ -45,7 +45,16 @@ from openenv_gym.errors import (
 )
 from openenv_gym.providers import get_provider
 from openenv_gym.protocol.sockets import available_cores
-from openenv_gym.protocol.slices import RESET, SKIP, STEP, STEP_AUTORESET, STEP_THEN_RESET, is_flat
+from openenv_gym.protocol.slices import (
+    INFO_TYPES,
+    RESET,
+    SKIP,
+    STEP,
+    STEP_AUTORESET,
+    STEP_THEN_RESET,
+    info_column,
+    is_flat,
+)
 from openenv_gym.spaces import from_wire
 from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
@@ -157,14 +166,23 @@ class RemoteVectorEnv(VectorEnv):
         self._lost: dict[int, str] = {}
         #: The step or reset in flight: its commands and the workers it went to.
         self._pending: tuple[np.ndarray, list[int], bool] | None = None
+        #: The last step's (or reset's) infos that came inline, by env.
         self._step_infos: dict[int, dict[str, Any]] = {}
         #: ``{env: (final_obs, final_info)}`` of the last step (``SAME_STEP``), for SB3.
         self.last_final: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._flat_action = is_flat(self.single_action_space)
         self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
         self._bounds = [(g[0], g[-1] + 1) for g in self._pool.groups]
+        # Infos the env declares (``info_types``) come in columns: their values for every env,
+        # which envs' last collected info is there, and which envs' last step info is.
+        info_types: dict[str, str] = spec.get("info_types") or {}
+        self._info_ok = np.zeros(num_envs, dtype=np.bool_)
+        self._step_in_columns = np.zeros(num_envs, dtype=np.bool_)
         try:
-            self._pool.open_slices(self.single_observation_space, self.single_action_space, shared_memory)
+            self._pool.open_slices(self.single_observation_space, self.single_action_space,
+                                   shared_memory, info_types)  # checks the declared types
+            self._info_values = {key: np.zeros(num_envs, INFO_TYPES[name][1])
+                                 for key, name in info_types.items()}
         except BaseException:
             self.close()
             raise
@@ -205,6 +223,8 @@ class RemoteVectorEnv(VectorEnv):
         indices = [int(i) for i in np.flatnonzero(mask)]
         reset_infos = self._reset_envs(indices, seeds, options)
         infos = batch_infos(self.num_envs, {i: reset_infos[i] for i in indices}, self._add_info)
+        self._step_infos = {i: info for i, info in reset_infos.items() if info}
+        self._step_in_columns[:] = False
         for i in indices:
             self._lost.pop(i, None)
         self._terminations[mask] = False
@@ -247,7 +267,9 @@ class RemoteVectorEnv(VectorEnv):
                 retry.extend(i for i in todo if self.pool.worker_of[i] == failure.worker)
             if errors:
                 raise errors[0]
-            out.update((i, infos.get(i, {})) for i in todo if done[i])
+            in_columns = done & self._info_ok
+            out.update((i, self._column_info(i) if in_columns[i] else infos.get(i, {}))
+                       for i in todo if done[i])
             if not retry:
                 break
             todo = retry
@@ -343,22 +365,42 @@ class RemoteVectorEnv(VectorEnv):
 
     def _batched(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         final = self.last_final
-        if final:
-            infos: dict[str, Any] = {}
+        if not final and not self._step_infos and self._info_values and self._step_in_columns.all():
+            # The usual step of an env with declared infos: every info is in the columns,
+            # already batched. The same dict batch_infos would build from the per-env dicts.
+            infos = {}
+            for key, values in self._info_values.items():
+                infos[key] = values.copy()
+                infos["_" + key] = self._step_in_columns.copy()
+        elif final:
+            infos = {}
+            by_env = self._infos_by_env()
             # Only envs with something to report: the keys come out as SyncVectorEnv orders them.
-            for i in sorted(final.keys() | self._step_infos.keys()):
+            for i in sorted(final.keys() | by_env.keys()):
                 if i in final:
                     infos = self._add_info(infos, {"final_obs": final[i][0], "final_info": final[i][1]}, i)
-                infos = self._add_info(infos, self._step_infos.get(i) or {}, i)
+                infos = self._add_info(infos, by_env.get(i) or {}, i)
         else:
-            infos = batch_infos(self.num_envs, self._step_infos, self._add_info)
+            infos = batch_infos(self.num_envs, self._infos_by_env(), self._add_info)
         return (self._obs.batch(self.copy), self._rewards.copy(), self._terminations.copy(),
                 self._truncations.copy(), infos)
 
     @property
     def last_env_infos(self) -> list[dict[str, Any]]:
         """Each env's info from the last step or reset (for :class:`openenv_gym.sb3.RemoteVecEnv`)."""
-        return [self._step_infos.get(i) or {} for i in range(self.num_envs)]
+        by_env = self._infos_by_env()
+        return [by_env.get(i) or {} for i in range(self.num_envs)]
+
+    def _infos_by_env(self) -> dict[int, dict[str, Any]]:
+        """The last step's infos by env, from the columns and the replies."""
+        if not self._step_in_columns.any():
+            return self._step_infos
+        return {**{int(i): self._column_info(int(i)) for i in np.flatnonzero(self._step_in_columns)},
+                **self._step_infos}
+
+    def _column_info(self, i: int) -> dict[str, Any]:
+        """Env ``i``'s info as it came into the columns (the env's own dict, values as Python's)."""
+        return {key: values[i].item() for key, values in self._info_values.items()}
 
     def _gather(self) -> None:
         """Read the step replies; per-env infos land in :attr:`last_env_infos`/:attr:`last_final`."""
@@ -366,6 +408,7 @@ class RemoteVectorEnv(VectorEnv):
             raise gym.error.NoAsyncCallError("step_wait called without step_async", "step")
         cmd = self._pending[0]
         done, env_infos, final, errors, failures = self._collect()
+        in_columns = done & self._info_ok
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         limit = self.max_episode_steps
         if limit is not None:  # step counts only matter for a time limit kept here
@@ -398,6 +441,7 @@ class RemoteVectorEnv(VectorEnv):
         if not same_step:
             self._autoreset_envs = self._terminations | self._truncations
         self._step_infos = env_infos
+        self._step_in_columns = in_columns
         self.last_final = final
         if errors:
             raise errors[0]
@@ -463,6 +507,7 @@ class RemoteVectorEnv(VectorEnv):
         errors: list[OpenEnvError] = []
         failures: list[WorkerFailure] = []
         obs = self._obs
+        info_values, info_ok = self._info_values, self._info_ok
         for w in workers:
             reply = replies[w]
             if isinstance(reply, WorkerFailure):
@@ -483,6 +528,10 @@ class RemoteVectorEnv(VectorEnv):
                 self._truncations[lo:hi] = cols["truncated"]
                 if obs.flat:
                     obs.array[lo:hi] = cols["obs"]
+                if info_values:
+                    info_ok[lo:hi] = cols["info_ok"]
+                    for key, values in info_values.items():
+                        values[lo:hi] = cols[info_column(key)]
             else:
                 idx = np.flatnonzero(ran)
                 self._rewards[lo + idx] = cols["reward"][idx]
@@ -490,6 +539,10 @@ class RemoteVectorEnv(VectorEnv):
                 self._truncations[lo + idx] = cols["truncated"][idx]
                 if obs.flat:
                     obs.array[lo + idx] = cols["obs"][idx]
+                if info_values:
+                    info_ok[lo + idx] = cols["info_ok"][idx]
+                    for key, values in info_values.items():
+                        values[lo + idx] = cols[info_column(key)][idx]
             if not obs.flat:
                 for j in range(hi - lo) if ran is True else np.flatnonzero(ran):
                     obs.write(lo + int(j), reply["obs"][j])

@@ -89,21 +89,23 @@ class WorkerPool:
         self._slice_args: tuple[Any, ...] = ()
         self._send_failed: dict[int, WorkerFailure] = {}
 
-    def open_slices(self, observation_space: Any, action_space: Any, shared: bool | None = None) -> None:
+    def open_slices(self, observation_space: Any, action_space: Any, shared: bool | None = None,
+                    info_types: dict[str, str] | None = None) -> None:
         """Open a slice on every worker: its envs' sessions and their shared columns.
 
         Args:
             observation_space: The single env's observation space.
             action_space: The single env's action space.
             shared: Columns in shared memory (None: for workers on this host).
+            info_types: The env's declared infos (its ``spec``'s), which get columns.
         """
-        self._slice_args = (observation_space, action_space, shared)
+        self._slice_args = (observation_space, action_space, shared, info_types)
         self.slices = [self._open_slice(w) for w in range(len(self.workers))]
 
     def _open_slice(self, worker: int) -> RemoteSlice:
-        observation_space, action_space, shared = self._slice_args
+        observation_space, action_space, shared, info_types = self._slice_args
         return RemoteSlice(self.clients[worker], observation_space, action_space,
-                           len(self.groups[worker]), shared)
+                           len(self.groups[worker]), shared, info_types)
 
     def sid(self, env: int) -> str | None:
         """The session id of sub-env ``env`` on its worker (None before the slices open)."""

@@ -47,12 +47,14 @@ class RemoteSlice:
         n: Envs in the slice (the worker starts a session for each).
         shared: Put the columns in shared memory (None: when the worker is reached
             through a Unix socket, i.e. on this host).
+        info_types: The env's declared infos (its ``spec``'s ``info_types``), which get columns.
     """
 
     def __init__(self, client: BinaryClient, observation_space: spaces.Space,
-                 action_space: spaces.Space, n: int, shared: bool | None = None) -> None:
+                 action_space: spaces.Space, n: int, shared: bool | None = None,
+                 info_types: dict[str, str] | None = None) -> None:
         self.client = client
-        self.layout = SliceLayout(observation_space, action_space, n)
+        self.layout = SliceLayout(observation_space, action_space, n, info_types)
         self.shared = client.address.startswith("unix://") if shared is None else shared
         if self.shared:
             fd, self._buffer = create_shared(self.layout.size)

@@ -129,3 +129,43 @@ def test_sb3_ppo_cnn_runs_on_remote_pong(provider: str) -> None:
         assert actions.shape == (2,)
     finally:
         vec.close()
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-memory", "inline"])
+@pytest.mark.parametrize("mode", list(gym.vector.AutoresetMode), ids=lambda m: m.name)
+def test_vector_infos_equal_sync_vector_env(provider: str, mode: gym.vector.AutoresetMode, shared: bool) -> None:
+    """Atari declares its per-step infos, so they come through shared columns: the batched
+    infos (with finals, seeded resets that add ``seeds`` and go inline, and unseeded autoresets
+    that do not) must still be exactly Gymnasium's, and so must SB3's per-env infos."""
+    from gymnasium.wrappers import TimeLimit
+
+    from tests.vector.vector_helpers import assert_same
+
+    kwargs = dict(preprocess=True, frame_stack=2, noop_max=0, repeat_action_probability=0.0)
+    remote = gym.make_vec("OpenEnv/Atari-v0", num_envs=3, provider=provider, game="pong",
+                          envs_per_worker=2, autoreset_mode=mode, max_episode_steps=7,
+                          shared_memory=shared, **kwargs)
+    local = gym.vector.SyncVectorEnv(
+        [lambda: TimeLimit(make_ale_env("pong", **kwargs), 7)] * 3, autoreset_mode=mode)
+    try:
+        assert remote.remote_spec["info_types"] == AtariEnv.info_types
+        assert_same(remote.reset(seed=5), local.reset(seed=5), "reset")
+        rng = np.random.default_rng(0)
+        for t in range(20):
+            if mode is gym.vector.AutoresetMode.DISABLED:
+                done = local._terminations | local._truncations
+                if done.any():
+                    assert_same(remote.reset(options={"reset_mask": done.copy()}),
+                                local.reset(options={"reset_mask": done.copy()}), f"t={t} reset")
+            actions = rng.integers(0, 6, 3)
+            got, want = remote.step(actions), local.step(actions)
+            assert_same(got, want, f"t={t}")
+            if mode is gym.vector.AutoresetMode.NEXT_STEP:
+                # SB3's view: one plain dict per env, as the env itself reported it.
+                per_env = remote.unwrapped.last_env_infos
+                assert [type(v) for v in per_env[0].values()] in ([int] * 3, [int, int, int, tuple])
+                assert [info.get("frame_number") for info in per_env] == list(want[4]["frame_number"])
+        assert remote.unwrapped._step_in_columns.any(), "no info came through the columns"
+    finally:
+        remote.close()
+        local.close()

@@ -32,6 +32,21 @@ def test_non_array_spaces_have_no_column() -> None:
     assert is_flat(spaces.MultiBinary(3)) and not is_flat(spaces.Tuple([spaces.Discrete(2)]))
 
 
+def test_declared_infos_get_typed_columns_and_bad_declarations_are_named() -> None:
+    layout = SliceLayout(spaces.Discrete(3), spaces.Discrete(2), 4,
+                         {"lives": "int", "gain": "float", "won": "bool"})
+    cols = layout.views(bytearray(layout.size))
+    assert layout.info_keys == ("lives", "gain", "won")
+    assert [cols[f"info.{k}"].dtype for k in layout.info_keys] == [np.int64, np.float64, np.bool_]
+    assert cols["info_ok"].shape == (4,)
+    assert "info_ok" not in SliceLayout(spaces.Discrete(3), spaces.Discrete(2), 4).columns
+    with pytest.raises(ValueError, match="'lives' has type 'str'"):
+        SliceLayout(spaces.Discrete(3), spaces.Discrete(2), 4, {"lives": "str"})
+    for key in ("_lives", "final_info"):  # would collide with Gymnasium's masks and finals
+        with pytest.raises(ValueError, match=f"info key '{key}' cannot have a column"):
+            SliceLayout(spaces.Discrete(3), spaces.Discrete(2), 4, {key: "int"})
+
+
 def test_shared_buffer_is_sealed_against_resizing() -> None:
     fd, mapping = create_shared(4096)
     try:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 
+from openenv_gym.envs.base import Environment
 from openenv_gym.envs.gym.env import GymEnv
-from openenv_gym.protocol.slices import RESET, SKIP, STEP, STEP_AUTORESET
+from openenv_gym.protocol.slices import RESET, SKIP, STEP, STEP_AUTORESET, SliceLayout
 from openenv_gym.protocol.sockets import FrameReader, connect, send_frame
 from openenv_gym.protocol.wire import decode, encode
 from openenv_gym.server.binary import BinaryServer
@@ -94,3 +97,66 @@ def test_slice_open_with_a_bad_descriptor_is_refused_and_the_server_serves_on(tm
     finally:
         sock.close()
         server.close()
+
+
+class _Counter(Environment):
+    """Declares three infos; ``action`` picks an info that fits them or one of the kinds that
+    must travel inline instead."""
+
+    info_types = {"count": "int", "ratio": "float", "flag": "bool"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = spaces.Box(0, 100, (1,), np.float32)
+        self.action_space = spaces.Discrete(6)
+        self.count = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.count = 0
+        return np.zeros(1, np.float32), {"count": 0, "ratio": 0.0, "flag": False}
+
+    def step(self, action):
+        self.count += 1
+        info: dict = {"count": self.count, "ratio": self.count / 4, "flag": self.count % 2 == 0}
+        if action == 1:
+            info["extra"] = "x"           # a key beyond the declared ones
+        elif action == 2:
+            info["count"] = True          # a bool where an int is declared
+        elif action == 3:
+            info["count"] = 1 << 70       # beyond int64
+        elif action == 4:
+            info["count"] = np.int64(3)   # not a Python int
+        elif action == 5:
+            info = {}                     # nothing to report
+        return np.full(1, self.count, np.float32), 0.0, False, False, info
+
+
+def test_declared_infos_go_to_columns_and_any_other_info_inline() -> None:
+    service = EnvService(_Counter, env_name="counter", idle_timeout=None)
+    try:
+        assert service.spec()["info_types"] == _Counter.info_types
+        env = _Counter()
+        layout = SliceLayout(env.observation_space, env.action_space, 6, _Counter.info_types)
+        piece = VectorSlice(service, 6, mmap.mmap(-1, layout.size))  # shared: only leftovers inline
+        piece.columns["cmd"][:] = RESET
+        assert piece.step({}) == {}  # the reset infos fit: nothing inline
+        assert piece.columns["info_ok"].all()
+        piece.columns["cmd"][:] = STEP
+        piece.columns["action"][:] = [0, 1, 2, 3, 4, 5]
+        reply = piece.step({})
+        assert piece.columns["info_ok"].tolist() == [True, False, False, False, False, False]
+        assert (piece.columns["info.count"][0], piece.columns["info.ratio"][0],
+                piece.columns["info.flag"][0]) == (1, 0.25, False)
+        assert set(reply["infos"]) == {1, 2, 3, 4}  # env 5's empty info is not sent at all
+        assert reply["infos"][1]["extra"] == "x" and reply["infos"][3]["count"] == 1 << 70
+    finally:
+        service.shutdown()
+
+
+def test_an_env_declaring_an_info_type_that_has_no_column_fails_at_start() -> None:
+    class Bad(_Counter):
+        info_types = {"count": "int64"}
+
+    with pytest.raises(ValueError, match="'count' has type 'int64'.*int, float, bool"):
+        EnvService(Bad, env_name="bad", idle_timeout=None)

@@ -112,6 +112,8 @@ class AtariEnv(Environment):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+    # What ale-py's AtariEnv reports every step (a seeded reset adds "seeds": that one is inline).
+    info_types = {"lives": "int", "episode_frame_number": "int", "frame_number": "int"}
 
     def __init__(self, game: str = "pong", obs_type: Literal["rgb", "grayscale", "ram"] = "rgb",
                  frameskip: int = 4, repeat_action_probability: float = 0.25,
