@@ -172,6 +172,8 @@ class RemoteVectorEnv(VectorEnv):
         self.last_final: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._flat_action = is_flat(self.single_action_space)
         self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
+        #: The command every slice's column holds, when they all hold one (None: unknown).
+        self._written_cmd: int | None = None
         self._bounds = [(g[0], g[-1] + 1) for g in self._pool.groups]
         # Infos the env declares (``info_types``) come in columns: their values for every env,
         # which envs' last collected info is there, and which envs' last step info is.
@@ -302,14 +304,20 @@ class RemoteVectorEnv(VectorEnv):
         acts = self._action_batch(actions)
         mode = self.autoreset_mode
         cmd = self._step_cmd
+        # The one command every env gets, when it is one (the usual step).
+        uniform: int | None
         if mode is AutoresetMode.SAME_STEP:
-            cmd.fill(STEP_AUTORESET)
+            cmd.fill(uniform := STEP_AUTORESET)
             if self.max_episode_steps is not None:
                 # The time limit ends these episodes: reset right after the step, same message.
-                cmd[self._elapsed + 1 >= self.max_episode_steps] = STEP_THEN_RESET
+                ending = self._elapsed + 1 >= self.max_episode_steps
+                if ending.any():
+                    cmd[ending] = STEP_THEN_RESET
+                    uniform = None
         else:
-            cmd.fill(STEP)
+            cmd.fill(uniform := STEP)
             if self._autoreset_envs.any():
+                uniform = None
                 if mode is AutoresetMode.DISABLED:
                     i = int(np.flatnonzero(self._autoreset_envs)[0])
                     raise InvalidRequestError(
@@ -318,7 +326,8 @@ class RemoteVectorEnv(VectorEnv):
                 cmd[self._autoreset_envs] = RESET
         if self._lost:
             cmd[list(self._lost)] = SKIP
-        self._run(cmd, acts, any_skipped=bool(self._lost))
+            uniform = None
+        self._run(cmd, acts, any_skipped=bool(self._lost), uniform=uniform)
 
     def _action_batch(self, actions: Any) -> Any:
         """The batched action as a column-ready array (flat spaces) or a list of per-env values."""
@@ -448,12 +457,17 @@ class RemoteVectorEnv(VectorEnv):
 
     # -- the slice exchange -----------------------------------------------------------
     def _run(self, cmd: np.ndarray, actions: Any = None, seeds: list[int | None] | None = None,
-             options: dict[str, Any] | None = None, any_skipped: bool = True) -> None:
+             options: dict[str, Any] | None = None, any_skipped: bool = True,
+             uniform: int | None = None) -> None:
         """Write each worker's part of ``cmd``/``actions`` into its slice and send them all.
 
         ``any_skipped=False`` promises ``cmd`` holds no ``SKIP`` (a plain step): every worker
-        is involved and nothing needs checking.
+        is involved and nothing needs checking. ``uniform`` is the command ``cmd`` holds for
+        every env, if one: the command columns already holding it are left as they are.
         """
+        # Slices keep their command column between steps: a run of plain steps writes it once.
+        write_cmd = uniform is None or uniform != self._written_cmd
+        self._written_cmd = None  # unknown until every write below is done
         pool = self.pool
         slices = pool.slices
         workers: list[int] = []
@@ -465,7 +479,8 @@ class RemoteVectorEnv(VectorEnv):
                 continue
             workers.append(w)
             columns = slices[w].columns
-            columns["cmd"][:] = part
+            if write_cmd:
+                columns["cmd"][:] = part
             extra: dict[str, Any] = {}
             if actions is not None:
                 if flat_action:
@@ -478,6 +493,7 @@ class RemoteVectorEnv(VectorEnv):
                 extra["options"] = options
             if extra:
                 extras[w] = extra
+        self._written_cmd = uniform
         try:
             pool.send_slices(workers, extras)
         except BaseException:
@@ -501,7 +517,7 @@ class RemoteVectorEnv(VectorEnv):
         except BaseException:
             self._out_of_sync()
             raise
-        done = np.zeros(self.num_envs, dtype=np.bool_)
+        done = cmd != SKIP  # less the envs of failed workers and the envs that erred, below
         infos: dict[int, Any] = {}
         finals: dict[int, tuple[Any, Any]] = {}
         errors: list[OpenEnvError] = []
@@ -510,16 +526,17 @@ class RemoteVectorEnv(VectorEnv):
         info_values, info_ok = self._info_values, self._info_ok
         for w in workers:
             reply = replies[w]
+            lo, hi = self._bounds[w]
             if isinstance(reply, WorkerFailure):
                 failures.append(reply)
+                done[lo:hi] = False
                 continue
-            lo, hi = self._bounds[w]
             cols = pool.slices[w].columns
             # The usual step: every env of the slice ran, so whole column blocks are copied;
             # otherwise only the rows that ran (no skip, no error).
             ran = cmd[lo:hi] != SKIP if any_skipped or "errors" in reply else None
             for j, error in reply.get("errors", {}).items():
-                ran[j] = False  # type: ignore[index]
+                ran[j] = done[lo + j] = False  # type: ignore[index]
                 errors.append(_env_error(lo + j, {"error": error}))
             if ran is None or ran.all():
                 ran = True
@@ -546,7 +563,6 @@ class RemoteVectorEnv(VectorEnv):
             if not obs.flat:
                 for j in range(hi - lo) if ran is True else np.flatnonzero(ran):
                     obs.write(lo + int(j), reply["obs"][j])
-            done[lo:hi] = ran
             if "infos" in reply:
                 for j, info in reply["infos"].items():
                     infos[lo + j] = info
@@ -584,6 +600,7 @@ class RemoteVectorEnv(VectorEnv):
             raise self._worker_error(failure)
         pool = self.pool
         text = pool.describe(failure.worker, failure.error)
+        self._written_cmd = None  # the new worker's slice has fresh columns
         try:
             pool.restart(failure.worker)
         except Exception as exc:
