@@ -12,6 +12,13 @@ off), in interleaved blocks so the load of other users hits all alike:
   ``RemoteVectorEnv`` can still give.
 - ALE's ``AtariVectorEnv``: the same emulator, preprocessing in C++ threads, no isolation.
 
+Two more rows split the distance between the first two: the product's pool and socket
+layer (``WorkerPool.send_slices``/``receive_slices``: deadlines, failure handling) with only
+the bare loop's copies; and that plus every piece of bookkeeping a correct usual step needs
+(action checks, each worker's rewards, flags, frames and info columns copied out, autoreset
+state, Gymnasium's batched info dict) as one straight loop, which falls back to nothing: it
+raises on anything unusual, so it bounds what streamlining RemoteVectorEnv could give.
+
 Besides env-steps/s it reports the trainer's CPU time per vector step (its thread time).
 On 2 cores that time is not free: the trainer runs on the core of a worker that is waiting
 for its next action (``perf sched timehist``), so the step takes about one worker's
@@ -33,7 +40,7 @@ import gymnasium as gym
 import numpy as np
 
 import openenv_gym  # noqa: F401  (registers OpenEnv/*)
-from openenv_gym.protocol.slices import STEP
+from openenv_gym.protocol.slices import STEP, info_column
 from openenv_gym.protocol.wire import decode
 
 from _results import write_section  # benchmarks/_results.py
@@ -67,6 +74,45 @@ def bare_loop(envs: Any) -> Callable[[np.ndarray], Any]:
     return step
 
 
+def pool_loop(envs: Any, bookkeeping: bool) -> Callable[[np.ndarray], Any]:
+    """The bare loop through the product's pool and sockets; with ``bookkeeping``, also what a
+    correct usual step must do (no fallback: anything unusual raises)."""
+    pool, n = envs.pool, envs.num_envs
+    workers = list(range(len(pool.slices)))
+    plan = [(lo, hi, piece.columns, [(piece.columns[info_column(k)], v) for k, v in envs._info_values.items()])
+            for (lo, hi), piece in zip(envs._bounds, pool.slices)]
+    obs, rewards = envs._obs.array, envs._rewards
+    terms, truncs, ok = envs._terminations, envs._truncations, envs._info_ok
+
+    def step(actions: np.ndarray) -> Any:
+        if bookkeeping:
+            actions = np.asarray(actions)
+            if actions.ndim != 1 or len(actions) != n or actions.dtype.kind not in "iub":
+                raise ValueError("bad actions")
+        for lo, hi, cols, _ in plan:
+            cols["action"][...] = actions[lo:hi]
+        pool.send_slices(workers)
+        replies = pool.receive_slices(workers)
+        for w, (lo, hi, cols, infos) in enumerate(plan):
+            if replies[w]:
+                raise RuntimeError(f"unusual reply: {replies[w]!r}")
+            rewards[lo:hi], terms[lo:hi], truncs[lo:hi] = cols["reward"], cols["terminated"], cols["truncated"]
+            obs[lo:hi] = cols["obs"]
+            if bookkeeping:
+                ok[lo:hi] = cols["info_ok"]
+                for column, values in infos:
+                    values[lo:hi] = column
+        batched: dict[str, Any] = {}
+        if bookkeeping:
+            envs._autoreset_envs = terms | truncs
+            if ok.all():
+                for key, values in envs._info_values.items():
+                    batched[key], batched["_" + key] = values.copy(), ok.copy()
+        return obs.copy(), rewards.copy(), terms.copy(), truncs.copy(), batched
+
+    return step
+
+
 def block(step: Callable[[np.ndarray], Any], actions: list[np.ndarray]) -> tuple[float, float]:
     """Seconds and trainer CPU seconds per vector step over one block."""
     for a in actions[:10]:
@@ -91,12 +137,18 @@ def main() -> None:
         ale.reset(seed=0)
         rng = np.random.default_rng(0)
         actions = [rng.integers(0, 6, 2) for _ in range(STEPS_PER_BLOCK)]
-        ways = {"RemoteVectorEnv": ours.step, "bare loop, same workers": bare_loop(ours),
+        ways = {"RemoteVectorEnv": ours.step,
+                "straight-line usual step (pool + bookkeeping)": pool_loop(ours, bookkeeping=True),
+                "pool and sockets, copies only": pool_loop(ours, bookkeeping=False),
+                "bare loop, same workers": bare_loop(ours),
                 "ALE AtariVectorEnv (C++ threads)": ale.step}
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
         for _ in range(args.blocks):
             for name, step in ways.items():
                 times[name].append(block(step, actions))
+                ours.reset()  # only RemoteVectorEnv autoresets: every way starts live episodes
+                for piece in ours.pool.slices:  # the pool loops leave the command column as is
+                    piece.columns["cmd"][:] = STEP
     finally:
         ours.close()
         ale.close()
