@@ -90,7 +90,21 @@ class EnvRollout:
     __name__ = "openenv_rollout"
 
     def __call__(self, prompts: Sequence[Any], trainer: Any) -> dict[str, Any]:
-        """Run one episode per prompt; returns TRL's rollout dict plus ``openenv_reward``."""
+        """Run one episode per prompt; returns TRL's rollout dict plus ``openenv_reward``.
+
+        Raises:
+            RuntimeError: The trainer has no ``_generate_single_turn`` (a TRL outside the
+                supported range), before any episode is opened.
+        """
+        generate = getattr(trainer, "_generate_single_turn", None)
+        if not callable(generate):
+            # TRL has no public per-turn generation call yet: name the way out up front
+            # instead of failing mid-rollout with an AttributeError.
+            raise RuntimeError(
+                f"EnvRollout generates each turn with GRPOTrainer._generate_single_turn, which "
+                f"this trainer ({type(trainer).__name__}, trl {_trl_version()}) does not have; "
+                "install a supported TRL (pip install 'trl>=1.16,<2') or use tool_env_factory(pool) "
+                "with GRPOTrainer(environment_factory=...), TRL's own agent loop")
         tokenizer = getattr(trainer, "_tokenizer", None) or trainer.processing_class
         budget = int(trainer.max_completion_length)
         prompt_ids = [_encode_prompt(tokenizer, p) for p in prompts]
@@ -110,7 +124,7 @@ class EnvRollout:
                 if not live:
                     break
                 inputs = [prompt_ids[i] + completion_ids[i] for i in live]
-                generated, _ = trainer._generate_single_turn(inputs, None, {}, 1)
+                generated, _ = generate(inputs, None, {}, 1)
                 actions = []
                 for i, ids in zip(live, generated):
                     ids = list(ids)[: budget - len(completion_ids[i])]
@@ -153,3 +167,12 @@ def _encode_prompt(tokenizer: Any, prompt: Any) -> list[int]:
     if isinstance(ids, dict) or hasattr(ids, "keys"):
         ids = ids["input_ids"]
     return list(ids)
+
+
+def _trl_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("trl")
+    except Exception:  # not installed as a distribution: the message still names the need
+        return "unknown version"

@@ -6,6 +6,7 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.client.transport import BinaryClient
 from openenv_gym.trl import EnvPool, EnvReward, EnvRollout, episode_reward, extract_code
 from openenv_gym.trl.datasets import humaneval_dataset
 
@@ -163,3 +164,25 @@ def test_grpo_multi_turn_on_git(solver, tmp_path) -> None:
             assert obs["checks_passed"] == o.observations[-1]["checks_passed"]
     finally:
         env.close()
+
+
+def test_a_trainer_without_the_generation_call_is_refused_before_any_episode(solver, tmp_path) -> None:
+    """A TRL whose GRPOTrainer lost ``_generate_single_turn`` (a private method) gets a clear
+    error naming the supported range and the public alternative, and no session is opened."""
+    from trl import GRPOTrainer
+
+    class LaterTrainer(GRPOTrainer):
+        _generate_single_turn = None  # as if a later TRL renamed it
+
+    model, tok = solver
+    with EnvPool("echo", num_workers=1, provider="process") as pool:
+        rollout = EnvRollout(pool, action_fn=lambda text: {"message": text[:8]})
+        trainer = LaterTrainer(model=model, args=grpo_config(tmp_path), processing_class=tok,
+                               reward_funcs=[episode_reward], rollout_func=rollout,
+                               train_dataset=humaneval_dataset([PROBLEM]))
+        health = BinaryClient(pool.workers[0].address)
+        before = health.request({"op": "health"})["sessions"]
+        with pytest.raises(RuntimeError, match=r"_generate_single_turn.*trl>=1\.16,<2.*tool_env_factory"):
+            rollout(["x"], trainer)
+        assert health.request({"op": "health"})["sessions"] == before, "no episode was opened"
+        health.drop()
