@@ -92,7 +92,8 @@ class SliceLayout:
         info_keys: The infos with a column, in declared order.
 
     Raises:
-        ValueError: An info type is not one of :data:`INFO_TYPES`.
+        ValueError: An info type is not one of :data:`INFO_TYPES`, or a key would meet
+            Gymnasium's own (``_k`` masks, ``final_obs``/``final_info``).
     """
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, n: int,
