@@ -40,7 +40,7 @@ from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
 __all__ = ["STEP", "STEP_AUTORESET", "STEP_THEN_RESET", "RESET", "SKIP", "INFO_TYPES", "SliceLayout",
-           "is_flat", "info_column", "create_shared", "map_shared"]
+           "is_flat", "check_info_types", "info_column", "create_shared", "map_shared"]
 
 #: Step the env.
 STEP = 0
@@ -70,6 +70,30 @@ def is_flat(space: spaces.Space) -> bool:
     return isinstance(space, _FLAT)
 
 
+def check_info_types(info_types: Any) -> dict[str, str]:
+    """Refuse an ``info_types`` declaration that cannot have columns; returns it as a dict.
+
+    Raises:
+        ValueError: Not a mapping, a type not in :data:`INFO_TYPES`, or a key that would meet
+            Gymnasium's own (``_k`` masks, ``final_obs``/``final_info``).
+
+    Example:
+        >>> check_info_types({"lives": "int"})
+        {'lives': 'int'}
+    """
+    if not isinstance(info_types, dict):
+        raise ValueError(f"info_types must map info keys to {', '.join(INFO_TYPES)}, got {info_types!r}")
+    for key, name in info_types.items():
+        if type(key) is not str or key.startswith("_") or key in ("final_obs", "final_info"):
+            # Gymnasium batches key "k" beside its mask "_k", and keeps the final_* apart.
+            raise ValueError(f"info key {key!r} cannot have a column: use a str that does not "
+                             "start with '_' and is not final_obs/final_info")
+        if name not in INFO_TYPES:
+            raise ValueError(f"info {key!r} has type {name!r}; an info column is one of "
+                             f"{', '.join(INFO_TYPES)}")
+    return dict(info_types)
+
+
 def info_column(key: str) -> str:
     """The column holding info ``key`` (named apart from the fixed columns)."""
     return "info." + key
@@ -92,8 +116,7 @@ class SliceLayout:
         info_keys: The infos with a column, in declared order.
 
     Raises:
-        ValueError: An info type is not one of :data:`INFO_TYPES`, or a key would meet
-            Gymnasium's own (``_k`` masks, ``final_obs``/``final_info``).
+        ValueError: ``info_types`` is refused by :func:`check_info_types`.
     """
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, n: int,
@@ -113,17 +136,10 @@ class SliceLayout:
         if self.flat_obs:
             batched = batch_space(observation_space, n)
             columns.append(("obs", np.dtype(batched.dtype), tuple(batched.shape)))
-        self.info_keys: tuple[str, ...] = tuple(info_types or ())
+        self.info_keys: tuple[str, ...] = tuple(check_info_types(info_types or {}))
         if self.info_keys:
             columns.append(("info_ok", np.dtype(np.bool_), (n,)))
         for key, name in (info_types or {}).items():
-            if type(key) is not str or key.startswith("_") or key in ("final_obs", "final_info"):
-                # Gymnasium batches key "k" beside its mask "_k", and keeps the final_* apart.
-                raise ValueError(f"info key {key!r} cannot have a column: use a str that does not "
-                                 "start with '_' and is not final_obs/final_info")
-            if name not in INFO_TYPES:
-                raise ValueError(f"info {key!r} has type {name!r}; an info column is one of "
-                                 f"{', '.join(INFO_TYPES)}")
             columns.append((info_column(key), INFO_TYPES[name][1], (n,)))
         self.columns: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
         offset = 0

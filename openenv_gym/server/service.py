@@ -25,7 +25,7 @@ import numpy as np
 
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError, error_to_wire
-from openenv_gym.protocol.slices import SliceLayout, map_shared
+from openenv_gym.protocol.slices import check_info_types, map_shared
 from openenv_gym.server.sessions import Session, SessionManager
 from openenv_gym.server.slices import VectorSlice
 from openenv_gym.spaces import space_to_dict
@@ -91,8 +91,7 @@ class EnvService:
             "render_mode": env.render_mode,
         }
         if getattr(env, "info_types", None):
-            SliceLayout(env.observation_space, env.action_space, 1, env.info_types)  # names a bad one
-            spec["info_types"] = dict(env.info_types)
+            spec["info_types"] = check_info_types(env.info_types)  # a bad one fails the start, named
         if getattr(env, "action_model", None) is not None:
             spec["action_schema"] = env.action_model.model_json_schema()
         if getattr(env, "observation_model", None) is not None:

@@ -42,6 +42,8 @@ def test_declared_infos_get_typed_columns_and_bad_declarations_are_named() -> No
     assert "info_ok" not in SliceLayout(spaces.Discrete(3), spaces.Discrete(2), 4).columns
     with pytest.raises(ValueError, match="'lives' has type 'str'"):
         SliceLayout(spaces.Discrete(3), spaces.Discrete(2), 4, {"lives": "str"})
+    with pytest.raises(ValueError, match="info_types must map info keys"):
+        SliceLayout(spaces.Discrete(3), spaces.Discrete(2), 4, ["lives"])
     for key in ("_lives", "final_info"):  # would collide with Gymnasium's masks and finals
         with pytest.raises(ValueError, match=f"info key '{key}' cannot have a column"):
             SliceLayout(spaces.Discrete(3), spaces.Discrete(2), 4, {key: "int"})

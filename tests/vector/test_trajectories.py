@@ -12,6 +12,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.errors import WorkerError
 from openenv_gym.vector import RemoteVectorEnv
 from tests.vector.vector_helpers import MAX_STEPS, assert_same, local_sync
 
@@ -93,3 +94,38 @@ def test_step_async_wait_and_record_episode_statistics(provider: str) -> None:
     finally:
         remote.close()
         local.close()
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.name)
+def test_gym_env_with_declared_infos_equals_sync_vector_env(provider: str, mode: AutoresetMode) -> None:
+    """Gym-v0 takes ``info_types`` for the env it serves: FrozenLake's step infos (a float
+    ``prob``) then come through the columns, its reset infos (an int ``prob``) inline, and
+    what the vector env returns is still exactly SyncVectorEnv's."""
+    remote = gym.make_vec("OpenEnv/Gym-v0", num_envs=3, env_id="FrozenLake-v1", provider=provider,
+                          envs_per_worker=2, autoreset_mode=mode, info_types={"prob": "float"})
+    local = gym.vector.SyncVectorEnv([lambda: gym.make("FrozenLake-v1")] * 3, autoreset_mode=mode)
+    try:
+        assert remote.remote_spec["info_types"] == {"prob": "float"}
+        assert_same(remote.reset(seed=3), local.reset(seed=3), "reset")
+        rng, ended, in_columns = np.random.default_rng(1), 0, 0
+        for t in range(40):
+            if mode is AutoresetMode.DISABLED:
+                done = local._terminations | local._truncations
+                if done.any():
+                    assert_same(remote.reset(options={"reset_mask": done.copy()}),
+                                local.reset(options={"reset_mask": done.copy()}), f"t={t} reset")
+            actions = rng.integers(0, 4, 3)
+            got, want = remote.step(actions), local.step(actions)
+            assert_same(got, want, f"t={t}")
+            ended += int(np.sum(want[2] | want[3]))
+            in_columns += int(remote.unwrapped._step_in_columns.sum())
+        assert ended >= 3 and in_columns > 0, (ended, in_columns)
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_a_declared_info_type_without_a_column_stops_the_start_with_its_name() -> None:
+    with pytest.raises(WorkerError, match="info 'prob' has type 'double'"):
+        gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id="FrozenLake-v1", provider="process",
+                     info_types={"prob": "double"})

@@ -25,10 +25,16 @@ class GymEnv(Environment):
     Args:
         env_id: Any id registered in the worker's Gymnasium (``"CartPole-v1"``).
         render_mode: Passed to ``gym.make``.
+        info_types: The plain infos the env reports every step, key -> ``"int"``,
+            ``"float"`` or ``"bool"`` (MuJoCo's ``{"x_position": "float", ...}``): a vector env
+            then carries them in shared memory (see :attr:`Environment.info_types`).
         **kwargs: Passed to ``gym.make`` (``max_episode_steps``, env arguments).
     """
 
-    def __init__(self, env_id: str = "CartPole-v1", render_mode: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, env_id: str = "CartPole-v1", render_mode: str | None = None,
+                 info_types: dict[str, str] | None = None, **kwargs: Any) -> None:
+        if info_types:
+            self.info_types = info_types  # the served env's own declaration, checked at start
         self.inner = gym.make(env_id, render_mode=render_mode, disable_env_checker=True, **kwargs)
         self.metadata = dict(self.inner.metadata)
         self.action_space = self.inner.action_space
