@@ -14,7 +14,7 @@ from gymnasium.vector import AutoresetMode
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.errors import WorkerError
 from openenv_gym.vector import RemoteVectorEnv
-from tests.vector.vector_helpers import MAX_STEPS, assert_same, local_sync
+from tests.vector.vector_helpers import MAX_STEPS, assert_same, local_sync, step_both
 
 N = 4
 STEPS = 45
@@ -47,14 +47,7 @@ def test_trajectories_equal_sync_vector_env(provider: str, mode: AutoresetMode, 
             assert_same(got, want, f"reset seed={seed}")
             rng = np.random.default_rng(0 if isinstance(seed, list) else seed)
             for t in range(STEPS):
-                if mode is AutoresetMode.DISABLED:
-                    done = local._terminations | local._truncations
-                    if done.any():
-                        assert_same(remote.reset(options={"reset_mask": done.copy()}),
-                                    local.reset(options={"reset_mask": done.copy()}), f"t={t} reset")
-                actions = rng.integers(0, 2, N)
-                got, want = remote.step(actions), local.step(actions)
-                assert_same(got, want, f"seed={seed} t={t}")
+                _, want = step_both(remote, local, rng.integers(0, 2, N), f"seed={seed} t={t}")
                 ended += int(np.sum(want[2] | want[3]))
         assert ended >= 2 * N, "episodes were meant to end often"
     finally:
@@ -109,14 +102,7 @@ def test_gym_env_with_declared_infos_equals_sync_vector_env(provider: str, mode:
         assert_same(remote.reset(seed=3), local.reset(seed=3), "reset")
         rng, ended, in_columns = np.random.default_rng(1), 0, 0
         for t in range(40):
-            if mode is AutoresetMode.DISABLED:
-                done = local._terminations | local._truncations
-                if done.any():
-                    assert_same(remote.reset(options={"reset_mask": done.copy()}),
-                                local.reset(options={"reset_mask": done.copy()}), f"t={t} reset")
-            actions = rng.integers(0, 4, 3)
-            got, want = remote.step(actions), local.step(actions)
-            assert_same(got, want, f"t={t}")
+            _, want = step_both(remote, local, rng.integers(0, 4, 3), f"t={t}")
             ended += int(np.sum(want[2] | want[3]))
             in_columns += int(remote.unwrapped._step_in_columns.sum())
         assert ended >= 3 and in_columns > 0, (ended, in_columns)

@@ -58,3 +58,20 @@ def freeze_worker(worker: Any) -> None:
         subprocess.run(["docker", "pause", container_id], check=True, capture_output=True, timeout=30)
     else:
         stop_process(worker.pid)
+
+
+def step_both(remote: Any, local: gym.vector.VectorEnv, actions: np.ndarray, where: str) -> tuple[Any, Any]:
+    """Step the remote and the reference vector env alike and assert the same results; with
+    ``DISABLED`` autoreset, first reset (and compare) the envs whose episodes ended.
+
+    Returns:
+        The remote's and the reference's step results.
+    """
+    if local.metadata["autoreset_mode"] is gym.vector.AutoresetMode.DISABLED:
+        done = local._terminations | local._truncations
+        if done.any():
+            assert_same(remote.reset(options={"reset_mask": done.copy()}),
+                        local.reset(options={"reset_mask": done.copy()}), f"{where} reset")
+    got, want = remote.step(actions), local.step(actions)
+    assert_same(got, want, where)
+    return got, want
