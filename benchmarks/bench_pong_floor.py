@@ -40,7 +40,7 @@ import gymnasium as gym
 import numpy as np
 
 import openenv_gym  # noqa: F401  (registers OpenEnv/*)
-from openenv_gym.protocol.slices import STEP, info_column
+from openenv_gym.protocol.slices import STEP
 from openenv_gym.protocol.wire import decode
 
 from _results import write_section  # benchmarks/_results.py
@@ -79,7 +79,7 @@ def pool_loop(envs: Any, bookkeeping: bool) -> Callable[[np.ndarray], Any]:
     correct usual step must do (no fallback: anything unusual raises)."""
     pool, n = envs.pool, envs.num_envs
     workers = list(range(len(pool.slices)))
-    plan = [(lo, hi, piece.columns, [(piece.columns[info_column(k)], v) for k, v in envs._info_values.items()])
+    plan = [(lo, hi, piece.columns, [(column, envs._info_values[k]) for k, column in piece.info_columns.items()])
             for (lo, hi), piece in zip(envs._bounds, pool.slices)]
     obs, rewards = envs._obs.array, envs._rewards
     terms, truncs, ok = envs._terminations, envs._truncations, envs._info_ok

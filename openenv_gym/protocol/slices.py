@@ -24,7 +24,7 @@ Example:
     >>> cols["obs"].shape, cols["action"].dtype.name, cols["cmd"].shape
     ((3, 4), 'int64', (3,))
     >>> layout = SliceLayout(spaces.Box(-1, 1, (4,)), spaces.Discrete(2), 3, {"lives": "int"})
-    >>> layout.info_keys, layout.views(bytearray(layout.size))["info.lives"].dtype.name
+    >>> layout.info_keys, layout.info_views(layout.views(bytearray(layout.size)))["lives"].dtype.name
     (('lives',), 'int64')
 """
 
@@ -40,7 +40,7 @@ from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
 __all__ = ["STEP", "STEP_AUTORESET", "STEP_THEN_RESET", "RESET", "SKIP", "INFO_TYPES", "SliceLayout",
-           "is_flat", "check_info_types", "info_column", "create_shared", "map_shared"]
+           "is_flat", "check_info_types", "create_shared", "map_shared"]
 
 #: Step the env.
 STEP = 0
@@ -94,7 +94,7 @@ def check_info_types(info_types: Any) -> dict[str, str]:
     return dict(info_types)
 
 
-def info_column(key: str) -> str:
+def _info_column(key: str) -> str:
     """The column holding info ``key`` (named apart from the fixed columns)."""
     return "info." + key
 
@@ -136,11 +136,12 @@ class SliceLayout:
         if self.flat_obs:
             batched = batch_space(observation_space, n)
             columns.append(("obs", np.dtype(batched.dtype), tuple(batched.shape)))
-        self.info_keys: tuple[str, ...] = tuple(check_info_types(info_types or {}))
-        if self.info_keys:
+        info_types = check_info_types(info_types or {})
+        self.info_keys: tuple[str, ...] = tuple(info_types)
+        if info_types:
             columns.append(("info_ok", np.dtype(np.bool_), (n,)))
-        for key, name in (info_types or {}).items():
-            columns.append((info_column(key), INFO_TYPES[name][1], (n,)))
+        for key, name in info_types.items():
+            columns.append((_info_column(key), INFO_TYPES[name][1], (n,)))
         self.columns: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
         offset = 0
         for name, dtype, shape in columns:
@@ -153,6 +154,11 @@ class SliceLayout:
         """Numpy views of every column over ``buffer`` (an mmap, bytearray, ...)."""
         return {name: np.ndarray(shape, dtype, buffer=buffer, offset=offset)
                 for name, (offset, dtype, shape) in self.columns.items()}
+
+    def info_views(self, views: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The declared infos' columns among :meth:`views`' result, by info key (looked up
+        once per slice, not per step)."""
+        return {key: views[_info_column(key)] for key in self.info_keys}
 
 
 def create_shared(size: int) -> tuple[int, mmap.mmap]:

@@ -43,7 +43,6 @@ from openenv_gym.protocol.slices import (
     STEP_AUTORESET,
     STEP_THEN_RESET,
     SliceLayout,
-    info_column,
 )
 from openenv_gym.server.sessions import Session
 
@@ -83,8 +82,8 @@ class VectorSlice:
         #: The columns (numpy views over the buffer).
         self.columns = self.layout.views(self._buffer)
         #: (key, the Python type its value must have, its column) of each declared info.
-        self._info = [(key, INFO_TYPES[name][0], self.columns[info_column(key)])
-                      for key, name in info_types.items()]
+        self._info = [(key, INFO_TYPES[info_types[key]][0], column)
+                      for key, column in self.layout.info_views(self.columns).items()]
         self._action_space = env.action_space
         self._lock = threading.Lock()
         space = env.action_space

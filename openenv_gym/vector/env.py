@@ -52,7 +52,6 @@ from openenv_gym.protocol.slices import (
     STEP,
     STEP_AUTORESET,
     STEP_THEN_RESET,
-    info_column,
     is_flat,
 )
 from openenv_gym.spaces import from_wire
@@ -531,7 +530,8 @@ class RemoteVectorEnv(VectorEnv):
                 failures.append(reply)
                 done[lo:hi] = False
                 continue
-            cols = pool.slices[w].columns
+            piece = pool.slices[w]
+            cols = piece.columns
             # The usual step: every env of the slice ran, so whole column blocks are copied;
             # otherwise only the rows that ran (no skip, no error).
             ran = cmd[lo:hi] != SKIP if any_skipped or "errors" in reply else None
@@ -547,8 +547,8 @@ class RemoteVectorEnv(VectorEnv):
                     obs.array[lo:hi] = cols["obs"]
                 if info_values:
                     info_ok[lo:hi] = cols["info_ok"]
-                    for key, values in info_values.items():
-                        values[lo:hi] = cols[info_column(key)]
+                    for key, column in piece.info_columns.items():
+                        info_values[key][lo:hi] = column
             else:
                 idx = np.flatnonzero(ran)
                 self._rewards[lo + idx] = cols["reward"][idx]
@@ -558,8 +558,8 @@ class RemoteVectorEnv(VectorEnv):
                     obs.array[lo + idx] = cols["obs"][idx]
                 if info_values:
                     info_ok[lo + idx] = cols["info_ok"][idx]
-                    for key, values in info_values.items():
-                        values[lo + idx] = cols[info_column(key)][idx]
+                    for key, column in piece.info_columns.items():
+                        info_values[key][lo + idx] = column[idx]
             if not obs.flat:
                 for j in range(hi - lo) if ran is True else np.flatnonzero(ran):
                     obs.write(lo + int(j), reply["obs"][j])

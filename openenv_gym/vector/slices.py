@@ -74,6 +74,8 @@ class RemoteSlice:
         self.sids: list[str] = list(reply["sids"])
         #: The columns (numpy views of the buffer): write ``cmd``/``action``, read the rest.
         self.columns: dict[str, np.ndarray] = self.layout.views(self._buffer)
+        #: The declared infos' columns (a subset of :attr:`columns`), by info key.
+        self.info_columns: dict[str, np.ndarray] = self.layout.info_views(self.columns)
         self._step_frame = encode({"op": "slice_step", "slice": self.id})
 
     def send(self, extra: dict[str, Any] | None = None, timeout: float | None = None) -> None:
@@ -138,7 +140,7 @@ class RemoteSlice:
 
     def release(self) -> None:
         """Drop the trainer's mapping (the worker keeps its own until it closes the slice)."""
-        self.columns = {}
+        self.columns, self.info_columns = {}, {}
         buffer, self._buffer = self._buffer, None
         if buffer is not None and hasattr(buffer, "close"):
             try:
