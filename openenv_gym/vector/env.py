@@ -401,7 +401,7 @@ class RemoteVectorEnv(VectorEnv):
 
     def _infos_by_env(self) -> dict[int, dict[str, Any]]:
         """The last step's infos by env, from the columns and the replies."""
-        if not self._step_in_columns.any():
+        if not self._info_values or not self._step_in_columns.any():
             return self._step_infos
         return {**{int(i): self._column_info(int(i)) for i in np.flatnonzero(self._step_in_columns)},
                 **self._step_infos}
@@ -416,7 +416,8 @@ class RemoteVectorEnv(VectorEnv):
             raise gym.error.NoAsyncCallError("step_wait called without step_async", "step")
         cmd = self._pending[0]
         done, env_infos, final, errors, failures = self._collect()
-        in_columns = done & self._info_ok
+        # Envs without declared infos skip this per-step mask: nothing is ever in columns.
+        in_columns = done & self._info_ok if self._info_values else self._step_in_columns
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         limit = self.max_episode_steps
         if limit is not None:  # step counts only matter for a time limit kept here
