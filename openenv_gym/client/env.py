@@ -149,9 +149,9 @@ class RemoteEnv(gym.Env):
             deadline = time.monotonic() + grace  # its exit lags the dropped connection a little
             while (alive := worker.alive()) and time.monotonic() < deadline:
                 time.sleep(0.01)
-            reason, tail = worker.exit_reason(), worker.logs(tail=5).strip()
         except Exception:  # a courtesy: a Docker engine that is down must not mask the error
             return exc
+        reason, tail = worker.post_mortem()
         state = "is still running" if alive else f"stopped{': ' + reason if reason else ''}"
         text = f"{exc}. The worker {state}; the next reset() starts a fresh one."
         if tail:

@@ -63,6 +63,15 @@ class Worker(abc.ABC):
         or where the provider cannot tell."""
         return ""
 
+    def post_mortem(self, tail: int = 5) -> tuple[str, str]:
+        """:meth:`exit_reason` and the last ``tail`` log lines, for an error message about it;
+        ``("", "")`` when they cannot be had (a vanished container, an engine that is down),
+        which must never mask the error being explained."""
+        try:
+            return self.exit_reason(), self.logs(tail=tail).strip()
+        except Exception:
+            return "", ""
+
 
 class Provider(abc.ABC):
     """Starts workers of one kind.

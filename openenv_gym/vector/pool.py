@@ -204,11 +204,7 @@ class WorkerPool:
         """One line naming the worker, its envs and what happened, plus its log tail."""
         envs = self.groups[worker]
         text = f"worker {worker} (envs {envs[0]}..{envs[-1]}) failed: {error}"
-        try:
-            reason = self.workers[worker].exit_reason()
-            tail = self.workers[worker].logs(tail=5).strip()
-        except Exception:  # logs are a courtesy; a vanished container must not mask the error
-            reason, tail = "", ""
+        reason, tail = self.workers[worker].post_mortem()
         if reason:
             text += f" (the worker {reason})"
         return f"{text}\nlast worker log lines:\n{tail}" if tail else text
