@@ -171,8 +171,6 @@ class RemoteVectorEnv(VectorEnv):
         self.last_final: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._flat_action = is_flat(self.single_action_space)
         self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
-        #: The command every slice's column holds, when they all hold one (None: unknown).
-        self._written_cmd: int | None = None
         self._bounds = [(g[0], g[-1] + 1) for g in self._pool.groups]
         # Infos the env declares (``info_types``) come in columns: their values for every env,
         # which envs' last collected info is there, and which envs' last step info is.
@@ -465,9 +463,6 @@ class RemoteVectorEnv(VectorEnv):
         is involved and nothing needs checking. ``uniform`` is the command ``cmd`` holds for
         every env, if one: the command columns already holding it are left as they are.
         """
-        # Slices keep their command column between steps: a run of plain steps writes it once.
-        write_cmd = uniform is None or uniform != self._written_cmd
-        self._written_cmd = None  # unknown until every write below is done
         pool = self.pool
         slices = pool.slices
         workers: list[int] = []
@@ -478,9 +473,13 @@ class RemoteVectorEnv(VectorEnv):
             if any_skipped and (part == SKIP).all():
                 continue
             workers.append(w)
-            columns = slices[w].columns
-            if write_cmd:
+            piece = slices[w]
+            columns = piece.columns
+            # Slices keep their command column between steps: a run of plain steps writes it once.
+            if uniform is None or piece.uniform_cmd != uniform:
+                piece.uniform_cmd = None  # unknown until the write is done
                 columns["cmd"][:] = part
+                piece.uniform_cmd = uniform
             extra: dict[str, Any] = {}
             if actions is not None:
                 if flat_action:
@@ -493,7 +492,6 @@ class RemoteVectorEnv(VectorEnv):
                 extra["options"] = options
             if extra:
                 extras[w] = extra
-        self._written_cmd = uniform
         try:
             pool.send_slices(workers, extras)
         except BaseException:
@@ -601,7 +599,6 @@ class RemoteVectorEnv(VectorEnv):
             raise self._worker_error(failure)
         pool = self.pool
         text = pool.describe(failure.worker, failure.error)
-        self._written_cmd = None  # the new worker's slice has fresh columns
         try:
             pool.restart(failure.worker)
         except Exception as exc:

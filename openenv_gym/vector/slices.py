@@ -76,6 +76,9 @@ class RemoteSlice:
         self.columns: dict[str, np.ndarray] = self.layout.views(self._buffer)
         #: The declared infos' columns (a subset of :attr:`columns`), by info key.
         self.info_columns: dict[str, np.ndarray] = self.layout.info_views(self.columns)
+        #: The one command the ``cmd`` column holds for every env, when the trainer wrote one
+        #: (None: not known, e.g. a fresh slice), so a run of plain steps writes it once.
+        self.uniform_cmd: int | None = None
         self._step_frame = encode({"op": "slice_step", "slice": self.id})
 
     def send(self, extra: dict[str, Any] | None = None, timeout: float | None = None) -> None:
