@@ -46,7 +46,6 @@ from openenv_gym.errors import (
 from openenv_gym.providers import get_provider
 from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.protocol.slices import (
-    INFO_TYPES,
     RESET,
     SKIP,
     STEP,
@@ -180,8 +179,9 @@ class RemoteVectorEnv(VectorEnv):
         try:
             self._pool.open_slices(self.single_observation_space, self.single_action_space,
                                    shared_memory, info_types)  # checks the declared types
-            self._info_values = {key: np.zeros(num_envs, INFO_TYPES[name][1])
-                                 for key, name in info_types.items()}
+            # The batch of each declared info, in its column's dtype (the layout's choice).
+            self._info_values = {key: np.zeros(num_envs, column.dtype)
+                                 for key, column in self._pool.slices[0].info_columns.items()}
         except BaseException:
             self.close()
             raise
