@@ -11,7 +11,8 @@ longer have a parent to reap them.
 
 cgroup v1 (a hierarchy per controller; ours nest under this process's own cgroup of each)
 and v2 (the unified hierarchy, at its root only: a cgroup that holds processes, like the
-trainer's own, cannot hand controllers to children) are both handled. Anywhere else
+trainer's own, cannot hand controllers to children; and only where v2 has the pids and
+memory controllers, which a hybrid machine's v2 lacks) are both handled. Anywhere else
 :func:`support` says why not, and workers run without one (``openenv-gym doctor``).
 
 Example:
@@ -37,6 +38,9 @@ _ROOT = "/sys/fs/cgroup"
 
 #: Every cgroup the project makes is named ``openenv-gym-<owner pid>-<name>``.
 PREFIX = "openenv-gym-"
+
+#: The controllers a worker's cgroup limits with.
+_CONTROLLERS = ("pids", "memory")
 
 _UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -107,16 +111,22 @@ def _bases(enable: bool = False) -> tuple[str, dict[str, str]]:
         if own != "/":
             raise OSError(f"cgroup v2: this process's cgroup {own} holds processes, so it cannot "
                           "hand the pids and memory controllers to workers' cgroups")
+        with open(os.path.join(_ROOT, "cgroup.controllers")) as f:
+            unavailable = [c for c in _CONTROLLERS if c not in f.read().split()]
+        if unavailable:
+            # A hybrid machine mounts v2 beside v1, which holds these controllers.
+            raise OSError(f"cgroup v2: no {' or '.join(unavailable)} controller at {_ROOT} "
+                          "(bound to a cgroup v1 hierarchy, or off in the kernel)")
         control = os.path.join(_ROOT, "cgroup.subtree_control")
         with open(control) as f:
-            missing = [c for c in ("pids", "memory") if c not in f.read().split()]
+            missing = [c for c in _CONTROLLERS if c not in f.read().split()]
         if missing and enable:
             with open(control, "w") as f:
                 f.write(" ".join("+" + c for c in missing))
         return "v2", {"pids": _ROOT, "memory": _ROOT}
     own = _own_paths()
     bases = {}
-    for controller in ("pids", "memory"):
+    for controller in _CONTROLLERS:
         mount = os.path.join(_ROOT, controller)
         if controller not in own or not os.path.isdir(mount):
             raise OSError(f"cgroup v1: no {controller} controller mounted at {mount}")
@@ -313,7 +323,7 @@ def leave() -> bool:
         Whether a cgroup of ours was removed.
     """
     mounts = {"": _ROOT} if _unified() else {
-        c: os.path.join(_ROOT, c) for c in ("pids", "memory")}
+        c: os.path.join(_ROOT, c) for c in _CONTROLLERS}
     removed = False
     for controller, path in _own_paths().items():
         if controller not in mounts or not os.path.basename(path).startswith(PREFIX):
