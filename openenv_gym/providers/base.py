@@ -24,10 +24,11 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, ClassVar, Sequence
 
-from openenv_gym.errors import WorkerConnectionError, WorkerError
+from openenv_gym.errors import EnvServerError, OpenEnvError, WorkerConnectionError, WorkerError
 from openenv_gym.protocol.sockets import connect
+from openenv_gym.protocol.startup import failure_in
 
-__all__ = ["Worker", "Provider", "wait_ready", "terminate", "env_kwargs_json"]
+__all__ = ["Worker", "Provider", "wait_ready", "startup_error", "terminate", "env_kwargs_json"]
 
 
 class Worker(abc.ABC):
@@ -104,6 +105,8 @@ class Provider(abc.ABC):
             The workers, in order.
 
         Raises:
+            OpenEnvError: The env could not be made, typed as the worker raised it
+                (:func:`startup_error`); the other workers are stopped.
             WorkerError: A worker failed to start; the others are stopped.
         """
         pool = pool or f"p{time.time_ns() % 10**10:x}"
@@ -189,7 +192,8 @@ def wait_ready(address: str, timeout: float, still_starting: Callable[[], bool],
         describe: What to add to the error (log tail).
 
     Raises:
-        WorkerError: The worker died or did not become ready in time.
+        OpenEnvError: The worker exited during startup (see :func:`startup_error`).
+        WorkerError: The worker did not become ready in time.
     """
     deadline = time.monotonic() + timeout
     delay = 0.002
@@ -200,11 +204,32 @@ def wait_ready(address: str, timeout: float, still_starting: Callable[[], bool],
         except WorkerConnectionError:
             pass
         if not still_starting():
-            raise WorkerError(f"worker exited during startup.\n{describe()}")
+            raise startup_error("worker exited during startup", describe())
         if time.monotonic() > deadline:
             raise WorkerError(f"worker not ready after {timeout:.0f} s at {address}.\n{describe()}")
         time.sleep(delay)
         delay = min(delay * 1.5, 0.05)
+
+
+def startup_error(what: str, log: str) -> OpenEnvError:
+    """The error to raise for a worker that exited during startup.
+
+    Args:
+        what: What happened, for a worker whose log names no error.
+        log: The worker's last log lines.
+
+    Returns:
+        The error that stopped the env from being made, as the worker's log names it
+        (:mod:`openenv_gym.protocol.startup`) and with the type the worker gave it; an
+        :class:`~openenv_gym.errors.EnvServerError` also carries the log (its traceback).
+        A :class:`~openenv_gym.errors.WorkerError` with ``what`` and the log otherwise.
+    """
+    error = failure_in(log)
+    if error is None:
+        return WorkerError(f"{what}.\n{log}")
+    if isinstance(error, EnvServerError):  # an exception of the env's own: where it came from
+        return EnvServerError(f"{error}\n{log}")
+    return error
 
 
 def terminate(proc: subprocess.Popen, grace: float = 2.0) -> None:

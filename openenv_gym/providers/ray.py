@@ -36,7 +36,6 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 import collections  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
-import re  # noqa: E402
 import shutil  # noqa: E402
 import stat  # noqa: E402
 import subprocess  # noqa: E402
@@ -57,8 +56,15 @@ try:
 except ImportError as _exc:  # the registry turns this into "pip install 'openenv-gym[ray]'"
     raise ImportError(f"the ray provider needs Ray: {_exc}") from None
 
-from openenv_gym.errors import ProviderUnavailableError, WorkerError  # noqa: E402
-from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, terminate  # noqa: E402
+from openenv_gym.errors import OpenEnvError, ProviderUnavailableError, WorkerError  # noqa: E402
+from openenv_gym.protocol.startup import parse_ready  # noqa: E402
+from openenv_gym.providers.base import (  # noqa: E402
+    Provider,
+    Worker,
+    env_kwargs_json,
+    startup_error,
+    terminate,
+)
 
 __all__ = ["RayProvider", "RayWorker", "ServerHost", "STRATEGIES"]
 
@@ -67,7 +73,6 @@ __all__ = ["RayProvider", "RayWorker", "ServerHost", "STRATEGIES"]
 STRATEGIES = ("SPREAD", "DEFAULT", "PACK", "STRICT_PACK", "STRICT_SPREAD")
 _GROUP_STRATEGIES = ("PACK", "STRICT_PACK", "STRICT_SPREAD")
 logger = logging.getLogger("openenv_gym.ray")
-_READY = re.compile(r"openenv-gym worker ready: .*?binary=(\S+)(?: also=(\S+))?")
 
 
 class ServerHost:
@@ -165,10 +170,12 @@ class ServerHost:
             except subprocess.TimeoutExpired:
                 code = None
             self.stop()
-            what = (f"exited during startup (code {code})" if code is not None
-                    else f"did not start within {timeout:.0f} s")
-            raise WorkerError(f"env server for {self.env!r} {what} on node "
-                              f"{ray.util.get_node_ip_address()}.\n{self.logs()}")
+            where = f"on node {ray.util.get_node_ip_address()}"
+            if code is not None:
+                raise startup_error(f"env server for {self.env!r} exited during startup (code {code}) "
+                                    f"{where}", self.logs())
+            raise WorkerError(f"env server for {self.env!r} did not start within {timeout:.0f} s "
+                              f"{where}.\n{self.logs()}")
         ctx = ray.get_runtime_context()
         return {"address": self.address, "local_address": self.local_address, "node_id": ctx.get_node_id(),
                 "node_ip": ray.util.get_node_ip_address(), "actor_pid": os.getpid(),
@@ -192,12 +199,13 @@ class ServerHost:
         for raw in self.proc.stdout:
             line = raw.decode(errors="replace").rstrip()
             self.lines.append(line)
-            match = _READY.search(line)
-            if match and self.address is None:
-                for found in match.groups():
-                    if found and found.startswith("unix://"):
+            ready = parse_ready(line)
+            if ready and self.address is None:
+                first, also = ready
+                for found in ([first] if first else []) + also:
+                    if found.startswith("unix://"):
                         self.local_address = found
-                    elif found:
+                    else:
                         self.address = found
                 self._ready.set()
         self._ready.set()  # the server exited: stop waiting
@@ -367,6 +375,9 @@ class RayWorker(Worker):
                 "work.") from None
         except RayError as exc:
             ray.kill(actor, no_restart=True)
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, OpenEnvError) and not isinstance(cause, WorkerError):
+                raise cause from None  # the env could not be made: its own error, typed
             raise WorkerError(f"worker {self.index} of {self.env!r} failed to start on Ray: "
                               f"{_cause(exc)}") from None
         self.tcp_address = info["address"]

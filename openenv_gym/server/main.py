@@ -8,6 +8,7 @@ Run as ``python -m openenv_gym.server ENV [options]`` (providers do this) or thr
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import shutil
@@ -15,9 +16,14 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
+from gymnasium import error as gym_error
+
 from openenv_gym.catalog import get_env_info, load_env_class
+from openenv_gym.errors import EnvServerError, InvalidRequestError, OpenEnvError, UnknownEnvironmentError
+from openenv_gym.protocol.startup import failure_line, ready_line
 from openenv_gym.server.binary import BinaryServer
 from openenv_gym.server.service import EnvService
 
@@ -36,12 +42,36 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None, max_sessio
 
     Returns:
         The service, with one env built (its spaces answer ``/spec``).
+
+    Raises:
+        InvalidRequestError: The env takes no such argument, lacks a required one, or
+            rejected a value (a ``ValueError`` or Gymnasium ``Error`` of its constructor).
+        UnknownEnvironmentError: Gym-v0's ``env_id`` is not registered.
+        OpenEnvError: Any typed error the env raised (``InvalidDataError``, ...), its
+            type kept.
+        EnvServerError: Anything else the env raised.
     """
     info = get_env_info(env)
     cls = load_env_class(info)
     kwargs = dict(env_kwargs or {})
-    return EnvService(lambda: cls(**kwargs), env_name=info.name, max_sessions=max_sessions,
-                      idle_timeout=idle_timeout)
+    what = f"cannot make env {info.name!r}" + (f" with {kwargs}" if kwargs else "")
+    try:
+        inspect.signature(cls).bind(**kwargs)
+    except TypeError as exc:
+        accepted = [name for name, p in inspect.signature(cls).parameters.items()
+                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        raise InvalidRequestError(f"{what}: {exc}; it takes {', '.join(accepted) or 'no arguments'}") from None
+    try:
+        return EnvService(lambda: cls(**kwargs), env_name=info.name, max_sessions=max_sessions,
+                          idle_timeout=idle_timeout)
+    except OpenEnvError as exc:
+        raise type(exc)(f"{what}: {exc}") from exc
+    except gym_error.UnregisteredEnv as exc:  # Gym-v0's env_id
+        raise UnknownEnvironmentError(f"{what}: {exc}") from exc
+    except (ValueError, gym_error.Error) as exc:  # how constructors (and ale-py) reject arguments
+        raise InvalidRequestError(f"{what}: {exc}") from exc
+    except Exception as exc:
+        raise EnvServerError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
 def _owner_alive(owner_pid: int, parent_at_start: int) -> bool:
@@ -136,7 +166,12 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
     release = _isolate_self(env) if isolate else None
-    service = build_service(env, env_kwargs, max_sessions, idle_timeout)
+    try:
+        service = build_service(env, env_kwargs, max_sessions, idle_timeout)
+    except BaseException:
+        if release is not None:
+            release()
+        raise
     servers: list[BinaryServer] = []
     if unix:
         servers.append(BinaryServer(service, f"unix://{unix}"))
@@ -144,8 +179,7 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         servers.append(BinaryServer(service, f"tcp://{host}:{tcp_port}"))
     service.binary_address = servers[0].address if servers else None
     # What providers read to learn the worker is up, and where (ray: the socket, then TCP).
-    ready = (f"openenv-gym worker ready: env={service.env_name} binary={service.binary_address}"
-             + "".join(f" also={server.address}" for server in servers[1:]))
+    also = [server.address for server in servers[1:]]
     if get_env_info(service.env_name).untrusted:
         # Daemons that steps leave behind are re-parented here and killed after each step.
         from openenv_gym.envs import _exec
@@ -183,7 +217,7 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         threading.Thread(target=_watch_owner, args=(owner_pid, on_owner_gone), daemon=True).start()
 
     if http_port is None:
-        print(ready, flush=True)
+        print(ready_line(service.env_name, service.binary_address, also), flush=True)
         # Waking now and then is what lets a SIGTERM that the kernel handed to another thread
         # run its handler: Python runs handlers on this thread, and a wait without a timeout
         # is not interrupted by a signal taken elsewhere.
@@ -208,7 +242,7 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         sockets = [s for srv in getattr(server, "servers", []) for s in srv.sockets]
         port = sockets[0].getsockname()[1] if sockets else http_port
         service.http_address = f"http://{host}:{port}"
-        print(f"{ready} http={service.http_address}", flush=True)
+        print(ready_line(service.env_name, service.binary_address, also, service.http_address), flush=True)
 
     threading.Thread(target=announce, daemon=True).start()
     try:
@@ -244,10 +278,17 @@ def main(argv: list[str] | None = None) -> None:
         from openenv_gym.providers._tmpfs import mount_private_tmp
 
         mount_private_tmp(args.private_tmp, args.private_tmp_options or HARDENING["tmpfs"]["/tmp"])
-    run_server(args.env, unix=args.unix, tcp_port=args.tcp_port, http_port=args.http_port,
-               host=args.host, env_kwargs=json.loads(args.env_kwargs), owner_pid=args.owner_pid,
-               owner_dir=args.owner_dir,
-               max_sessions=args.max_sessions, idle_timeout=args.idle_timeout or None)
+    try:
+        run_server(args.env, unix=args.unix, tcp_port=args.tcp_port, http_port=args.http_port,
+                   host=args.host, env_kwargs=json.loads(args.env_kwargs), owner_pid=args.owner_pid,
+                   owner_dir=args.owner_dir,
+                   max_sessions=args.max_sessions, idle_timeout=args.idle_timeout or None)
+    except OpenEnvError as exc:  # the env could not be made (build_service)
+        traceback.print_exc()
+        sys.stderr.flush()
+        # Last, so it is in any tail of the log: the provider raises it in the trainer.
+        print(failure_line(exc), flush=True)
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

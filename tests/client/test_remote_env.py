@@ -161,12 +161,24 @@ def test_unknown_env_name_is_a_clear_error() -> None:
         openenv_gym.RemoteEnv("nope", provider="process")
 
 
-def test_bad_env_kwargs_fail_with_the_worker_log(provider: str) -> None:
+def test_bad_env_kwargs_raise_the_envs_own_error_typed(provider: str) -> None:
     import os
+    import re
 
     from openenv_gym.providers.process import runtime_dir
 
-    with pytest.raises(openenv_gym.WorkerError, match="max_steps must be >= 1"):
+    # The worker's log says what stopped it; the provider raises that, as the env typed it.
+    with pytest.raises(openenv_gym.InvalidRequestError,
+                       match=re.escape("cannot make env 'echo' with {'max_steps': 0}: max_steps must be >= 1")):
         gym.make("OpenEnv/Echo-v0", provider=provider, max_steps=0)
     # The failed worker leaves no folder, socket or log of ours behind.
     assert not [e for e in os.listdir(runtime_dir()) if e.startswith(f"{os.getpid()}-")]
+
+
+def test_an_env_that_raises_while_made_reaches_the_caller_with_the_workers_traceback() -> None:
+    # CartPole takes no `bogus`: gym.make raises a TypeError inside the worker, not ours.
+    with pytest.raises(openenv_gym.EnvServerError, match="cannot make env 'gym'") as raised:
+        gym.make("OpenEnv/Gym-v0", provider="process", env_id="CartPole-v1", bogus=1)
+    message = str(raised.value)
+    assert "TypeError: " in message and "bogus" in message
+    assert "Traceback (most recent call last)" in message  # where it came from, from the log

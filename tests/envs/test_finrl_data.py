@@ -15,7 +15,7 @@ import openenv_gym  # noqa: E402,F401
 from openenv_gym.envs.finrl.data import load_market_data  # noqa: E402
 from openenv_gym.envs.finrl.env import FinRLEnv  # noqa: E402
 from openenv_gym.envs.finrl.indicators import DEFAULT_INDICATORS, turbulence  # noqa: E402
-from openenv_gym.errors import InvalidDataError, WorkerError  # noqa: E402
+from openenv_gym.errors import InvalidDataError  # noqa: E402
 from tests.envs.test_finrl_accounting import ROWS, write_csv  # noqa: E402
 
 
@@ -92,7 +92,7 @@ def test_user_csv_missing_column_is_named(tmp_path: Path) -> None:
 def test_user_csv_missing_column_reaches_remote_caller(tmp_path: Path) -> None:
     rows = [r[:6] + r[7:] for r in ROWS]
     path = write_csv(tmp_path / "novol.csv", rows, "date,tic,open,high,low,close,macd,turbulence")
-    with pytest.raises(WorkerError, match=r"InvalidDataError.*lacks column\(s\) 'volume'"):
+    with pytest.raises(InvalidDataError, match=r"cannot make env 'finrl'.*lacks column\(s\) 'volume'"):
         gym.make("OpenEnv/FinRL-v0", provider="process", split=None, data_path=path)
 
 

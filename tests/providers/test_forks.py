@@ -13,7 +13,7 @@ from typing import Callable
 import pytest
 
 from openenv_gym.client.transport import BinaryClient
-from openenv_gym.errors import WorkerError
+from openenv_gym.errors import InvalidRequestError
 from openenv_gym.providers import _forks
 from openenv_gym.providers.base import wait_ready
 from openenv_gym.providers.process import ProcessProvider, _worker_environ
@@ -70,8 +70,8 @@ def test_how_a_forked_worker_ended_is_reported() -> None:
         assert worker.exit_reason() == "killed by signal 9 (SIGKILL)"
     finally:
         provider.stop_all([worker])
-    # One that fails at start: its traceback reaches its log, and so the error.
-    with pytest.raises(WorkerError, match="no_such_option"):
+    # One that fails at start: its error reaches the trainer, typed.
+    with pytest.raises(InvalidRequestError, match="no_such_option"):
         provider.start("echo", env_kwargs={"no_such_option": 1})
 
 

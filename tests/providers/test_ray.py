@@ -19,7 +19,7 @@ import pytest
 
 import openenv_gym
 from openenv_gym.client.transport import BinaryClient
-from openenv_gym.errors import ProviderUnavailableError, WorkerError
+from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 
 pytest.importorskip("ray")
 
@@ -123,7 +123,7 @@ def test_impossible_placement_is_a_clear_error_at_once(ray_cluster) -> None:
         RayProvider(strategy="round")
     with pytest.raises(ValueError, match="no live Ray node has id 'ffff'"):
         RayProvider(node_id="ffff").start("echo")
-    with pytest.raises(WorkerError, match="max_steps must be >= 1"):
+    with pytest.raises(InvalidRequestError, match="max_steps must be >= 1"):
         RayProvider(num_cpus=0.5).start("echo", 2, {"max_steps": 0})
 
 

@@ -12,7 +12,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import openenv_gym  # noqa: F401  (registers the ids)
-from openenv_gym.errors import WorkerError
+from openenv_gym.errors import InvalidRequestError
 from openenv_gym.vector import RemoteVectorEnv
 from tests.vector.vector_helpers import MAX_STEPS, assert_same, local_sync, step_both
 
@@ -112,6 +112,6 @@ def test_gym_env_with_declared_infos_equals_sync_vector_env(provider: str, mode:
 
 
 def test_a_declared_info_type_without_a_column_stops_the_start_with_its_name() -> None:
-    with pytest.raises(WorkerError, match="info 'prob' has type 'double'"):
+    with pytest.raises(InvalidRequestError, match="info 'prob' has type 'double'"):
         gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id="FrozenLake-v1", provider="process",
                      info_types={"prob": "double"})

@@ -1,0 +1,78 @@
+"""The lines a starting worker prints on its standard output: that it serves, or what stopped it.
+
+A worker that serves prints :func:`ready_line` (the Ray provider reads its addresses from
+it). A worker whose env cannot be made (an unknown game, a bad argument, unusable data)
+prints :func:`failure_line` before it exits; a provider that saw the worker exit during
+startup finds that line in its output with :func:`failure_in` and raises the error it names,
+with the type the env raised (:func:`~openenv_gym.errors.error_from_wire`), instead of a
+bare "worker exited".
+
+Example:
+    >>> from openenv_gym.errors import UnknownEnvironmentError
+    >>> log = "Traceback ...\\n" + failure_line(UnknownEnvironmentError("no game 'pongx'"))
+    >>> error = failure_in(log)
+    >>> type(error).__name__, str(error)
+    ('UnknownEnvironmentError', "no game 'pongx'")
+    >>> parse_ready(ready_line("echo", "unix:///tmp/w0.sock", also=["tcp://127.0.0.1:5000"]))
+    ('unix:///tmp/w0.sock', ['tcp://127.0.0.1:5000'])
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from openenv_gym.errors import OpenEnvError, error_from_wire, error_to_wire
+
+__all__ = ["failure_in", "failure_line", "parse_ready", "ready_line"]
+
+_READY = "openenv-gym worker ready:"
+_FAILED = "openenv-gym worker failed:"
+
+
+def ready_line(env: str, binary: str | None, also: Sequence[str] = (), http: str | None = None) -> str:
+    """The line a worker prints once it serves.
+
+    Args:
+        env: Catalog name of the env it serves.
+        binary: Its first binary address (None: it serves HTTP only).
+        also: Its other binary addresses.
+        http: Its HTTP address, if it serves HTTP.
+    """
+    return (f"{_READY} env={env} binary={binary}" + "".join(f" also={a}" for a in also)
+            + (f" http={http}" if http else ""))
+
+
+def parse_ready(line: str) -> tuple[str | None, list[str]] | None:
+    """The binary addresses a :func:`ready_line` names: ``(first, others)``; None for any
+    other line."""
+    start = line.find(_READY)
+    if start < 0:
+        return None
+    fields = [f.split("=", 1) for f in line[start + len(_READY):].split() if "=" in f]
+    binary = next((value for key, value in fields if key == "binary"), None)
+    return (None if binary in (None, "None") else binary), [v for k, v in fields if k == "also"]
+
+
+def failure_line(exc: BaseException) -> str:
+    """The line a worker prints when making its env raised ``exc`` (before it exits)."""
+    return f"{_FAILED} {json.dumps(error_to_wire(exc))}"
+
+
+def failure_in(output: str) -> OpenEnvError | None:
+    """The error a worker's output says stopped it (its last :func:`failure_line`), or None.
+
+    Args:
+        output: The worker's output, or its last lines.
+
+    Returns:
+        The typed error, rebuilt as the worker described it.
+    """
+    for line in reversed(output.splitlines()):
+        start = line.find(_FAILED)
+        if start >= 0:
+            try:
+                return error_from_wire(json.loads(line[start + len(_FAILED):]))
+            except ValueError:  # cut short: the line is not whole
+                return None
+    return None

@@ -1,0 +1,32 @@
+"""Making a worker's env: an env that cannot be made raises a typed error that names it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from openenv_gym.errors import EnvServerError, InvalidDataError, InvalidRequestError, UnknownEnvironmentError
+from openenv_gym.server.main import build_service
+
+
+@pytest.mark.parametrize("env, kwargs, error, message", [
+    # Arguments the constructor does not take: listed with the ones it does, before it runs.
+    ("echo", {"max_step": 5}, InvalidRequestError,
+     "cannot make env 'echo' with {'max_step': 5}: got an unexpected keyword argument 'max_step'; "
+     "it takes max_steps"),
+    # A value the constructor rejects (ValueError) is a bad request too.
+    ("echo", {"max_steps": 0}, InvalidRequestError, "cannot make env 'echo' with {'max_steps': 0}: max_steps must be >= 1"),
+    # ale-py rejects with Gymnasium's Error.
+    ("atari", {"obs_type": "rgbx"}, InvalidRequestError, "Invalid observation type: rgbx"),
+    # Gym-v0's env_id that Gymnasium does not know.
+    ("gym", {"env_id": "NoSuchEnv-v9"}, UnknownEnvironmentError, "Environment `NoSuchEnv` doesn't exist"),
+    # The env's own typed errors keep their type.
+    ("finrl", {"split": "val"}, InvalidDataError, "cannot make env 'finrl' with {'split': 'val'}: split='val' is unknown"),
+    # Anything else is the env's error, with its type named.
+    ("gym", {"env_id": "CartPole-v1", "bogus": 1}, EnvServerError, "TypeError: "),
+])
+def test_an_env_that_cannot_be_made_raises_a_typed_error_naming_it(env, kwargs, error, message) -> None:
+    with pytest.raises(error, match=re.escape(message)) as raised:
+        build_service(env, kwargs)
+    assert type(raised.value) is error
