@@ -94,6 +94,7 @@ class RemoteEnv(gym.Env):
         self._worker: Worker | None = None
         self._sid: str | None = None
         self._stuck = False
+        self._closed = False
         if base_url is not None:
             if env_kwargs:
                 raise TypeError(f"env arguments {sorted(env_kwargs)} cannot be applied to a running "
@@ -172,6 +173,7 @@ class RemoteEnv(gym.Env):
         Returns:
             ``(observation, info)`` as in Gymnasium.
         """
+        self._check_open()
         super().reset(seed=seed)
         request: dict[str, Any] = {"op": "reset", "seed": seed, "options": options}
         if self._stuck and self._worker is not None:
@@ -205,6 +207,7 @@ class RemoteEnv(gym.Env):
             InvalidActionError: The action does not fit (the session stays usable).
             WorkerError: The worker died or timed out.
         """
+        self._check_open()
         if self._sid is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         try:
@@ -219,6 +222,7 @@ class RemoteEnv(gym.Env):
 
     def render(self) -> Any:
         """The worker env's ``render()`` (a frame for ``rgb_array``, text for ``ansi``)."""
+        self._check_open()
         if self.render_mode is None or self._sid is None:
             return None
         frame = self._client.request({"op": "render", "sid": self._sid})["frame"]
@@ -226,12 +230,20 @@ class RemoteEnv(gym.Env):
 
     def state(self) -> dict[str, Any]:
         """The session's state (``GET /state``): episode id, step count, env fields."""
+        self._check_open()
         if self._sid is None:
             raise gym.error.ResetNeeded("call reset() before state()")
         return self._client.request({"op": "state", "sid": self._sid})["state"]
 
+    def _check_open(self) -> None:
+        if self._closed:
+            # Its worker is stopped: a call would fail on a missing socket, or start nothing.
+            raise gym.error.ClosedEnvironmentError(
+                f"this RemoteEnv ({self.info.name}) is closed; make a new one with gym.make")
+
     def close(self) -> None:
         """Close the session and stop the worker this env started. Safe to call twice."""
+        self._closed = True
         client = getattr(self, "_client", None)
         if client is not None and self._sid is not None:
             try:
