@@ -21,18 +21,10 @@ from openenv_gym.client.transport import BinaryClient
 from openenv_gym.providers import _cgroup
 from openenv_gym.providers._docker_hardening import HARDENING
 from openenv_gym.providers.process import ProcessProvider
+from tests.security.helpers import wait_until
 
 SUPPORTED, REASON = _cgroup.support()
 pytestmark = pytest.mark.skipif(not SUPPORTED, reason=f"no cgroups for workers here: {REASON}")
-
-
-def _wait(predicate, timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def _cgroup_line(pid: int, controller: str = "pids") -> str:
@@ -105,7 +97,7 @@ def _sleeping_step(worker) -> tuple[BinaryClient, int]:
                 pass
         return False
 
-    assert _wait(sleeping), worker.cgroup.pids()
+    assert wait_until(sleeping, 10, 0.02), worker.cgroup.pids()
     return client, found[0]
 
 
@@ -122,7 +114,7 @@ def test_stopping_a_crashed_worker_ends_the_step_it_left_running() -> None:
         assert os.path.exists(f"/proc/{sleeper}") and not _zombie(sleeper), "the step should outlive its worker"
     finally:
         provider.stop_all([worker])
-    assert _wait(lambda: not os.path.exists(f"/proc/{sleeper}") or _zombie(sleeper))
+    assert wait_until(lambda: not os.path.exists(f"/proc/{sleeper}") or _zombie(sleeper), 10, 0.02)
     assert not any(os.path.exists(folder) for folder in group.folders.values())
 
 
@@ -174,7 +166,7 @@ def test_a_worker_whose_owner_was_killed_removes_its_cgroup() -> None:
         assert folders and all(os.path.isdir(f) for f in folders)
         owner.kill()  # SIGKILL: the owner cleans up nothing
         owner.wait()
-        assert _wait(lambda: not os.path.exists(f"/proc/{pid}"), 20), "the worker outlived its owner"
+        assert wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 20, 0.02), "the worker outlived its owner"
         assert not any(os.path.exists(f) for f in folders)
     finally:
         owner.kill()
@@ -199,7 +191,7 @@ def test_the_pids_limit_binds() -> None:
     try:
         group.add(proc.pid)
         proc.stdin.close()  # go: the shell forks only now, inside the cgroup
-        assert _wait(lambda: len(group.pids()) >= 4), group.pids()
+        assert wait_until(lambda: len(group.pids()) >= 4, 10, 0.02), group.pids()
         time.sleep(0.3)
         with open(os.path.join(group.folders["pids"], "pids.current")) as f:
             assert int(f.read()) <= 5

@@ -14,11 +14,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
 from openenv_gym.providers import _cgroup
+from tests.security.helpers import wait_until
 
 UNIFIED = "/sys/fs/cgroup/unified"
 
@@ -52,15 +52,6 @@ def group():
     made.remove()
 
 
-def _wait(predicate, timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 def test_support_names_the_controllers_a_v2_hierarchy_lacks(monkeypatch) -> None:
     monkeypatch.setattr(_cgroup, "_ROOT", UNIFIED)
     assert _cgroup._unified()
@@ -80,11 +71,11 @@ def test_cgroup_kill_ends_a_double_forked_daemon(group) -> None:
     try:
         group.add(shell.pid)
         shell.stdin.close()  # go: everything it starts from now on is in the cgroup
-        assert _wait(lambda: len(group.pids()) == 2), group.pids()
+        assert wait_until(lambda: len(group.pids()) == 2, 10, 0.02), group.pids()
         daemon = next(pid for pid in group.pids() if pid != shell.pid)
         assert group.kill()
         assert shell.wait(timeout=5) < 0
-        assert _wait(lambda: not os.path.exists(f"/proc/{daemon}") or _cgroup._zombie(daemon))
+        assert wait_until(lambda: not os.path.exists(f"/proc/{daemon}") or _cgroup._zombie(daemon), 10, 0.02)
         assert group.pids() == []
         group.remove()
         assert not os.path.exists(folder)
