@@ -47,7 +47,7 @@ _shared("client/test_remote_env.py", [
     "test_echo_episode_through_gym_make", "test_check_env_passes_for_echo",
     "test_remote_trajectories_equal_local", "echo_env",
     "test_malformed_actions_are_typed_errors_and_session_continues",
-    "test_action_outside_space_is_rejected_for_space_envs", "test_bad_env_kwargs_fail_with_the_worker_log",
+    "test_action_outside_space_is_rejected_for_space_envs", "test_bad_env_kwargs_raise_the_envs_own_error_typed",
 ])
 _shared("client/test_worker_faults.py", [
     "test_killed_worker_raises_clearly_within_timeout_then_reset_recovers",
