@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from rich.console import Console
 
-__all__ = ["OK", "FAILED", "USAGE", "console", "error"]
+from openenv_gym.errors import InvalidDataError, InvalidRequestError, UnknownEnvironmentError
+
+__all__ = ["OK", "FAILED", "USAGE", "ENV_ARGUMENT_ERRORS", "console", "error"]
 
 OK, FAILED, USAGE = 0, 1, 2
+
+#: What a worker raises when the env cannot be made from the arguments given (exit :data:`USAGE`).
+ENV_ARGUMENT_ERRORS = (InvalidRequestError, InvalidDataError, UnknownEnvironmentError)
 
 #: Results go to stdout; errors and progress to stderr, so output can be piped.
 console = Console(highlight=False)

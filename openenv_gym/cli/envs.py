@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from openenv_gym.catalog import EnvInfo, all_envs, get_env_info
+from openenv_gym.cli._ui import ENV_ARGUMENT_ERRORS, USAGE, error
 from openenv_gym.errors import OpenEnvError
 
 __all__ = ["register", "runnable_providers"]
@@ -52,11 +53,13 @@ def _serve(args: argparse.Namespace) -> int:
         info = get_env_info(args.env)
         kwargs = json.loads(args.env_kwargs)
     except (OpenEnvError, ValueError) as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}")
-        return 2
-    run_server(info.name, http_port=args.port, tcp_port=args.binary_port, host=args.host,
-               env_kwargs=kwargs, max_sessions=args.max_sessions,
-               idle_timeout=args.idle_timeout or None, isolate=True)
+        return error(str(exc), code=USAGE)
+    try:
+        run_server(info.name, http_port=args.port, tcp_port=args.binary_port, host=args.host,
+                   env_kwargs=kwargs, max_sessions=args.max_sessions,
+                   idle_timeout=args.idle_timeout or None, isolate=True)
+    except ENV_ARGUMENT_ERRORS as exc:
+        return error(str(exc), "change the --env-kwargs it names", USAGE)
     return 0
 
 

@@ -127,8 +127,13 @@ def test_start_refuses_a_name_already_running_and_a_bad_env_kwarg(tmp_path) -> N
         assert again.returncode == 2 and "already running" in again.stderr
     finally:
         end(proc)
+    # An env argument the env rejects is a bad argument (exit 2), named, without a traceback.
     broken = run("start", "echo", "--provider", "process", "--env-kwargs", '{"max_steps": 0}')
-    assert broken.returncode == 1 and "max_steps" in broken.stderr
+    assert broken.returncode == 2 and "cannot make env 'echo'" in broken.stderr
+    assert "max_steps must be >= 1" in broken.stderr and "Traceback" not in broken.stderr
+    unknown = run("serve", "echo", "--port", "0", "--env-kwargs", '{"max_step": 5}')
+    assert unknown.returncode == 2 and "unexpected keyword argument 'max_step'" in unknown.stderr
+    assert "it takes max_steps" in unknown.stderr and "Traceback" not in unknown.stderr
 
 
 @pytest.mark.skipif(not tmpfs_support()[0], reason=f"no private tmpfs here: {tmpfs_support()[1]}")
