@@ -20,6 +20,7 @@ from openenv_gym.client.env import RemoteEnv
 from openenv_gym.errors import (
     EnvServerError,
     InvalidActionError,
+    InvalidDataError,
     InvalidRequestError,
     OpenEnvError,
     ProtocolError,
@@ -42,6 +43,7 @@ __all__ = [
     "EnvServerError",
     "Environment",
     "InvalidActionError",
+    "InvalidDataError",
     "InvalidRequestError",
     "OpenEnvError",
     "ProtocolError",
