@@ -3,7 +3,9 @@
 Every failure that can reach a user is one of these classes. Errors raised inside a
 worker travel over the wire as ``{"type": <name>, "message": <text>}`` and are rebuilt on
 the client by :func:`error_from_wire`, so ``except InvalidActionError`` works the same
-whether the action was rejected locally or by a server in a container.
+whether the action was rejected locally or by a server in a container. An exception of the
+env's own becomes an :class:`EnvServerError` that is also an instance of its built-in class
+(``"builtin": "KeyError"`` on the wire), so ``except KeyError`` works as it would locally.
 
 Example:
     >>> from openenv_gym.errors import InvalidActionError, error_from_wire
@@ -31,6 +33,7 @@ __all__ = [
     "WorkerCrashedError",
     "ProviderUnavailableError",
     "UnknownEnvironmentError",
+    "env_error",
     "error_from_wire",
     "error_to_wire",
 ]
@@ -150,6 +153,55 @@ _BY_NAME: dict[str, type[OpenEnvError]] = {
 }
 
 
+#: Built-in exceptions that an :class:`EnvServerError` for an env's own exception is also an
+#: instance of, so ``except KeyError`` catches a worker's ``KeyError`` as it would a local
+#: one (Gymnasium's ``AsyncVectorEnv`` re-raises a worker's exception type too).
+_BUILTINS: tuple[type[Exception], ...] = (
+    AttributeError, KeyError, IndexError, LookupError, TypeError, ValueError, NotImplementedError,
+    RuntimeError, ZeroDivisionError, ArithmeticError, AssertionError)
+
+
+def _mixed(base: type[Exception]) -> type[EnvServerError]:
+    # Named in this module, so pickle (Ray moves errors between processes) finds it by name.
+    name = f"_EnvServer{base.__name__}"
+    cls = type(name, (EnvServerError, base), {"__module__": __name__, "__qualname__": name,
+                                              "__str__": BaseException.__str__})  # KeyError quotes
+    globals()[name] = cls
+    return cls
+
+
+_ENV_ERROR_BY_BUILTIN: dict[str, type[EnvServerError]] = {b.__name__: _mixed(b) for b in _BUILTINS}
+
+
+def _builtin_of(exc: BaseException) -> str | None:
+    """The first of :data:`_BUILTINS` in ``exc``'s class hierarchy (its own class, if built in)."""
+    for cls in type(exc).__mro__:
+        if cls in _BUILTINS:
+            return cls.__name__
+    return None
+
+
+def env_error(exc: BaseException, context: str = "") -> EnvServerError:
+    """An :class:`EnvServerError` for an exception the env itself raised.
+
+    Args:
+        exc: The env's exception.
+        context: What was being done (``"cannot make env 'gym'"``), put first.
+
+    Returns:
+        ``"<context>: KeyError: 'x'"``, also an instance of the built-in exception class
+        ``exc`` derives from (``KeyError`` here), where it is a common one.
+
+    Example:
+        >>> error = env_error(KeyError("x"), "step")
+        >>> isinstance(error, EnvServerError), isinstance(error, KeyError), str(error)
+        (True, True, "step: KeyError: 'x'")
+    """
+    cls = _ENV_ERROR_BY_BUILTIN.get(_builtin_of(exc) or "", EnvServerError)
+    text = f"{type(exc).__name__}: {exc}"
+    return cls(f"{context}: {text}" if context else text)
+
+
 def error_to_wire(exc: BaseException) -> dict[str, Any]:
     """Describe ``exc`` as a wire error: our own types keep their name, others become EnvServerError.
 
@@ -157,11 +209,18 @@ def error_to_wire(exc: BaseException) -> dict[str, Any]:
         exc: The exception raised while serving a request.
 
     Returns:
-        ``{"type": name, "message": text}``.
+        ``{"type": name, "message": text}``, and for an env's own exception ``"builtin"``:
+        the built-in exception class it derives from, which the client's error is also an
+        instance of (see :func:`env_error`).
     """
-    if isinstance(exc, OpenEnvError):
-        return {"type": type(exc).__name__, "message": str(exc)}
-    return {"type": "EnvServerError", "message": f"{type(exc).__name__}: {exc}"}
+    if not isinstance(exc, OpenEnvError):
+        exc = env_error(exc)
+    name = next(cls.__name__ for cls in type(exc).__mro__ if cls.__name__ in _BY_NAME)
+    out = {"type": name, "message": str(exc)}
+    builtin = _builtin_of(exc) if isinstance(exc, EnvServerError) else None
+    if builtin is not None:
+        out["builtin"] = builtin
+    return out
 
 
 def error_from_wire(error: Any) -> OpenEnvError:
@@ -176,4 +235,6 @@ def error_from_wire(error: Any) -> OpenEnvError:
     if not isinstance(error, dict):
         return ProtocolError(f"malformed error reply: {error!r}")
     cls = _BY_NAME.get(str(error.get("type")), EnvServerError)
+    if cls is EnvServerError:
+        cls = _ENV_ERROR_BY_BUILTIN.get(str(error.get("builtin")), EnvServerError)
     return cls(str(error.get("message", "")))

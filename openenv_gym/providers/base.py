@@ -228,7 +228,7 @@ def startup_error(what: str, log: str) -> OpenEnvError:
     if error is None:
         return WorkerError(f"{what}.\n{log}")
     if isinstance(error, EnvServerError):  # an exception of the env's own: where it came from
-        return EnvServerError(f"{error}\n{log}")
+        return type(error)(f"{error}\n{log}")
     return error
 
 

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from gymnasium import error as gym_error
 
 from openenv_gym.catalog import get_env_info, load_env_class
-from openenv_gym.errors import EnvServerError, InvalidRequestError, OpenEnvError, UnknownEnvironmentError
+from openenv_gym.errors import InvalidRequestError, OpenEnvError, UnknownEnvironmentError, env_error
 from openenv_gym.protocol.startup import failure_line, ready_line
 from openenv_gym.server.binary import BinaryServer
 from openenv_gym.server.service import EnvService
@@ -49,7 +49,8 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None, max_sessio
         UnknownEnvironmentError: Gym-v0's ``env_id`` is not registered.
         OpenEnvError: Any typed error the env raised (``InvalidDataError``, ...), its
             type kept.
-        EnvServerError: Anything else the env raised.
+        EnvServerError: Anything else the env raised (also an instance of its built-in
+            exception class: see :func:`~openenv_gym.errors.env_error`).
     """
     info = get_env_info(env)
     cls = load_env_class(info)
@@ -71,7 +72,7 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None, max_sessio
     except (ValueError, gym_error.Error) as exc:  # how constructors (and ale-py) reject arguments
         raise InvalidRequestError(f"{what}: {exc}") from exc
     except Exception as exc:
-        raise EnvServerError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        raise env_error(exc, what) from exc
 
 
 def _owner_alive(owner_pid: int, parent_at_start: int) -> bool:

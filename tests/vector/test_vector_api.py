@@ -10,7 +10,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import openenv_gym  # noqa: F401
-from openenv_gym.errors import InvalidActionError, InvalidRequestError
+from openenv_gym.errors import EnvServerError, InvalidActionError, InvalidRequestError
 from openenv_gym.vector.env import default_envs_per_worker
 from openenv_gym.vector import RemoteVectorEnv
 from tests.vector.vector_helpers import assert_same, local_sync
@@ -78,8 +78,19 @@ def test_call_get_set_attr_render_and_bad_action(provider: str) -> None:
         # The rejected env did not step; everything keeps working.
         obs, *_ = envs.step(np.array([1, 1, 1]))
         assert obs.shape == (3, 4)
+        # A missing attribute is an AttributeError, as Gymnasium's AsyncVectorEnv re-raises it.
+        with pytest.raises(AttributeError, match="env 0: AttributeError: .*no attribute 'nosuch'") as raised:
+            envs.get_attr("nosuch")
+        assert isinstance(raised.value, EnvServerError)
+        assert envs.get_attr("tag") == ("same",) * 3
     finally:
         envs.close()
+    reference = gym.make_vec("CartPole-v1", 2, vectorization_mode="async")
+    try:
+        with pytest.raises(AttributeError):
+            reference.get_attr("nosuch")
+    finally:
+        reference.close()
 
 
 def test_bad_arguments_are_typed_errors() -> None:
