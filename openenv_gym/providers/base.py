@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import json
+import os
 import subprocess
 import time
 import warnings
@@ -169,10 +170,14 @@ def stop_when_dropped(owner: object, provider: Provider, workers: list[Worker]) 
         >>> workers[0].alive()
         False
     """
-    return weakref.finalize(owner, _stop_all_quietly, provider, workers)
+    return weakref.finalize(owner, _stop_all_quietly, provider, workers, os.getpid())
 
 
-def _stop_all_quietly(provider: Provider, workers: list[Worker]) -> None:
+def _stop_all_quietly(provider: Provider, workers: list[Worker], owner_pid: int) -> None:
+    if os.getpid() != owner_pid:
+        # A fork of the owner (ending, or closing its copy of the env) leaves the owner's
+        # workers alone: they serve the owner, which still uses them.
+        return
     # Runs from the garbage collector or at exit, where an exception would only be printed.
     try:
         provider.stop_all(workers)

@@ -318,6 +318,10 @@ class DockerProvider(Provider):
             raise
 
 
+# A fork of this process inherits the set, but not the workers: they are this process's.
+os.register_at_fork(after_in_child=_live.clear)
+
+
 @atexit.register
 def _stop_leftovers() -> None:
     for worker in list(_live):

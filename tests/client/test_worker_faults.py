@@ -206,3 +206,28 @@ def test_envs_dropped_without_close_stop_their_workers(provider: str) -> None:
     del env, envs
     gc.collect()
     assert mine() == before
+
+
+def test_a_fork_of_the_trainer_that_ends_leaves_the_trainers_workers_serving(provider: str) -> None:
+    # A forked child (a data loader, a callback that forks) inherits the envs; when it ends
+    # normally, its exit handlers and garbage collector must not stop the parent's workers.
+    script = f"""
+import gc, os, sys
+import gymnasium as gym, openenv_gym
+env = gym.make("OpenEnv/Echo-v0", provider={provider!r})
+env.reset(seed=0)
+envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider={provider!r})
+envs.reset(seed=0)
+pid = os.fork()
+if pid == 0:
+    del env                # the child's copy is collected
+    gc.collect()
+    sys.exit(0)            # a normal exit: atexit handlers run, with the copy of envs alive
+assert os.waitpid(pid, 0)[1] == 0
+print(env.step({{"message": "ab"}})[1], envs.step({{"message": ("a", "bc")}})[1].tolist())
+env.close()
+envs.close()
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split("\n")[-2] == "0.2 [0.1, 0.2]", out.stdout
