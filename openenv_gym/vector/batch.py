@@ -30,6 +30,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
+from openenv_gym.errors import InvalidActionError
 from openenv_gym.protocol.slices import INFO_TYPES, is_flat
 from openenv_gym.spaces import from_wire
 
@@ -84,8 +85,20 @@ def split_actions(batched: spaces.Space, actions: Any) -> list[Any]:
 
     Returns:
         One action per sub-env.
+
+    Raises:
+        InvalidActionError: ``actions`` is not batched as ``batched`` is (a list of per-env
+            dicts for a Dict space, say).
     """
-    return list(iterate(batched, actions))
+    try:
+        return list(iterate(batched, actions))
+    except (TypeError, KeyError, IndexError, ValueError, AssertionError) as exc:
+        hint = ""
+        if isinstance(batched, spaces.Dict) and batched.spaces:
+            key = next(iter(batched.spaces))
+            hint = f"; a Dict space takes a dict of per-env values, e.g. {{{key!r}: (env 0's, env 1's, ...)}}"
+        raise InvalidActionError(f"actions {type(actions).__name__} do not fit the batched action "
+                                 f"space {batched}{hint} ({type(exc).__name__}: {exc})") from None
 
 
 #: Plain info values batched column-wise, and the dtype Gymnasium's ``_add_info`` gives them.

@@ -114,6 +114,17 @@ def test_bad_arguments_are_typed_errors() -> None:
         assert envs.step(np.array([0, 1]))[0].shape == (2, 4)  # still in step
     finally:
         envs.close()
+    # Text actions batch as Gymnasium's Dict space does: a list of per-env dicts is refused
+    # with the form that works, and the vector env carries on.
+    envs = RemoteVectorEnv(2, "echo", provider="process")
+    try:
+        envs.reset(seed=0)
+        with pytest.raises(InvalidActionError, match=r"Dict space takes a dict of per-env values, "
+                                                     r"e\.g\. \{'message': \(env 0's, env 1's"):
+            envs.step([{"message": "a"}, {"message": "bc"}])
+        assert envs.step({"message": ("a", "bc")})[1].tolist() == [0.1, 0.2]
+    finally:
+        envs.close()
 
 
 def test_default_is_one_worker_per_core_and_a_sandbox_per_untrusted_env() -> None:
