@@ -57,11 +57,16 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None, max_sessio
     kwargs = dict(env_kwargs or {})
     what = f"cannot make env {info.name!r}" + (f" with {kwargs}" if kwargs else "")
     try:
-        inspect.signature(cls).bind(**kwargs)
-    except TypeError as exc:
-        accepted = [name for name, p in inspect.signature(cls).parameters.items()
-                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        raise InvalidRequestError(f"{what}: {exc}; it takes {', '.join(accepted) or 'no arguments'}") from None
+        signature: inspect.Signature | None = inspect.signature(cls)
+    except (TypeError, ValueError):  # a class without one (an extension type): its call says
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(**kwargs)
+        except TypeError as exc:
+            accepted = [name for name, p in signature.parameters.items()
+                        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+            raise InvalidRequestError(f"{what}: {exc}; it takes {', '.join(accepted) or 'no arguments'}") from None
     try:
         return EnvService(lambda: cls(**kwargs), env_name=info.name, max_sessions=max_sessions,
                           idle_timeout=idle_timeout)
