@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -29,6 +30,7 @@ from openenv_gym.catalog import get_env_info
 from openenv_gym.client.spec import read_spec
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import (
+    InvalidRequestError,
     OpenEnvError,
     ProviderUnavailableError,
     SessionNotFoundError,
@@ -55,9 +57,14 @@ def attach_address(base_url: str, timeout: float = 10.0) -> str:
         The binary address the server advertises.
 
     Raises:
+        InvalidRequestError: ``base_url`` is not an ``http://host:port`` address.
         WorkerConnectionError: Nothing answers at ``base_url``.
         ProviderUnavailableError: The server offers no binary path.
     """
+    parts = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidRequestError(f"base_url must be the server's HTTP address, like "
+                                  f"'http://127.0.0.1:8000', got {base_url!r}")
     url = base_url.rstrip("/") + "/health"
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (user's own server)
