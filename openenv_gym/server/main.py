@@ -22,7 +22,13 @@ from typing import Any, Callable
 from gymnasium import error as gym_error
 
 from openenv_gym.catalog import get_env_info, load_env_class
-from openenv_gym.errors import InvalidRequestError, OpenEnvError, UnknownEnvironmentError, env_error
+from openenv_gym.errors import (
+    InvalidRequestError,
+    OpenEnvError,
+    ProviderUnavailableError,
+    UnknownEnvironmentError,
+    env_error,
+)
 from openenv_gym.protocol.startup import failure_line, ready_line
 from openenv_gym.server.binary import BinaryServer
 from openenv_gym.server.service import EnvService
@@ -47,6 +53,7 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None, max_sessio
         InvalidRequestError: The env takes no such argument, lacks a required one, or
             rejected a value (a ``ValueError`` or Gymnasium ``Error`` of its constructor).
         UnknownEnvironmentError: Gym-v0's ``env_id`` is not registered.
+        ProviderUnavailableError: Gym-v0's env needs a package the worker lacks.
         OpenEnvError: Any typed error the env raised (``InvalidDataError``, ...), its
             type kept.
         EnvServerError: Anything else the env raised (also an instance of its built-in
@@ -74,6 +81,9 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None, max_sessio
         raise type(exc)(f"{what}: {exc}") from exc
     except gym_error.UnregisteredEnv as exc:  # Gym-v0's env_id
         raise UnknownEnvironmentError(f"{what}: {exc}") from exc
+    except gym_error.DependencyNotInstalled as exc:  # Gym-v0's env needs a package the worker lacks
+        raise ProviderUnavailableError(f"{what}: {exc} (in the worker's Python; for the docker "
+                                       "provider, in its image)") from exc
     except (ValueError, gym_error.Error) as exc:  # how constructors (and ale-py) reject arguments
         raise InvalidRequestError(f"{what}: {exc}") from exc
     except Exception as exc:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import pytest
 
-from openenv_gym.errors import EnvServerError, InvalidDataError, InvalidRequestError, UnknownEnvironmentError
+from openenv_gym.errors import (
+    EnvServerError,
+    InvalidDataError,
+    InvalidRequestError,
+    ProviderUnavailableError,
+    UnknownEnvironmentError,
+)
 from openenv_gym.server.main import build_service
 
 
@@ -28,6 +35,13 @@ def test_an_env_that_cannot_be_made_raises_a_typed_error_naming_it(env, kwargs, 
     with pytest.raises(error, match=re.escape(message)) as raised:
         build_service(env, kwargs)
     assert type(raised.value) is error
+
+
+@pytest.mark.skipif(importlib.util.find_spec("Box2D") is not None, reason="Box2D is installed here")
+def test_a_gymnasium_env_whose_package_is_missing_names_the_install() -> None:
+    with pytest.raises(ProviderUnavailableError, match=r"cannot make env 'gym'.*Box2D is not installed.*"
+                                                       r"pip install.*in the worker's Python"):
+        build_service("gym", {"env_id": "LunarLander-v3"})
 
 
 def test_any_other_exception_is_an_env_server_error_and_still_that_exception() -> None:
