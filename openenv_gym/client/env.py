@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.error
 import urllib.parse
@@ -102,6 +103,7 @@ class RemoteEnv(gym.Env):
         self._sid: str | None = None
         self._stuck = False
         self._closed = False
+        self._owner_pid = os.getpid()
         if base_url is not None:
             if env_kwargs:
                 raise TypeError(f"env arguments {sorted(env_kwargs)} cannot be applied to a running "
@@ -252,7 +254,8 @@ class RemoteEnv(gym.Env):
         """Close the session and stop the worker this env started. Safe to call twice."""
         self._closed = True
         client = getattr(self, "_client", None)
-        if client is not None and self._sid is not None:
+        # A fork's copy of the env lets go of it: the session is the parent's, still in use.
+        if client is not None and self._sid is not None and os.getpid() == self._owner_pid:
             try:
                 client.request({"op": "close", "sid": self._sid}, timeout=5.0)
             except (OpenEnvError, OSError):

@@ -16,8 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import os
 import socket
 import time
+import weakref
 from typing import Any
 
 from openenv_gym.errors import (
@@ -55,6 +57,7 @@ class BinaryClient:
         self._sock: socket.socket | None = None
         self._reader: FrameReader | None = None
         self._deadline = 0.0
+        _clients.add(self)
 
     def _connected(self, timeout: float) -> socket.socket:
         if self._sock is None:
@@ -144,3 +147,18 @@ class BinaryClient:
                 self._sock = self._reader = None
 
     close = drop
+
+
+#: Every client of this process, so that a fork can let go of their connections.
+_clients: "weakref.WeakSet[BinaryClient]" = weakref.WeakSet()
+
+
+def _forget_connections_after_fork() -> None:
+    # A fork must not talk over its parent's connections: a request of each on one stream
+    # would take the other's reply. Closing the child's copies leaves the parent's open; the
+    # child's next call connects anew.
+    for client in list(_clients):
+        client.drop()
+
+
+os.register_at_fork(after_in_child=_forget_connections_after_fork)
