@@ -159,7 +159,8 @@ class RemoteEnv(gym.Env):
             deadline = time.monotonic() + grace  # its exit lags the dropped connection a little
             while (alive := worker.alive()) and time.monotonic() < deadline:
                 time.sleep(0.01)
-        except Exception:  # a courtesy: a Docker engine that is down must not mask the error
+        except (ProviderUnavailableError, OSError):
+            # A Docker engine that is down, or its connection broken: it must not mask `exc`.
             return exc
         reason, tail = worker.post_mortem()
         state = "is still running" if alive else f"stopped{': ' + reason if reason else ''}"

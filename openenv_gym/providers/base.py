@@ -25,7 +25,13 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, ClassVar, Sequence
 
-from openenv_gym.errors import EnvServerError, OpenEnvError, WorkerConnectionError, WorkerError
+from openenv_gym.errors import (
+    EnvServerError,
+    OpenEnvError,
+    ProviderUnavailableError,
+    WorkerConnectionError,
+    WorkerError,
+)
 from openenv_gym.protocol.sockets import connect
 from openenv_gym.protocol.startup import failure_in
 
@@ -67,11 +73,13 @@ class Worker(abc.ABC):
 
     def post_mortem(self, tail: int = 5) -> tuple[str, str]:
         """:meth:`exit_reason` and the last ``tail`` log lines, for an error message about it;
-        ``("", "")`` when they cannot be had (a vanished container, an engine that is down),
-        which must never mask the error being explained."""
+        ``("", "")`` when they cannot be had, which must never mask the error being explained."""
         try:
             return self.exit_reason(), self.logs(tail=tail).strip()
-        except Exception:
+        except (ProviderUnavailableError, OSError):
+            # The Docker engine is down (raised as ProviderUnavailableError) or its connection
+            # broke mid-read (docker-py's requests errors are OSErrors); a vanished container
+            # and a lost Ray actor are reported by the workers themselves, not raised.
             return "", ""
 
 

@@ -170,9 +170,9 @@ def _encode_prompt(tokenizer: Any, prompt: Any) -> list[int]:
 
 
 def _trl_version() -> str:
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         return version("trl")
-    except Exception:  # not installed as a distribution: the message still names the need
+    except PackageNotFoundError:  # importable but not installed as a distribution
         return "unknown version"
