@@ -39,8 +39,8 @@ def ready_line(env: str, binary: str | None, also: Sequence[str] = (), http: str
         also: Its other binary addresses.
         http: Its HTTP address, if it serves HTTP.
     """
-    return (f"{_READY} env={env} binary={binary}" + "".join(f" also={a}" for a in also)
-            + (f" http={http}" if http else ""))
+    fields = [f"env={env}"] + ([f"binary={binary}"] if binary else []) + [f"also={a}" for a in also]
+    return " ".join([_READY, *fields] + ([f"http={http}"] if http else []))
 
 
 def parse_ready(line: str) -> tuple[str | None, list[str]] | None:
@@ -51,7 +51,7 @@ def parse_ready(line: str) -> tuple[str | None, list[str]] | None:
         return None
     fields = [f.split("=", 1) for f in line[start + len(_READY):].split() if "=" in f]
     binary = next((value for key, value in fields if key == "binary"), None)
-    return (None if binary in (None, "None") else binary), [v for k, v in fields if k == "also"]
+    return binary, [value for key, value in fields if key == "also"]
 
 
 def failure_line(exc: BaseException) -> str:
