@@ -215,7 +215,8 @@ def error_to_wire(exc: BaseException) -> dict[str, Any]:
     """
     if not isinstance(exc, OpenEnvError):
         exc = env_error(exc)
-    name = next(cls.__name__ for cls in type(exc).__mro__ if cls.__name__ in _BY_NAME)
+    # The nearest of our own classes (a plugin's subclass travels as the one it extends).
+    name = next(cls.__name__ for cls in type(exc).__mro__ if _BY_NAME.get(cls.__name__) is cls)
     out = {"type": name, "message": str(exc)}
     builtin = _builtin_of(exc) if isinstance(exc, EnvServerError) else None
     if builtin is not None:
