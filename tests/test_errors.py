@@ -1,0 +1,37 @@
+"""The wire form of errors: types survive it, and so does the built-in class of an env's own."""
+
+from __future__ import annotations
+
+import pickle
+
+from openenv_gym.errors import (
+    EnvServerError,
+    InvalidActionError,
+    env_error,
+    error_from_wire,
+    error_to_wire,
+)
+
+
+def test_a_plugins_subclass_travels_as_the_class_it_extends() -> None:
+    class NoSuchMoveError(InvalidActionError):  # a plugin env's own
+        pass
+
+    wire = error_to_wire(NoSuchMoveError("no such move"))
+    assert wire == {"type": "InvalidActionError", "message": "no such move"}
+    assert type(error_from_wire(wire)) is InvalidActionError
+
+
+def test_an_envs_own_exception_keeps_its_built_in_class_over_the_wire_and_pickle() -> None:
+    wire = error_to_wire(KeyError("spam"))
+    assert wire == {"type": "EnvServerError", "message": "KeyError: 'spam'", "builtin": "KeyError"}
+    error = error_from_wire(wire)
+    assert isinstance(error, EnvServerError) and isinstance(error, KeyError)
+    assert str(error) == "KeyError: 'spam'"  # not quoted again, as KeyError would
+    # Ray moves errors between processes by pickle: the class must be found by name.
+    again = pickle.loads(pickle.dumps(env_error(ValueError("bad"), "step")))
+    assert isinstance(again, EnvServerError) and isinstance(again, ValueError)
+    assert str(again) == "step: ValueError: bad"
+    # Not one of the common classes: a plain EnvServerError, no "builtin".
+    assert "builtin" not in error_to_wire(OSError("disk"))
+    assert type(error_from_wire(error_to_wire(OSError("disk")))) is EnvServerError
