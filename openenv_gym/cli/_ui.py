@@ -10,7 +10,7 @@ from rich.console import Console
 
 from openenv_gym.errors import InvalidDataError, InvalidRequestError, UnknownEnvironmentError
 
-__all__ = ["OK", "FAILED", "USAGE", "ENV_ARGUMENT_ERRORS", "console", "error"]
+__all__ = ["OK", "FAILED", "USAGE", "ENV_ARGUMENT_ERRORS", "console", "error", "env_arguments_refused"]
 
 OK, FAILED, USAGE = 0, 1, 2
 
@@ -33,3 +33,9 @@ def error(message: str, fix: str | None = None, code: int = FAILED) -> int:
     if fix:
         err_console.print(f"[yellow]fix:[/yellow] {fix}", soft_wrap=True)
     return code
+
+
+def env_arguments_refused(exc: Exception) -> int:
+    """Report one of :data:`ENV_ARGUMENT_ERRORS` (the worker's message names the argument);
+    returns :data:`USAGE`."""
+    return error(str(exc), "change the --env-kwargs it names", USAGE)

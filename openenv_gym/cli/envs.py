@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from openenv_gym.catalog import EnvInfo, all_envs, get_env_info
-from openenv_gym.cli._ui import ENV_ARGUMENT_ERRORS, USAGE, error
+from openenv_gym.cli._ui import ENV_ARGUMENT_ERRORS, USAGE, env_arguments_refused, error
 from openenv_gym.errors import OpenEnvError
 
 __all__ = ["register", "runnable_providers"]
@@ -59,7 +59,7 @@ def _serve(args: argparse.Namespace) -> int:
                    env_kwargs=kwargs, max_sessions=args.max_sessions,
                    idle_timeout=args.idle_timeout or None, isolate=True)
     except ENV_ARGUMENT_ERRORS as exc:
-        return error(str(exc), "change the --env-kwargs it names", USAGE)
+        return env_arguments_refused(exc)
     return 0
 
 

@@ -20,7 +20,16 @@ from typing import Any, Callable, Sequence
 from rich.table import Table
 
 from openenv_gym.cli import pools
-from openenv_gym.cli._ui import ENV_ARGUMENT_ERRORS, FAILED, OK, USAGE, console, err_console, error
+from openenv_gym.cli._ui import (
+    ENV_ARGUMENT_ERRORS,
+    FAILED,
+    OK,
+    USAGE,
+    console,
+    env_arguments_refused,
+    err_console,
+    error,
+)
 from openenv_gym.errors import OpenEnvError
 
 __all__ = ["register", "serve_pool_web", "worker_record"]
@@ -127,7 +136,7 @@ def _start(args: argparse.Namespace) -> int:
         try:
             workers = provider.start(info.name, args.n, env_kwargs, pool=name)
         except ENV_ARGUMENT_ERRORS as exc:
-            return error(str(exc), "change the --env-kwargs it names", USAGE)
+            return env_arguments_refused(exc)
         except (OpenEnvError, TypeError) as exc:
             return error(f"the pool did not start: {exc}",
                          f"`openenv-gym doctor` checks what {info.name} needs")
