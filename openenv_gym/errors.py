@@ -18,11 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from gymnasium.error import ResetNeeded
+
 __all__ = [
     "OpenEnvError",
     "InvalidActionError",
     "InvalidRequestError",
     "InvalidDataError",
+    "ResetNeededError",
     "SessionNotFoundError",
     "SessionLimitError",
     "EnvServerError",
@@ -72,6 +75,17 @@ class InvalidDataError(OpenEnvError, ValueError):
     """
 
     http_status = 422
+
+
+class ResetNeededError(InvalidRequestError, ResetNeeded):
+    """The env needs a ``reset``: it was never reset, or its episode is over.
+
+    Also a :class:`gymnasium.error.ResetNeeded`, which Gymnasium raises for a step before reset.
+    Stepping past the end of an episode is refused, as Gymnasium's vector envs refuse it with
+    autoreset disabled: a step there would pay rewards outside any episode.
+    """
+
+    http_status = 409
 
 
 class SessionNotFoundError(OpenEnvError, KeyError):
@@ -139,6 +153,7 @@ _BY_NAME: dict[str, type[OpenEnvError]] = {
         InvalidActionError,
         InvalidRequestError,
         InvalidDataError,
+        ResetNeededError,
         SessionNotFoundError,
         SessionLimitError,
         EnvServerError,
@@ -213,7 +228,10 @@ def error_to_wire(exc: BaseException) -> dict[str, Any]:
         the built-in exception class it derives from, which the client's error is also an
         instance of (see :func:`env_error`).
     """
-    if not isinstance(exc, OpenEnvError):
+    if isinstance(exc, ResetNeeded) and not isinstance(exc, OpenEnvError):
+        # Gymnasium's own "call reset first" (OrderEnforcing around a served env) is the caller's.
+        exc = ResetNeededError(str(exc))
+    elif not isinstance(exc, OpenEnvError):
         exc = env_error(exc)
     # The nearest of our own classes (a plugin's subclass travels as the one it extends).
     name = next(cls.__name__ for cls in type(exc).__mro__ if _BY_NAME.get(cls.__name__) is cls)
