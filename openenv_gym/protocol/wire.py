@@ -4,7 +4,9 @@ A frame is a 4-byte little-endian unsigned length followed by that many bytes of
 Requests are maps with an ``op`` key; replies are ``{"ok": True, ...}`` or
 ``{"ok": False, "error": {"type", "message"}}``. A numpy array travels as msgpack
 extension type 1: a small header (dtype string and shape, itself msgpack) and the array's
-raw bytes — never a list of numbers, and nothing is ever unpickled.
+raw bytes — never a list of numbers, and nothing is ever unpickled. An integer beyond
+msgpack's 64 bits (an unseeded env's ``np_random_seed``) travels as extension type 2, its
+decimal digits.
 
 Example:
     >>> import numpy as np
@@ -32,6 +34,7 @@ HEADER = struct.Struct("<I")
 MAX_FRAME = 64 * 1024 * 1024
 
 _NDARRAY = 1
+_BIGINT = 2
 _ARRAY_HEAD = struct.Struct("<H")
 
 
@@ -48,11 +51,18 @@ def _default(obj: Any) -> Any:
         return obj.item()
     if isinstance(obj, (set, frozenset)):
         return list(obj)
+    if isinstance(obj, int):  # msgpack hands over only the ints it cannot fit in 64 bits
+        return msgpack.ExtType(_BIGINT, str(obj).encode())
     raise TypeError(f"cannot send {type(obj).__name__} over the wire; use numbers, str, bytes, "
                     "lists, dicts or numpy arrays")
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
+    if code == _BIGINT:
+        try:
+            return int(data.decode("ascii"))
+        except ValueError:
+            raise ProtocolError(f"malformed big integer {bytes(data[:40])!r}") from None
     if code != _NDARRAY:
         raise ProtocolError(f"unknown msgpack extension type {code}")
     (head_len,) = _ARRAY_HEAD.unpack_from(data)

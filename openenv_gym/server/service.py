@@ -173,20 +173,20 @@ class EnvService:
         """Call a public method of the env (``VectorEnv.call``); attributes are returned."""
         session = self.sessions.get(sid)
         with session.lock:
-            target = getattr(session.env, name)
+            target = session.env.get_wrapper_attr(name)
             return target(*args, **kwargs) if callable(target) else target
 
     def get_attr(self, sid: str, name: str) -> Any:
-        """Read a public attribute of the env."""
+        """Read a public attribute of the env (of the Gymnasium env it serves, if it wraps one)."""
         session = self.sessions.get(sid)
         with session.lock:
-            return getattr(session.env, name)
+            return session.env.get_wrapper_attr(name)
 
     def set_attr(self, sid: str, name: str, value: Any) -> dict[str, Any]:
-        """Set a public attribute of the env."""
+        """Set a public attribute of the env, where :meth:`get_attr` reads it."""
         session = self.sessions.get(sid)
         with session.lock:
-            setattr(session.env, name, value)
+            session.env.set_wrapper_attr(name, value)
         return {}
 
     def open_slice(self, n: int, fd: int | None = None, size: int | None = None) -> dict[str, Any]:

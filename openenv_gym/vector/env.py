@@ -33,9 +33,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
+from openenv_gym.client.env import not_copyable
 from openenv_gym.client.spec import read_spec
 from openenv_gym.errors import (
     InvalidActionError,
+    ResetNeededError,
     InvalidRequestError,
     OpenEnvError,
     WorkerCrashedError,
@@ -95,7 +97,9 @@ class RemoteVectorEnv(VectorEnv):
         step_timeout: Seconds a worker may take for one vector operation before it counts
             as failed.
         provider_options: Keyword arguments for the provider.
-        max_episode_steps: Truncate episodes after this many steps (as ``gym.make`` does).
+        max_episode_steps: Truncate episodes after this many steps (as ``gym.make`` does);
+            it replaces the served env's own limit (Gym-v0's registered ``TimeLimit``), so
+            longer episodes run to it, as they do locally.
         render_mode: Render mode of every sub-env (``"rgb_array"``, ``"ansi"``).
         copy: Return copies of the observation buffer (as ``SyncVectorEnv``'s ``copy``).
         shared_memory: Exchange actions, observations, rewards and flags with each worker
@@ -139,6 +143,9 @@ class RemoteVectorEnv(VectorEnv):
         provider_obj = get_provider(provider, untrusted=self.info.untrusted, **(provider_options or {}))
         self.provider_name = provider_obj.name
         kwargs = dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {}))
+        if max_episode_steps is not None and self.info.time_limit_kwarg:
+            # The served env's own limit (CartPole's 500) would otherwise end longer episodes.
+            kwargs.setdefault(self.info.time_limit_kwarg, max_episode_steps)
         self._pool = WorkerPool(provider_obj, self.info.name, num_envs, envs_per_worker, kwargs,
                                 timeout=self.step_timeout)
         try:
@@ -290,7 +297,7 @@ class RemoteVectorEnv(VectorEnv):
         Raises:
             gym.error.AlreadyPendingCallError: A step is already in flight.
             gym.error.ResetNeeded: ``reset()`` was never called.
-            InvalidRequestError: With ``DISABLED`` autoreset, an ended env was stepped.
+            ResetNeededError: With ``DISABLED`` autoreset, an ended env was stepped.
         """
         self.pool  # raises once closed
         if self._pending is not None:
@@ -317,7 +324,7 @@ class RemoteVectorEnv(VectorEnv):
                 uniform = None
                 if mode is AutoresetMode.DISABLED:
                     i = int(np.flatnonzero(self._autoreset_envs)[0])
-                    raise InvalidRequestError(
+                    raise ResetNeededError(
                         f"env {i} ended its episode; with autoreset_mode=DISABLED reset it first: "
                         "reset(options={'reset_mask': mask})")
                 cmd[self._autoreset_envs] = RESET
@@ -671,6 +678,9 @@ class RemoteVectorEnv(VectorEnv):
         return tuple(s["frame"] for s in self._per_env(lambda i, sid: {"op": "render", "sid": sid}))
 
     # -- lifecycle --------------------------------------------------------------------
+    def __reduce__(self) -> Any:
+        raise not_copyable(self)
+
     def _discard_pending(self) -> None:
         if self._pending is not None and self._pool is not None:
             workers = self._pending[1]

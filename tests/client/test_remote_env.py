@@ -142,6 +142,61 @@ def test_action_outside_space_is_rejected_for_space_envs(provider: str) -> None:
         env.close()
 
 
+def test_box_bounds_are_the_served_env_s_to_apply(provider: str) -> None:
+    # Pendulum clips a torque of 5 itself; refusing it would break a loop that works locally.
+    ours = gym.make("OpenEnv/Gym-v0", env_id="Pendulum-v1", provider=provider)
+    local = gym.make("Pendulum-v1")
+    try:
+        np.testing.assert_array_equal(ours.reset(seed=0)[0], local.reset(seed=0)[0])
+        for torque in (5.0, -9.0, 1.0):
+            action = np.array([torque], dtype=np.float32)
+            got, want = ours.step(action), local.step(action)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert got[1] == want[1]
+        for bad in (np.array([np.nan], np.float32), np.array([np.inf], np.float32),
+                    np.array([1.0, 2.0], np.float32)):
+            with pytest.raises(InvalidActionError, match="not in the action space"):
+                ours.step(bad)
+    finally:
+        ours.close()
+        local.close()
+
+
+def test_an_env_cannot_be_pickled_or_copied_and_says_what_to_do() -> None:
+    import copy
+    import pickle
+
+    env = gym.make("OpenEnv/Echo-v0", provider="process")
+    try:
+        # (copy.copy of the wrapped env copies only the wrappers, as it does locally.)
+        for copier, target in ((pickle.dumps, env), (copy.deepcopy, env), (copy.copy, env.unwrapped)):
+            with pytest.raises(TypeError, match=r"holds live connections .* gym\.make\(env\.spec\)"):
+                copier(target)
+        assert env.reset(seed=0)[0]["echo"] == ""  # the original is untouched
+    finally:
+        env.close()
+
+
+def test_attaches_to_a_worker_by_the_address_openenv_gym_ps_prints() -> None:
+    from openenv_gym.providers.process import ProcessProvider
+
+    provider = ProcessProvider()
+    [worker] = provider.start("echo")
+    try:
+        assert worker.address.startswith("unix://")
+        env = gym.make("OpenEnv/Echo-v0", base_url=worker.address)
+        env.reset(seed=0)
+        assert env.step({"message": "hey"})[0]["echo"] == "hey"
+        env.close()
+        assert worker.alive()  # an attached env leaves the worker to whoever started it
+        with pytest.raises(openenv_gym.WorkerConnectionError, match="cannot connect"):
+            gym.make("OpenEnv/Echo-v0", base_url=worker.address + ".missing")
+        with pytest.raises(openenv_gym.InvalidRequestError, match="openenv-gym ps"):
+            gym.make("OpenEnv/Echo-v0", base_url="ftp://127.0.0.1/x")
+    finally:
+        provider.stop_all([worker])
+
+
 def test_oversized_frame_is_refused_and_connection_stays_framed(echo_env) -> None:
     client = echo_env._client
     client.max_frame = 1 << 30  # let this client send what the server must refuse

@@ -56,6 +56,17 @@ def test_unencodable_values_name_the_type() -> None:
         encode({"x": object()})
 
 
+@pytest.mark.parametrize("value", [2**64, -(2**63) - 1, 3**100, -(2**130)])
+def test_integers_beyond_64_bits_cross_whole(value: int) -> None:
+    # An unseeded env's np_random_seed is a 128-bit int (VectorEnv.get_attr reads it).
+    assert decode(encode({"x": value, "small": 2**63 - 1})[HEADER.size:]) == {"x": value, "small": 2**63 - 1}
+
+
+def test_a_malformed_big_integer_is_a_protocol_error() -> None:
+    with pytest.raises(ProtocolError, match="big integer"):
+        decode(msgpack.packb(msgpack.ExtType(2, b"12x")))
+
+
 def test_zero_dim_and_empty_arrays_keep_their_shape() -> None:
     out = decode(encode({"a": np.array(5, np.int64), "e": np.zeros((0, 3), np.float32)})[HEADER.size:])
     assert out["a"].shape == () and out["a"] == 5

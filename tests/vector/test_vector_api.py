@@ -93,6 +93,65 @@ def test_call_get_set_attr_render_and_bad_action(provider: str) -> None:
         reference.close()
 
 
+def test_attributes_limits_and_bounds_are_the_served_gymnasium_env_s(provider: str) -> None:
+    # Side by side with SyncVectorEnv over the same local env: what a Gymnasium user
+    # does to an env through the vector API must act on the served env, not on our wrapper.
+    ours = gym.make_vec("OpenEnv/Gym-v0", 2, env_id="CartPole-v1", provider=provider,
+                        max_episode_steps=700)
+    local = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync", max_episode_steps=700)
+    try:
+        for envs in (ours, local):
+            envs.reset(seed=0)
+        assert ours.get_attr("gravity") == local.get_attr("gravity") == (9.8, 9.8)
+        assert ours.get_attr("np_random_seed") == local.get_attr("np_random_seed") == (0, 1)
+        for envs in (ours, local):
+            envs.set_attr("gravity", 100.0)  # domain randomisation: the dynamics change
+        for _ in range(5):
+            assert_same(ours.step(np.array([1, 1])), local.step(np.array([1, 1])))
+        assert ours.get_attr("gravity") == (100.0, 100.0)
+        assert ours.call("get_wrapper_attr", "gravity") == (100.0, 100.0)
+        # max_episode_steps above CartPole's own 500 runs to it (a balancing policy lasts 582).
+        for envs in (ours, local):
+            envs.set_attr("gravity", 9.8)
+            envs.reset(seed=0)
+        lengths = []
+        for envs in (ours, local):
+            obs, _ = envs.reset(seed=0)
+            for t in range(1, 800):
+                obs, _, terminated, truncated, _ = envs.step((obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(int))
+                if terminated[0] or truncated[0]:
+                    lengths.append((t, bool(terminated[0])))
+                    break
+        assert lengths[0] == lengths[1] and lengths[0][0] > 500
+    finally:
+        ours.close()
+        local.close()
+    # An unseeded env's np_random_seed is a 128-bit int: it crosses the wire whole.
+    ours = gym.make_vec("OpenEnv/Gym-v0", 2, env_id="CartPole-v1", provider=provider)
+    try:
+        ours.reset()
+        seeds = ours.get_attr("np_random_seed")
+        assert all(isinstance(s, int) and s > 2**64 for s in seeds)
+    finally:
+        ours.close()
+    # Box bounds are the served env's to apply: Pendulum clips a torque of 5, as locally;
+    # NaN is still refused.
+    ours = gym.make_vec("OpenEnv/Gym-v0", 2, env_id="Pendulum-v1", provider=provider,
+                        render_mode="rgb_array")
+    local = gym.make_vec("Pendulum-v1", 2, vectorization_mode="sync")
+    try:
+        with pytest.raises(gym.error.ResetNeeded):  # Gymnasium's own order check, typed
+            ours.render()
+        actions = np.array([[5.0], [-7.0]], dtype=np.float32)
+        assert_same(ours.reset(seed=3), local.reset(seed=3))
+        assert_same(ours.step(actions), local.step(actions))
+        with pytest.raises(InvalidActionError, match="env 1"):
+            ours.step(np.array([[0.0], [np.nan]], dtype=np.float32))
+    finally:
+        ours.close()
+        local.close()
+
+
 def test_bad_arguments_are_typed_errors() -> None:
     with pytest.raises(InvalidRequestError, match="num_envs"):
         RemoteVectorEnv(0, "gym", provider="process")

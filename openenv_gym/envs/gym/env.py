@@ -31,6 +31,8 @@ class GymEnv(Environment):
         **kwargs: Passed to ``gym.make`` (``max_episode_steps``, env arguments).
     """
 
+    enforce_action_bounds = False  # the served env decides, as it does locally
+
     def __init__(self, env_id: str = "CartPole-v1", render_mode: str | None = None,
                  info_types: dict[str, str] | None = None, **kwargs: Any) -> None:
         if info_types:
