@@ -71,14 +71,18 @@ class RemoteVecEnv(VecEnv):
         """Reset every env with the seeds/options set by ``seed()``/``set_options()`` (used once)."""
         options = self._options[0] if all(o == self._options[0] for o in self._options) else None
         if options is None:
-            # Per-env options differ: reset env by env through masks, as SB3 promises them.
+            # Per-env options differ: reset env by env through masks, as SB3 promises them;
+            # each reset's infos are its env's.
+            reset_infos: list[dict[str, Any]] = []
             for i, opts in enumerate(self._options):
                 mask = np.zeros(self.num_envs, dtype=np.bool_)
                 mask[i] = True
                 obs, infos = self.venv.reset(seed=self._seeds, options={**opts, "reset_mask": mask})
+                reset_infos.append(_split_infos(infos, self.num_envs)[i])
+            self.reset_infos = reset_infos
         else:
             obs, infos = self.venv.reset(seed=self._seeds, options=options or None)
-        self.reset_infos = _split_infos(infos, self.num_envs)
+            self.reset_infos = _split_infos(infos, self.num_envs)
         self._reset_seeds()
         self._reset_options()
         return obs

@@ -67,6 +67,22 @@ def test_steps_equal_dummy_vec_env(provider: str) -> None:
         ref.close()
 
 
+def test_per_env_reset_options_keep_every_env_s_reset_info() -> None:
+    taxi = next(i for i in ("Taxi-v3", "Taxi-v4") if i in gym.registry)
+    venv = RemoteVecEnv("OpenEnv/Gym-v0", 3, env_id=taxi, provider="process", envs_per_worker=2)
+    ref = DummyVecEnv([lambda: gym.make(taxi)] * 3)
+    try:
+        for v in (venv, ref):
+            v.seed(3)
+            v.set_options([{"a": 1}, {"a": 2}, {"a": 3}])  # differ: reset env by env
+        np.testing.assert_array_equal(venv.reset(), ref.reset())
+        assert [sorted(i) for i in venv.reset_infos] == [sorted(i) for i in ref.reset_infos]
+        assert all("action_mask" in info for info in venv.reset_infos)
+    finally:
+        venv.close()
+        ref.close()
+
+
 def test_ppo_learns_through_vec_wrappers(provider: str) -> None:
     venv = RemoteVecEnv("OpenEnv/Gym-v0", 4, env_id="CartPole-v1", provider=provider, envs_per_worker=2)
     try:
