@@ -150,8 +150,14 @@ class Provider(abc.ABC):
             for w in workers:
                 w.stop()
             return
-        with ThreadPoolExecutor(max_workers=min(len(workers), 16)) as ex:
-            list(ex.map(lambda w: w.stop(), workers))
+        try:
+            with ThreadPoolExecutor(max_workers=min(len(workers), 16)) as ex:
+                list(ex.map(lambda w: w.stop(), workers))
+        except RuntimeError:
+            # At interpreter exit (an env never closed, stopped by its finalizer) no new thread
+            # may start; stopping is idempotent, so finish the rest one by one.
+            for w in workers:
+                w.stop()
 
 
 def stop_when_dropped(owner: object, provider: Provider, workers: list[Worker]) -> weakref.finalize:

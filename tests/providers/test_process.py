@@ -62,6 +62,25 @@ def test_ctrl_c_while_workers_start_leaves_none_running() -> None:
     assert workers_of(os.getpid()) - before == set()
 
 
+def test_workers_never_closed_are_stopped_at_exit_quietly_with_their_folder() -> None:
+    # A script that ends without close(): the finalizers stop the workers at interpreter
+    # exit, when no thread pool may start, and remove the workers' folder.
+    import sys
+
+    script = ("import gymnasium as gym, openenv_gym\n"
+              "envs = gym.make_vec('OpenEnv/Echo-v0', num_envs=4, envs_per_worker=2, provider='process')\n"
+              "envs.reset(seed=0)\n"
+              "pool = envs.pool\n"
+              "print(pool.workers[0].folder, *(w.pid for w in pool.workers))\n")
+    done = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", script],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr, done.stderr
+    folder, *pids = done.stdout.split()
+    assert len(pids) == 2 and not wait_gone({int(p) for p in pids})
+    assert not os.path.exists(folder)
+
+
 def test_provider_options_are_checked_against_the_provider() -> None:
     from openenv_gym.providers import get_provider
 
