@@ -6,11 +6,14 @@ something did not work), :data:`USAGE` (2: bad arguments; nothing was done).
 
 from __future__ import annotations
 
+import socket
+
 from rich.console import Console
 
 from openenv_gym.errors import InvalidDataError, InvalidRequestError, UnknownEnvironmentError
 
-__all__ = ["OK", "FAILED", "USAGE", "ENV_ARGUMENT_ERRORS", "console", "error", "env_arguments_refused"]
+__all__ = ["OK", "FAILED", "USAGE", "ENV_ARGUMENT_ERRORS", "console", "error", "env_arguments_refused",
+           "bind_problem", "port_refused"]
 
 OK, FAILED, USAGE = 0, 1, 2
 
@@ -39,3 +42,28 @@ def env_arguments_refused(exc: Exception) -> int:
     """Report one of :data:`ENV_ARGUMENT_ERRORS` (the worker's message names the argument);
     returns :data:`USAGE`."""
     return error(str(exc), "change the --env-kwargs it names", USAGE)
+
+
+def bind_problem(host: str, port: int) -> OSError | None:
+    """Why a server could not listen on ``host:port`` now (None: it could; port 0 always can).
+
+    A server that fails to bind later fails inside its framework (uvicorn exits 3 with its own
+    message), so commands try the bind first and report it as theirs.
+    """
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            # As the servers bind: a port whose old connections linger in TIME_WAIT is free.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+    except OSError as exc:  # socket.gaierror (unknown host) is one too
+        return exc
+    return None
+
+
+def port_refused(flag: str, port: int, exc: OSError, host: str = "127.0.0.1") -> int:
+    """Report that the port given by ``flag`` cannot be listened on; returns :data:`FAILED`."""
+    return error(f"cannot listen on {host}:{port} ({flag}): {exc}",
+                 f"pick a free port with {flag} N ({flag} 0: any free port); "
+                 f"`openenv-gym doctor --port {port}` checks one, "
+                 f"`ss -ltnp | grep :{port}` shows who holds it")

@@ -17,7 +17,14 @@ import numpy as np
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from openenv_gym.cli._ui import FAILED, OK, USAGE, console, err_console, error
+from openenv_gym.cli._args import (
+    add_env_kwargs,
+    exit_codes,
+    json_value,
+    non_negative_int,
+    positive_int,
+)
+from openenv_gym.cli._ui import OK, USAGE, console, err_console, error
 from openenv_gym.errors import OpenEnvError
 
 __all__ = ["register", "run_bench", "percentiles"]
@@ -108,21 +115,15 @@ def _bench(args: argparse.Namespace) -> int:
 
     try:
         info = get_env_info(args.env)
-        kwargs = json.loads(args.env_kwargs)
-        action = json.loads(args.action) if args.action is not None else None
     except OpenEnvError as exc:
         return error(str(exc), "see `openenv-gym list`", USAGE)
-    except ValueError as exc:
-        return error(f"--env-kwargs and --action take JSON: {exc}", code=USAGE)
-    if args.num_envs < 1 or args.steps < 1 or args.warmup < 0:
-        return error("--num-envs and --steps must be at least 1, --warmup at least 0", code=USAGE)
     provider = resolve_provider_name(args.provider, info.untrusted)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())
     try:
         with Progress(*columns, console=err_console, transient=True) as progress:
             result = run_bench(info.gym_id, args.num_envs, provider, args.steps, args.warmup,
-                               kwargs, action, args.seed, progress)
+                               args.env_kwargs, args.action, args.seed, progress)
     except (OpenEnvError, TypeError, ValueError) as exc:
         return error(f"benchmark failed: {type(exc).__name__}: {exc}",
                      "check the env and its kwargs with a short script, or `openenv-gym doctor`")
@@ -144,16 +145,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``bench``."""
     p = sub.add_parser("bench", help="measure env-steps/s and step latency percentiles",
                        description="Step ENV on a provider and print env-steps/s and the "
-                                   "p50/p90/p99 latency of step(). Exit codes: 0 measured, "
-                                   "1 the run failed, 2 bad arguments.")
+                                   "p50/p90/p99 latency of step().",
+                       epilog=exit_codes("measured", "the run failed"))
     p.add_argument("env", help="name or id, e.g. echo or OpenEnv/Echo-v0")
-    p.add_argument("--num-envs", type=int, default=1, help="envs stepped together (default 1)")
+    p.add_argument("--num-envs", type=positive_int, default=1,
+                   help="envs stepped together (default 1)")
     p.add_argument("--provider", default="process", choices=["auto", "process", "docker", "ray"],
                    help="where workers run (default process)")
-    p.add_argument("--steps", type=int, default=2000, help="timed steps (default 2000)")
-    p.add_argument("--warmup", type=int, default=100, help="untimed steps first (default 100)")
-    p.add_argument("--env-kwargs", default="{}", help="JSON object of env keyword arguments")
-    p.add_argument("--action", help="one env's action as JSON (default: sampled)")
+    p.add_argument("--steps", type=positive_int, default=2000, help="timed steps (default 2000)")
+    p.add_argument("--warmup", type=non_negative_int, default=100,
+                   help="untimed steps first (default 100)")
+    add_env_kwargs(p)
+    p.add_argument("--action", type=json_value, metavar="JSON",
+                   help="one env's action as JSON (default: sampled)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=_bench)

@@ -22,17 +22,19 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from openenv_gym.cli._args import exit_codes, non_negative_int
+from openenv_gym.cli._ui import FAILED, USAGE, error
 from openenv_gym.errors import OpenEnvError
 
-__all__ = ["register"]
+__all__ = ["register", "containers_table"]
 
 
-def _client(console: Console) -> Any | None:
+def _client() -> Any | None:
     from openenv_gym.providers.docker import DockerProvider
 
     ok, reason = DockerProvider.available()
     if not ok:
-        console.print(f"[red]error:[/red] {reason}")
+        error(reason, "`openenv-gym doctor` says how to start or reach a Docker engine")
         return None
     import docker
 
@@ -48,15 +50,14 @@ def _build(args: argparse.Namespace) -> int:
     from openenv_gym.providers._docker_images import build_image, env_code_missing, prune_old
 
     console = Console(stderr=True)
-    client = _client(console)
-    if client is None:
-        return 1
     try:
         infos = [get_env_info(e) for e in args.envs] if args.envs else [
             i for i in all_envs() if env_code_missing(i) is None]
     except OpenEnvError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
+        return error(str(exc), "see `openenv-gym list`", USAGE)
+    client = _client()
+    if client is None:
+        return FAILED
     table = Table(title="openenv_gym images")
     for col in ("env", "image", "size", "time", "status"):
         table.add_column(col)
@@ -86,7 +87,11 @@ def _build(args: argparse.Namespace) -> int:
             table.add_row(info.name, result.tag, _size(result.size),
                           f"{time.monotonic() - started:.1f} s", status)
     Console().print(table)
-    return 1 if failed else 0
+    if failed:
+        return error(f"{failed} of {len(infos)} images did not build (the table says why)",
+                     "fix what the table names, then build again; `openenv-gym doctor` "
+                     "checks the engine")
+    return 0
 
 
 def _ours(client: Any) -> list[Any]:
@@ -95,19 +100,32 @@ def _ours(client: Any) -> list[Any]:
     return client.containers.list(all=True, ignore_removed=True, filters=project_filter())
 
 
+def containers_table(rows: list[tuple[str, str, str, str, str, str]]) -> Table:
+    """The ``docker ps`` table: one row per container (name, env, pool, owner, status, image).
+
+    Names are never cut or wrapped, so they can be pasted into ``docker logs NAME``; the
+    other columns give way on a narrow terminal.
+    """
+    table = Table(title="openenv_gym containers")
+    width = max((len(row[0]) for row in rows), default=4)
+    table.add_column("name", no_wrap=True, min_width=width)
+    for col in ("env", "pool", "owner", "status", "image"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def _ps(args: argparse.Namespace) -> int:
     from openenv_gym.providers._docker_owner import (
         LABEL_ENV, LABEL_HOST, LABEL_OWNER_PID, LABEL_POOL, host_id, stale,
     )
 
-    console = Console()
-    client = _client(Console(stderr=True))
+    client = _client()
     if client is None:
-        return 1
-    table = Table(title="openenv_gym containers")
-    for col in ("name", "env", "pool", "owner", "status", "image"):
-        table.add_column(col)
+        return FAILED
     here = host_id()
+    rows = []
     for c in _ours(client):
         owner = c.labels.get(LABEL_OWNER_PID, "?")
         if c.labels.get(LABEL_HOST) != here:
@@ -115,9 +133,9 @@ def _ps(args: argparse.Namespace) -> int:
         elif stale(c, here):
             owner += " [red](gone)"
         image = c.attrs.get("Config", {}).get("Image", "")
-        table.add_row(c.name, c.labels.get(LABEL_ENV, ""), c.labels.get(LABEL_POOL, ""), owner,
-                      c.status, image)
-    console.print(table)
+        rows.append((c.name, c.labels.get(LABEL_ENV, ""), c.labels.get(LABEL_POOL, ""), owner,
+                     c.status, image))
+    Console().print(containers_table(rows))
     return 0
 
 
@@ -125,9 +143,9 @@ def _stop(args: argparse.Namespace) -> int:
     from openenv_gym.providers._docker_owner import stale
 
     console = Console()
-    client = _client(Console(stderr=True))
+    client = _client()
     if client is None:
-        return 1
+        return FAILED
     ours = _ours(client)
     if args.names:
         chosen = [c for c in ours if c.name in args.names or c.id.startswith(tuple(args.names))]
@@ -149,40 +167,45 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    console = Console(stderr=True)
-    client = _client(console)
+    client = _client()
     if client is None:
-        return 1
+        return FAILED
     for c in _ours(client):
         if c.name == args.name or c.id.startswith(args.name):
             print(c.logs(tail=args.tail).decode(errors="replace"), end="")
             return 0
-    console.print(f"[red]error:[/red] no openenv_gym container named {args.name!r} "
-                  "(see `openenv-gym docker ps`)")
-    return 1
+    return error(f"no openenv_gym container named {args.name!r}",
+                 "`openenv-gym docker ps` lists them; pools' workers: `openenv-gym logs POOL`")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``build`` and the ``docker`` group (``ps``, ``stop``, ``logs``)."""
-    p = sub.add_parser("build", help="build env container images offline (content-hashed tags)")
+    p = sub.add_parser("build", help="build env container images offline (content-hashed tags)",
+                       epilog=exit_codes("built or up to date",
+                                         "no Docker engine, or an image did not build"))
     p.add_argument("envs", nargs="*", metavar="ENV",
                    help="env names or ids (default: every env with code in this checkout)")
     p.add_argument("--no-cache", action="store_true", help="rebuild every layer")
     p.add_argument("--prune", action="store_true", help="remove older tags of the built images")
     p.set_defaults(handler=_build)
 
-    group = sub.add_parser("docker", help="worker containers: docker ps | stop | logs")
+    group = sub.add_parser("docker", help="worker containers: docker ps | stop | logs",
+                           epilog=exit_codes("done", "no Docker engine answers"))
     group.set_defaults(handler=lambda _: (group.print_help(), 2)[1])
     sub = group.add_subparsers(dest="docker_command", metavar="COMMAND")
-    p = sub.add_parser("ps", help="list openenv_gym worker containers")
+    p = sub.add_parser("ps", help="list openenv_gym worker containers",
+                       epilog=exit_codes("listed", "no Docker engine answers"))
     p.set_defaults(handler=_ps)
 
-    p = sub.add_parser("stop", help="remove openenv_gym containers (default: orphaned ones)")
+    p = sub.add_parser("stop", help="remove openenv_gym containers (default: orphaned ones)",
+                       epilog=exit_codes("removed (or nothing to remove)",
+                                         "no Docker engine answers"))
     p.add_argument("names", nargs="*", metavar="NAME", help="container names or id prefixes")
     p.add_argument("--all", action="store_true", help="remove every openenv_gym container")
     p.set_defaults(handler=_stop)
 
-    p = sub.add_parser("logs", help="print a worker container's output")
+    p = sub.add_parser("logs", help="print a worker container's output",
+                       epilog=exit_codes("printed", "no such container, or no Docker engine"))
     p.add_argument("name", help="container name or id prefix (see `openenv-gym docker ps`)")
-    p.add_argument("--tail", type=int, default=100, help="last N lines (default 100)")
+    p.add_argument("--tail", type=non_negative_int, default=100, help="last N lines (default 100)")
     p.set_defaults(handler=_logs)

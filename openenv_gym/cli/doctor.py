@@ -20,6 +20,7 @@ from typing import Callable
 
 from rich.table import Table
 
+from openenv_gym.cli._args import exit_codes, port
 from openenv_gym.cli._ui import FAILED, OK, console
 
 __all__ = ["register", "Check", "run_checks"]
@@ -298,10 +299,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``doctor``."""
     p = sub.add_parser("doctor", help="check Python, packages, Docker, Ray and what can run here",
                        description="Check what is installed and reachable, what each provider "
-                                   "can run here, and print the fix for every problem. Exit "
-                                   "codes: 0 the core works (warnings allowed), 1 something "
-                                   "the core needs is missing.")
+                                   "can run here, and print the fix for every problem.",
+                       epilog=exit_codes("the core works (warnings allowed)",
+                                         "something the core needs is missing"))
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
-    p.add_argument("--port", type=int, default=8000,
+    p.add_argument("--port", type=port, default=8000,
                    help="HTTP port you will serve on, checked to be free (default 8000)")
     p.set_defaults(handler=_doctor)

@@ -4,13 +4,27 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 
 from rich.console import Console
 from rich.table import Table
 
 from openenv_gym.catalog import EnvInfo, all_envs, get_env_info
-from openenv_gym.cli._ui import ENV_ARGUMENT_ERRORS, USAGE, env_arguments_refused, error
+from openenv_gym.cli._args import (
+    add_env_kwargs,
+    exit_codes,
+    non_negative_float,
+    port,
+    positive_int,
+)
+from openenv_gym.cli._ui import (
+    ENV_ARGUMENT_ERRORS,
+    OK,
+    USAGE,
+    bind_problem,
+    env_arguments_refused,
+    error,
+    port_refused,
+)
 from openenv_gym.errors import OpenEnvError
 
 __all__ = ["register", "runnable_providers"]
@@ -43,7 +57,7 @@ def _list(args: argparse.Namespace) -> int:
         hint = ", ".join(provs) if provs else f"none (pip install 'openenv-gym[{info.extra}]')"
         table.add_row(info.gym_id, info.name, info.description, hint)
     console.print(table)
-    return 0
+    return OK
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -51,31 +65,41 @@ def _serve(args: argparse.Namespace) -> int:
 
     try:
         info = get_env_info(args.env)
-        kwargs = json.loads(args.env_kwargs)
-    except (OpenEnvError, ValueError) as exc:
-        return error(str(exc), code=USAGE)
+    except OpenEnvError as exc:
+        return error(str(exc), "see `openenv-gym list`", USAGE)
+    for flag, number in (("--port", args.port), ("--binary-port", args.binary_port)):
+        problem = bind_problem(args.host, number)
+        if problem:
+            return port_refused(flag, number, problem, args.host)
     try:
         run_server(info.name, http_port=args.port, tcp_port=args.binary_port, host=args.host,
-                   env_kwargs=kwargs, max_sessions=args.max_sessions,
+                   env_kwargs=args.env_kwargs, max_sessions=args.max_sessions,
                    idle_timeout=args.idle_timeout or None, isolate=True)
     except ENV_ARGUMENT_ERRORS as exc:
         return env_arguments_refused(exc)
-    return 0
+    return OK
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``list`` and ``serve``."""
-    p = sub.add_parser("list", help="list environments and which providers can run them here")
+    p = sub.add_parser("list", help="list environments and which providers can run them here",
+                       epilog=exit_codes("listed"))
     p.set_defaults(handler=_list)
 
-    p = sub.add_parser("serve", help="serve one environment over HTTP/JSON and the binary path")
+    p = sub.add_parser("serve", help="serve one environment over HTTP/JSON and the binary path",
+                       description="Serve ENV until Ctrl-C: HTTP/JSON, the binary path "
+                                   "(advertised in /health) and the live view at /web.",
+                       epilog=exit_codes("stopped by Ctrl-C or SIGTERM",
+                                         "--port or --binary-port is taken"))
     p.add_argument("env", help="name or id, e.g. echo or OpenEnv/Echo-v0")
-    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    p.add_argument("--binary-port", type=int, default=0,
+    p.add_argument("--port", type=port, default=8000,
+                   help="HTTP port (default 8000; 0: any free port, printed when ready)")
+    p.add_argument("--binary-port", type=port, default=0,
                    help="binary-protocol TCP port (default: any free port, shown in /health)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument("--env-kwargs", default="{}", help="JSON object of env keyword arguments")
-    p.add_argument("--max-sessions", type=int, default=256)
-    p.add_argument("--idle-timeout", type=float, default=600.0,
-                   help="seconds before an idle session closes (0: never)")
+    add_env_kwargs(p)
+    p.add_argument("--max-sessions", type=positive_int, default=256,
+                   help="most sessions at once (default 256)")
+    p.add_argument("--idle-timeout", type=non_negative_float, default=600.0,
+                   help="seconds before an idle session closes (default 600; 0: never)")
     p.set_defaults(handler=_serve)

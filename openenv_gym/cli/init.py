@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from openenv_gym.cli._args import exit_codes
 from openenv_gym.cli._ui import FAILED, OK, USAGE, console, error
 
 __all__ = ["register"]
@@ -40,9 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Write a package with models, environment logic, a catalog "
                                    "entry point, tests and a README; it passes its own tests as "
                                    "generated, and after `pip install -e` `openenv-gym build NAME` "
-                                   "builds its image. Exit codes: 0 written, 1 the folder exists, "
-                                   "2 unusable name.")
-    p.add_argument("name", help="env and package name, e.g. my_env (gives OpenEnv/MyEnv-v0)")
+                                   "builds its image.",
+                       epilog=exit_codes("written", "the folder exists and is not empty"))
+    p.add_argument("name", help="env and package name: lowercase words joined by single '_', "
+                                "e.g. my_env (gives OpenEnv/MyEnv-v0 and the distribution my-env)")
     p.add_argument("--dir", default=".", help="folder to create the project in (default: here)")
     p.add_argument("--force", action="store_true", help="overwrite an existing project folder")
     p.set_defaults(handler=_init)

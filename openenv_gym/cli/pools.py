@@ -151,7 +151,7 @@ def worker_logs(record: PoolRecord, index: int | None = None, tail: int = 50) ->
     Args:
         record: The pool.
         index: Only this worker.
-        tail: Lines per worker.
+        tail: Lines per worker (0: none).
 
     Returns:
         Worker index -> text (empty when the worker keeps no log file).
@@ -164,7 +164,9 @@ def worker_logs(record: PoolRecord, index: int | None = None, tail: int = 50) ->
         if worker.get("log"):
             try:
                 with open(worker["log"], "rb") as f:
-                    text = "\n".join(f.read().decode(errors="replace").splitlines()[-tail:])
+                    lines = f.read().decode(errors="replace").splitlines()
+                # lines[-0:] would be every line
+                text = "\n".join(lines[-tail:] if tail > 0 else [])
             except OSError:
                 text = ""
         out[worker["index"]] = text

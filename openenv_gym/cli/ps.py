@@ -15,7 +15,8 @@ from rich.table import Table
 
 from openenv_gym.cli import pools
 from openenv_gym.providers._docker_owner import owner_alive
-from openenv_gym.cli._ui import FAILED, OK, USAGE, console, error
+from openenv_gym.cli._args import exit_codes, non_negative_int, positive_float
+from openenv_gym.cli._ui import OK, USAGE, console, error
 
 __all__ = ["register"]
 
@@ -92,6 +93,8 @@ def _logs(args: argparse.Namespace) -> int:
     if args.worker is not None and args.worker not in {w["index"] for w in record.workers}:
         return error(f"pool {record.name} has no worker {args.worker}",
                      f"its workers are 0..{len(record.workers) - 1}", USAGE)
+    if args.tail == 0:  # as `tail -n 0` and `docker logs --tail 0`: no lines at all
+        return OK
     texts = pools.worker_logs(record, args.worker, args.tail)
     for worker in record.workers:
         if worker["index"] not in texts:
@@ -107,23 +110,26 @@ def _logs(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ps``, ``stop`` and ``logs``."""
     p = sub.add_parser("ps", help="list pools started by `openenv-gym start`",
-                       description="List running pools (any provider). Exit code 0.")
+                       description="List running pools (any provider).",
+                       epilog=exit_codes("listed (also when none runs)"))
     p.add_argument("--json", action="store_true", help="print the pool records as JSON")
     p.add_argument("-w", "--workers", action="store_true", help="also list each worker")
     p.set_defaults(handler=_ps)
 
     p = sub.add_parser("stop", help="stop pools started by `openenv-gym start`",
-                       description="Stop pools: their owners stop every worker/container. Exit "
-                                   "codes: 0 stopped, 1 unknown or stuck pool, 2 nothing named.")
+                       description="Stop pools: their owners stop every worker/container.",
+                       epilog=exit_codes("stopped", "an unknown or stuck pool"))
     p.add_argument("names", nargs="*", metavar="NAME", help="pool names (see `openenv-gym ps`)")
     p.add_argument("--all", action="store_true", help="stop every pool")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait per pool")
+    p.add_argument("--timeout", type=positive_float, default=30.0,
+                   help="seconds to wait per pool (default 30)")
     p.set_defaults(handler=_stop)
 
     p = sub.add_parser("logs", help="show the logs of a pool's workers",
-                       description="Print the last lines of each worker's log. Exit codes: 0 "
-                                   "ok, 1 unknown pool, 2 unknown worker.")
+                       description="Print the last lines of each worker's log.",
+                       epilog=exit_codes("printed", "no running pool has that name"))
     p.add_argument("name", metavar="NAME", help="pool name (see `openenv-gym ps`)")
-    p.add_argument("-w", "--worker", type=int, help="only this worker index")
-    p.add_argument("--tail", type=int, default=50, help="lines per worker (default 50)")
+    p.add_argument("-w", "--worker", type=non_negative_int, help="only this worker index")
+    p.add_argument("--tail", type=non_negative_int, default=50,
+                   help="lines per worker (default 50; 0: none)")
     p.set_defaults(handler=_logs)

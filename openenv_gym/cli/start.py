@@ -9,7 +9,6 @@ and stops everything on Ctrl-C or SIGTERM (what ``openenv-gym stop NAME`` sends)
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import secrets
 import signal
@@ -20,15 +19,17 @@ from typing import Any, Callable, Sequence
 from rich.table import Table
 
 from openenv_gym.cli import pools
+from openenv_gym.cli._args import add_env_kwargs, exit_codes, port, positive_int
 from openenv_gym.cli._ui import (
     ENV_ARGUMENT_ERRORS,
-    FAILED,
     OK,
     USAGE,
+    bind_problem,
     console,
     env_arguments_refused,
     err_console,
     error,
+    port_refused,
 )
 from openenv_gym.errors import OpenEnvError
 
@@ -112,14 +113,6 @@ def _start(args: argparse.Namespace) -> int:
         info = get_env_info(args.env)
     except OpenEnvError as exc:
         return error(str(exc), "see `openenv-gym list`", USAGE)
-    try:
-        env_kwargs = json.loads(args.env_kwargs)
-        assert isinstance(env_kwargs, dict)
-    except (ValueError, AssertionError):
-        return error(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}",
-                     "e.g. --env-kwargs '{\"max_steps\": 10}'", USAGE)
-    if args.n < 1:
-        return error(f"-n must be at least 1, got {args.n}", code=USAGE)
     name = args.name or f"{info.name}-{secrets.token_hex(3)}"
     if not pools.valid_name(name):
         return error(f"pool name {name!r} is not valid",
@@ -127,6 +120,10 @@ def _start(args: argparse.Namespace) -> int:
     if pools.find(name):
         return error(f"a pool named {name!r} is already running",
                      f"choose another --name, or stop it: openenv-gym stop {name}", USAGE)
+    if args.web:  # before any worker starts: a taken port is found in a moment, not after
+        problem = bind_problem("127.0.0.1", args.web_port)
+        if problem:
+            return port_refused("--web-port", args.web_port, problem)
     try:
         provider = get_provider(args.provider, untrusted=info.untrusted)
     except (OpenEnvError, ValueError) as exc:
@@ -134,7 +131,7 @@ def _start(args: argparse.Namespace) -> int:
 
     with err_console.status(f"starting {args.n} × {info.name} on provider {provider.name}…"):
         try:
-            workers = provider.start(info.name, args.n, env_kwargs, pool=name)
+            workers = provider.start(info.name, args.n, args.env_kwargs, pool=name)
         except ENV_ARGUMENT_ERRORS as exc:
             return env_arguments_refused(exc)
         except (OpenEnvError, TypeError) as exc:
@@ -150,10 +147,12 @@ def _start(args: argparse.Namespace) -> int:
                 record.web, stop_web = serve_pool_web(workers, f"openenv_gym pool {name}",
                                                       args.web_port)
             except OSError as exc:
-                return error(f"cannot serve the web view on port {args.web_port}: {exc}",
-                             "pick a free port with --web-port N, or --web-port 0 for any")
+                return port_refused("--web-port", args.web_port, exc)
         pools.save(record)
         console.print(_table(record))
+        console.print(f'attach from Python: gym.make("{info.gym_id}", base_url="<a worker\'s '
+                      f'address>"); `openenv-gym ps --json` lists the addresses', soft_wrap=True,
+                      markup=False)
         if record.web:
             console.print(f"web view: {record.web}")
         console.print(f"pool {name} is running; stop it with Ctrl-C or "
@@ -195,15 +194,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "start", help="start a long-running pool of workers and print their addresses",
         description="Start N workers of ENV and keep them running until Ctrl-C or "
-                    "`openenv-gym stop NAME`; dead workers are replaced. Exit codes: 0 stopped "
-                    "normally, 1 the pool could not start, 2 bad arguments.")
+                    "`openenv-gym stop NAME`; dead workers are replaced.",
+        epilog=exit_codes("stopped by Ctrl-C or `openenv-gym stop`",
+                          "the pool could not start, or --web-port is taken"))
     p.add_argument("env", help="name or id, e.g. echo or OpenEnv/Echo-v0")
-    p.add_argument("-n", "--num-workers", dest="n", type=int, default=1,
+    p.add_argument("-n", "--num-workers", dest="n", type=positive_int, default=1,
                    help="number of workers (default 1)")
     p.add_argument("--provider", default="auto", choices=["auto", "process", "docker", "ray"],
                    help="where workers run (default auto: docker when an engine is reachable)")
     p.add_argument("--name", help="pool name for ps/stop/logs (default ENV-<random>)")
-    p.add_argument("--env-kwargs", default="{}", help="JSON object of env keyword arguments")
+    add_env_kwargs(p)
     p.add_argument("--web", action="store_true", help="serve one live web page for the pool")
-    p.add_argument("--web-port", type=int, default=0, help="port of that page (default: any free)")
+    p.add_argument("--web-port", type=port, default=0, help="port of that page (default: any free)")
     p.set_defaults(handler=_start)

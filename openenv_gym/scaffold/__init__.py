@@ -18,13 +18,14 @@ Example:
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import keyword
 import os
 import re
 import string
 
-__all__ = ["create", "names", "check_name", "TEMPLATES"]
+__all__ = ["create", "names", "check_name", "suggest_name", "TEMPLATES"]
 
 TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
@@ -39,7 +40,11 @@ TEMPLATES: dict[str, str] = {
     "tests/test_env.py": "test_env.py.tmpl",
 }
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+#: Lowercase words joined by single underscores. A trailing ``_`` would give a distribution
+#: name ending in ``-`` (not valid PEP 508: ``pip install`` refuses it), and ``__`` the same
+#: Gymnasium id as one ``_`` (``my__env`` and ``my_env`` are both ``OpenEnv/MyEnv-v0``).
+_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+_MAX_LENGTH = 41
 
 
 def names(name: str) -> dict[str, str]:
@@ -54,20 +59,70 @@ def names(name: str) -> dict[str, str]:
             "dist": name.replace("_", "-")}
 
 
-def check_name(name: str) -> str | None:
-    """Why ``name`` cannot name a new env package, or None when it can."""
-    from openenv_gym.catalog import all_envs
+def _problem(name: str) -> str | None:
+    """Why ``name`` cannot name a new env package (without a suggestion), or None."""
+    from openenv_gym.catalog import ENTRY_POINT_GROUP, all_envs
 
-    if not _NAME.match(name):
-        return (f"{name!r} is not a valid name: use lowercase letters, digits and underscores, "
-                "starting with a letter (it becomes the Python package name), e.g. my_env")
+    if len(name) > _MAX_LENGTH or not _NAME.match(name):
+        reasons = []
+        if name.endswith("_"):
+            reasons.append(f"its distribution name {names(name)['dist']!r} would not be a valid "
+                           "PEP 508 name, which pip refuses")
+        cleaned = re.sub("_+", "_", name).strip("_")
+        if cleaned != name and _NAME.match(cleaned):
+            reasons.append(f"its Gymnasium id {names(name)['gym_id']} would be that of {cleaned!r}")
+        why = f" ({'; '.join(reasons)})" if reasons else ""
+        return (f"{name!r} is not a valid name{why}: use lowercase words of letters and digits "
+                f"joined by single underscores, starting with a letter, up to {_MAX_LENGTH} "
+                "characters (it names the Python package, the distribution and the Gymnasium id)")
     if keyword.iskeyword(name):
         return f"{name!r} is a Python keyword"
-    if any(info.name == name for info in all_envs()):
-        return f"an environment named {name!r} already exists (see `openenv-gym list`)"
+    derived = names(name)
+    for info in all_envs():
+        if info.name == name:
+            return f"an environment named {name!r} already exists (see `openenv-gym list`)"
+        if info.gym_id == derived["gym_id"]:
+            # One id, two envs: gym.make would run whichever registered first.
+            return (f"{name!r} gives the Gymnasium id {derived['gym_id']}, which environment "
+                    f"{info.name!r} already has (see `openenv-gym list`)")
     if importlib.util.find_spec(name) is not None:
-        return f"a Python module named {name!r} is already importable here; pick another name"
-    return None
+        return f"a Python module named {name!r} is already importable here"
+    try:
+        dist = importlib.metadata.distribution(derived["dist"])
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    # `pip install -e .` would replace that installed distribution (an env plugin or not).
+    plugin = any(ep.group == ENTRY_POINT_GROUP for ep in dist.entry_points)
+    return (f"{name!r} gives the distribution name {derived['dist']!r}, and "
+            f"{'the env plugin' if plugin else 'a package'} {dist.metadata['Name']!r} of that "
+            "name is installed here")
+
+
+def suggest_name(name: str) -> str:
+    """A usable name close to ``name``: cleaned up, then numbered until nothing has it.
+
+    Example:
+        >>> suggest_name("Grid__World_")
+        'grid_world'
+        >>> suggest_name("echo")
+        'echo2'
+    """
+    base = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")[:_MAX_LENGTH - 3] or "env"
+    if not base[0].isalpha():
+        base = f"env_{base}"
+    candidates = [base] + [f"{base}{n}" for n in range(2, 100)]
+    return next((c for c in candidates if _problem(c) is None), "my_env")
+
+
+def check_name(name: str) -> str | None:
+    """Why ``name`` cannot name a new env package, with a name that can; None when it can.
+
+    Example:
+        >>> check_name("class")
+        "'class' is a Python keyword; e.g. class2"
+    """
+    problem = _problem(name)
+    return f"{problem}; e.g. {suggest_name(name)}" if problem else None
 
 
 def create(name: str, dest: str, force: bool = False) -> list[str]:

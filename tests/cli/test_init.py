@@ -32,6 +32,56 @@ def test_init_rejects_bad_names_and_existing_folders(tmp_path) -> None:
     assert out.returncode == 1 and "--force" in out.stderr
 
 
+@pytest.mark.parametrize("name, why", [
+    ("echo_", "distribution name 'echo-' would not be a valid PEP 508 name"),
+    ("my__env", "Gymnasium id OpenEnv/MyEnv-v0 would be that of 'my_env'"),
+    ("echo", "an environment named 'echo' already exists"),
+    ("markdown_it_py", "'markdown-it-py' of that name is installed"),  # rich's dependency
+])
+def test_init_refuses_names_that_clash_or_cannot_install_and_suggests_one(tmp_path, name, why) -> None:
+    from openenv_gym.scaffold import check_name
+
+    out = run("init", name, "--dir", str(tmp_path))
+    assert out.returncode == 2 and why in out.stderr, out.stderr
+    assert not (tmp_path / name).exists()
+    suggestion = out.stderr.rsplit("e.g. ", 1)[1].split()[0]
+    assert check_name(suggestion) is None, suggestion
+
+
+def test_check_name_compares_the_derived_gym_id_with_every_env(monkeypatch) -> None:
+    import openenv_gym.catalog as catalog
+    from openenv_gym.scaffold import check_name
+
+    plugins = (catalog.EnvInfo("x_1", "OpenEnv/X1-v0", "x_1.env:X1Env", "a plugin"),
+               catalog.EnvInfo("foo", "OpenEnv/Bar-v0", "foo.env:BarEnv", "ids its own way"))
+    monkeypatch.setattr(catalog, "all_envs", lambda: catalog.BUILTIN_ENVS + plugins)
+    assert "OpenEnv/X1-v0, which environment 'x_1' already has" in check_name("x1")
+    assert "environment 'foo' already has" in check_name("bar")
+    assert check_name("bar").endswith("e.g. bar2")
+    assert check_name("baz") is None
+
+
+def test_generated_readme_links_nowhere_made_up(tmp_path) -> None:
+    from openenv_gym.scaffold import create
+
+    create("readme_probe", str(tmp_path))
+    text = (tmp_path / "readme_probe" / "README.md").read_text()
+    assert "github.com" not in text and "OpenEnv/ReadmeProbe-v0" in text
+
+
+def test_generated_tests_skip_when_their_id_is_another_envs(tmp_path) -> None:
+    """Registered is not installed: an id that runs another env must not count as this one."""
+    assert run("init", "scaffold_twin", "--dir", str(tmp_path)).returncode == 0
+    root = tmp_path / "scaffold_twin"
+    (root / "conftest.py").write_text(  # the id taken by echo, as a clashing plugin would
+        "import gymnasium as gym\nimport openenv_gym\n"
+        "gym.register('OpenEnv/ScaffoldTwin-v0', entry_point='openenv_gym.client.env:RemoteEnv',"
+        " kwargs={'env': 'echo'})\n")
+    generated = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                               cwd=root, capture_output=True, text=True, timeout=300, env=ENV)
+    assert generated.returncode == 0 and "4 passed, 2 skipped" in generated.stdout, generated.stdout
+
+
 def test_init_install_make_step(tmp_path) -> None:
     out = run("init", "scaffold_probe", "--dir", str(tmp_path))
     assert out.returncode == 0, out.stderr

@@ -9,11 +9,13 @@ import time
 import urllib.request
 import uuid
 
+import gymnasium as gym
 import pytest
 
-from tests.cli.cli_helpers import end, run, run_json, spawn, wait_for
+import openenv_gym  # noqa: F401
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.providers._tmpfs import support as tmpfs_support
+from tests.cli.cli_helpers import end, run, run_json, spawn, wait_for
 
 
 def _pool_name() -> str:
@@ -40,6 +42,8 @@ def test_start_ps_logs_stop_a_pool(provider: str, tmp_path) -> None:
         with open(log) as f:
             printed = f.read()
         assert "w0" in printed and "w1" in printed and "unix://" in printed
+        # What the addresses are for: attaching an env (done below with worker 0's).
+        assert 'gym.make("OpenEnv/Echo-v0", base_url=' in printed
 
         [record] = [r for r in run_json("ps", "--json") if r["name"] == name]
         assert record["env"] == "echo" and record["provider"] == provider
@@ -47,6 +51,10 @@ def test_start_ps_logs_stop_a_pool(provider: str, tmp_path) -> None:
         assert run("ps").returncode == 0 and name in run("ps").stdout
 
         # The printed addresses serve episodes (the env kwargs reached the workers).
+        attached = gym.make("OpenEnv/Echo-v0", base_url=record["workers"][0]["address"])
+        attached.reset(seed=0)
+        assert attached.step({"message": "hi"})[0]["echo"] == "hi"
+        attached.close()
         for worker in record["workers"]:
             client = BinaryClient(worker["address"], timeout=30)
             sid = client.request({"op": "reset", "seed": 0})["sid"]
@@ -58,6 +66,8 @@ def test_start_ps_logs_stop_a_pool(provider: str, tmp_path) -> None:
         logs = run("logs", name, "-w", "1")
         assert logs.returncode == 0 and "w1" in logs.stdout and "worker ready" in logs.stdout
         assert run("logs", name, "-w", "7").returncode == 2
+        nothing = run("logs", name, "--tail", "0")  # as `tail -n 0`
+        assert nothing.returncode == 0 and nothing.stdout == "", nothing.stdout
 
         stopped = run("stop", name)
         assert stopped.returncode == 0 and f"stopped pool {name}" in stopped.stdout
@@ -98,6 +108,18 @@ def test_start_replaces_a_worker_that_dies(tmp_path) -> None:
         client.drop()
     finally:
         assert end(proc) == 0  # SIGTERM is a normal stop
+
+
+def test_worker_logs_tail_counts_lines_from_the_end(tmp_path) -> None:
+    from openenv_gym.cli import pools
+
+    log = tmp_path / "w0.log"
+    log.write_text("one\ntwo\nthree\n")
+    record = pools.PoolRecord(name="t", env="echo", provider="process", owner_pid=os.getpid(),
+                              workers=[{"index": 0, "address": "unix:///x", "log": str(log)}])
+    assert pools.worker_logs(record, tail=2) == {0: "two\nthree"}
+    assert pools.worker_logs(record, tail=9) == {0: "one\ntwo\nthree"}
+    assert pools.worker_logs(record, tail=0) == {0: ""}  # not every line, as lines[-0:] gives
 
 
 @pytest.mark.parametrize("args", [
