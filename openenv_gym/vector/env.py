@@ -37,9 +37,9 @@ from openenv_gym.client.env import not_copyable
 from openenv_gym.client.spec import read_spec
 from openenv_gym.errors import (
     InvalidActionError,
-    ResetNeededError,
     InvalidRequestError,
     OpenEnvError,
+    ResetNeededError,
     WorkerCrashedError,
     WorkerError,
     WorkerTimeoutError,
