@@ -20,7 +20,12 @@ from typing import Any, Callable
 
 import numpy as np
 from openenv_gym.envs.base import Environment
-from openenv_gym.errors import InvalidRequestError, SessionLimitError, SessionNotFoundError
+from openenv_gym.errors import (
+    InvalidRequestError,
+    ResetNeededError,
+    SessionLimitError,
+    SessionNotFoundError,
+)
 
 __all__ = ["Session", "SessionManager"]
 
@@ -28,9 +33,43 @@ __all__ = ["Session", "SessionManager"]
 HISTORY = 50
 
 
-@dataclass
+class _CallLock:
+    """The lock a call into a session's env holds (used as a ``threading.Lock``).
+
+    Its release marks the session used, so idle expiry counts from the end of a call, not
+    its start: a 5 s step under a 3 s idle timeout must not leave a session that expires
+    before its client's next step.
+    """
+
+    def __init__(self, session: "Session") -> None:
+        self._lock = threading.Lock()
+        self._session = session
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        # Before the release: the expiry thread, once it sees the lock free, sees this time.
+        self._session.last_used = time.monotonic()
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *_: Any) -> None:
+        self.release()
+
+
+@dataclass(eq=False)
 class Session:
     """One env instance and its episode bookkeeping.
+
+    Two locks: :attr:`lock` is held for each call into the env (a Coding step may hold it
+    for a minute); :attr:`book` only while the bookkeeping fields below change or are read
+    together, so ``/web`` and ``/sessions`` read them without waiting for a step in flight.
 
     Args:
         id: The session id clients send.
@@ -39,15 +78,25 @@ class Session:
 
     id: str
     env: Environment
-    lock: threading.Lock = field(default_factory=threading.Lock)
     last_used: float = field(default_factory=time.monotonic)
+    book: threading.Lock = field(default_factory=threading.Lock)
     episode_id: str | None = None
     episode: int = 0
     step_count: int = 0
     episode_return: float = 0.0
+    #: Whether the episode ended (terminated or truncated): steps are refused until a reset.
+    done: bool = False
     returns: collections.deque = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
     history: collections.deque = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
     last_obs: Any = None
+    #: Set once the session left its manager's table; calls that waited for it are refused.
+    closed: bool = False
+    #: What ``/web`` last rendered of the env, as ``(episode, step_count, view)``.
+    view: tuple[int, int, Any] | None = None
+
+    def __post_init__(self) -> None:
+        #: Held for every call into the env: no two threads ever use it at once.
+        self.lock = _CallLock(self)
 
     def reset(self, seed: Any = None, options: Any = None) -> tuple[Any, dict[str, Any]]:
         """Reset the env and start an episode.
@@ -67,6 +116,7 @@ class Session:
         if options is not None and not isinstance(options, dict):
             raise InvalidRequestError(f"options must be a mapping or null, got {type(options).__name__}")
         with self.lock:
+            self._check_open()
             obs, info = self.env.reset(seed=None if seed is None else int(seed), options=options)
             obs = self.env.observation_to_wire(obs)
             self.begin_episode(obs)
@@ -83,12 +133,20 @@ class Session:
             ``(obs, reward, terminated, truncated, info)``, the obs as it crosses the wire.
 
         Raises:
-            InvalidRequestError: The session was never reset.
+            ResetNeededError: The session was never reset, or its episode ended: a step
+                there would pay rewards outside any episode (Gymnasium's vector envs refuse
+                it too, with autoreset disabled).
             InvalidActionError: The action does not fit the action space.
+            SessionNotFoundError: The session was closed while this call waited.
         """
         with self.lock:
+            self._check_open()
             if self.episode_id is None:
-                raise InvalidRequestError(f"session {self.id!r} has not been reset; call reset first")
+                raise ResetNeededError(f"session {self.id!r} has not been reset; call reset first")
+            if self.done:
+                raise ResetNeededError(
+                    f"the episode of session {self.id!r} ended at step {self.step_count} "
+                    "(terminated or truncated); call reset to start a new one")
             value = action if parsed else self.env.parse_action(action)
             obs, reward, terminated, truncated, info = self.env.step(value)
             obs = self.env.observation_to_wire(obs)
@@ -97,23 +155,31 @@ class Session:
             self.record_step(action, obs, reward, terminated or truncated)
         return obs, reward, terminated, truncated, info
 
+    def _check_open(self) -> None:
+        if self.closed:
+            raise SessionNotFoundError(f"session {self.id!r} was closed while this call waited for it")
+
     def begin_episode(self, obs: Any) -> None:
         """Record a reset."""
-        self.episode_id = uuid.uuid4().hex[:12]
-        self.episode += 1
-        self.step_count = 0
-        self.episode_return = 0.0
-        self.history.clear()
-        self.last_obs = obs
+        with self.book:
+            self.episode_id = uuid.uuid4().hex[:12]
+            self.episode += 1
+            self.step_count = 0
+            self.episode_return = 0.0
+            self.done = False
+            self.history.clear()
+            self.last_obs = obs
 
     def record_step(self, action: Any, obs: Any, reward: float, done: bool) -> None:
         """Record a step (its action, reward and whether it ended the episode)."""
-        self.step_count += 1
-        self.episode_return += reward
-        self.last_obs = obs
-        self.history.append((self.step_count, action, reward))
-        if done:
-            self.returns.append(self.episode_return)
+        with self.book:
+            self.step_count += 1
+            self.episode_return += reward
+            self.done = done
+            self.last_obs = obs
+            self.history.append((self.step_count, action, reward))
+            if done:
+                self.returns.append(self.episode_return)
 
 
 class SessionManager:
@@ -137,6 +203,7 @@ class SessionManager:
         self._sessions: dict[str, Session] = {}
         self._spare: list[Environment] = []
         self._lock = threading.Lock()
+        self._closers: set[threading.Thread] = set()  # closing envs of sessions closed mid-call
         self._stop = threading.Event()
         if idle_timeout is not None:
             threading.Thread(target=self._expire_loop, name="session-expiry", daemon=True).start()
@@ -173,7 +240,7 @@ class SessionManager:
         return session
 
     def get(self, sid: str) -> Session:
-        """Find a live session and mark it used.
+        """Find a live session and mark it used (its calls mark it again when they end).
 
         Raises:
             SessionNotFoundError: Unknown, closed or expired.
@@ -187,8 +254,14 @@ class SessionManager:
         session.last_used = time.monotonic()
         return session
 
-    def close(self, sid: str) -> None:
-        """Close a session and its env.
+    def close(self, sid: str, wait: bool = False) -> None:
+        """Close a session: it leaves the table at once; its env closes once no call uses it.
+
+        Args:
+            sid: The session.
+            wait: Return only once the env is closed, after a call in flight ends (at
+                shutdown). Otherwise a call in flight (a Coding step may take a minute)
+                closes it from a thread of its own, and the caller does not wait.
 
         Raises:
             SessionNotFoundError: Unknown, closed or expired.
@@ -197,8 +270,26 @@ class SessionManager:
             session = self._sessions.pop(sid, None) if isinstance(sid, str) else None
         if session is None:
             raise SessionNotFoundError(f"no session {sid!r} to close")
-        with session.lock:
-            session.env.close()
+        session.closed = True  # calls waiting for the one in flight are refused
+        if session.lock.acquire(blocking=wait):
+            try:
+                session.env.close()
+            finally:
+                session.lock.release()
+            return
+        closer = threading.Thread(target=self._close_later, args=(session,), daemon=True,
+                                  name=f"close-{session.id[:8]}")
+        with self._lock:
+            self._closers.add(closer)
+        closer.start()
+
+    def _close_later(self, session: Session) -> None:
+        try:
+            with session.lock:
+                session.env.close()
+        finally:
+            with self._lock:
+                self._closers.discard(threading.current_thread())
 
     def sessions(self) -> list[Session]:
         """The live sessions (a snapshot)."""
@@ -213,7 +304,8 @@ class SessionManager:
         if self.idle_timeout is None:
             return 0
         cutoff = time.monotonic() - self.idle_timeout
-        stale = [s.id for s in self.sessions() if s.last_used < cutoff and not s.lock.locked()]
+        # The lock first: a call that ends between the two reads has refreshed last_used.
+        stale = [s.id for s in self.sessions() if not s.lock.locked() and s.last_used < cutoff]
         for sid in stale:
             try:
                 self.close(sid)
@@ -227,13 +319,17 @@ class SessionManager:
             self.expire_idle()
 
     def close_all(self) -> None:
-        """Close every session and stop the expiry thread."""
+        """Close every session and stop the expiry thread; returns once every env is closed."""
         self._stop.set()
         for session in self.sessions():
             try:
-                self.close(session.id)
+                self.close(session.id, wait=True)
             except SessionNotFoundError:
                 pass
+        with self._lock:
+            closers = list(self._closers)
+        for closer in closers:
+            closer.join()
         for env in self._spare:
             env.close()
         self._spare.clear()

@@ -35,6 +35,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import math
 import os
 import struct
 import threading
@@ -166,12 +167,18 @@ def as_text(value: Any) -> str:
 
 
 # -- snapshots ----------------------------------------------------------------------------
-def _view(session: "Session") -> dict[str, Any]:
-    """Image and/or text of a session's current state (call with the session's lock held)."""
+def _view(session: "Session", render: bool = True) -> dict[str, Any]:
+    """Image and/or text of a session's current state.
+
+    Args:
+        session: The session.
+        render: Call the env's ``render()`` (only with the session's lock held); otherwise
+            show the last observation alone.
+    """
     env, obs = session.env, session.last_obs
     frame: np.ndarray | None = None
     text = None
-    if env.render_mode in ("rgb_array", "ansi") and session.episode_id is not None:
+    if render and env.render_mode in ("rgb_array", "ansi") and session.episode_id is not None:
         try:
             rendered = env.render()
         except Exception as exc:  # a render bug must not break the page; show it instead
@@ -189,6 +196,28 @@ def _view(session: "Session") -> dict[str, Any]:
             text = as_text(obs)
     return {"frame": base64.b64encode(encode_png(frame)).decode() if frame is not None else None,
             "text": text}
+
+
+def _current_view(session: "Session") -> dict[str, Any]:
+    """The session's view, rendered at most once per step and never waiting for a step.
+
+    A step in flight holds the session's lock (a Coding step, up to a minute): the page then
+    shows the view last rendered, or the recorded observation, rather than freeze every
+    session's updates until the step ends. An unchanged session's lock is not even taken
+    (taking it marks the session used, which would keep idle sessions from expiring).
+    """
+    cached = session.view
+    if cached is not None and cached[:2] == (session.episode, session.step_count):
+        return cached[2]
+    if not session.lock.acquire(blocking=False):
+        return cached[2] if cached is not None else _view(session, render=False)
+    try:
+        # Under the lock the record cannot change: the view is of exactly this step.
+        key = (session.episode, session.step_count)
+        session.view = (*key, _view(session))
+        return session.view[2]
+    finally:
+        session.lock.release()
 
 
 def _version(env_name: str, sessions: Sequence["Session"]) -> str:
@@ -215,19 +244,28 @@ def snapshot(service: "EnvService", known: str | None = None) -> dict[str, Any]:
         return {"version": version, "unchanged": True}
     out = []
     for s in sessions:
-        with s.lock:  # a consistent picture: the session is not mid-step while we read it
+        # A consistent picture of the bookkeeping, which a step changes at its very end only:
+        # this lock is never held for a step itself.
+        with s.book:
             history = list(s.history)[-HISTORY_SHOWN:]
-            out.append({
+            record = {
                 "id": s.id,
                 "episode": s.episode,
                 "step_count": s.step_count,
-                "episode_return": round(s.episode_return, 6),
-                "returns": [round(r, 6) for r in s.returns],
-                "history": [{"step": n, "action": _short(as_text(a), 300), "reward": round(r, 6)}
-                            for n, a, r in reversed(history)],
-                "view": _view(s),
-            })
+                "episode_return": _number(s.episode_return),
+                "returns": [_number(r) for r in s.returns],
+            }
+        record["history"] = [{"step": n, "action": _short(as_text(a), 300), "reward": _number(r)}
+                             for n, a, r in reversed(history)]
+        record["view"] = _current_view(s)
+        out.append(record)
     return {"version": version, "env": service.env_name, "pid": os.getpid(), "sessions": out}
+
+
+def _number(value: float) -> float | None:
+    """A reward or return as the page shows it: rounded, and None when not finite (an env's
+    ``-inf`` reward), as ``/step`` writes it: JSON has no infinities."""
+    return round(value, 6) if math.isfinite(value) else None
 
 
 def pool_source(workers: Sequence[tuple[str, Callable[[], str]]], timeout: float = 10.0) -> Source:
@@ -299,11 +337,16 @@ def web_router(source: Source, stopping: threading.Event | None = None,
         >>> app = FastAPI()
         >>> app.include_router(web_router(lambda known: {"version": "0", "sessions": []}))
     """
+    from collections.abc import AsyncIterator
+
     from fastapi import APIRouter, Request
-    from fastapi.responses import HTMLResponse, StreamingResponse
+    from fastapi.responses import HTMLResponse
+    from fastapi.sse import EventSourceResponse, ServerSentEvent
     from starlette.concurrency import run_in_threadpool
 
-    router = APIRouter(tags=["web view"])
+    from openenv_gym.server.http import ErrorRoute, error_responses
+
+    router = APIRouter(tags=["web view"], route_class=ErrorRoute)
     stop = stopping or threading.Event()
 
     # response_model=None: the return annotation is a string here (postponed annotations)
@@ -314,29 +357,30 @@ def web_router(source: Source, stopping: threading.Event | None = None,
         with open(PAGE_PATH, encoding="utf-8") as f:
             return HTMLResponse(f.read().replace("{{title}}", title))
 
-    @router.get("/web/state", summary="What the web view shows, as JSON")
+    # The JSON of both is FastAPI's, as /step's: a non-finite number is null (snapshots of a
+    # pool's workers arrive over msgpack, which keeps infinities).
+    @router.get("/web/state", summary="What the web view shows, as JSON",
+                responses=error_responses(500))
     def state() -> dict[str, Any]:
         return source(None)
 
-    async def events(request):  # annotated below: Request lives in this function's scope
+    async def events(request):  # annotated below: the types live in this function's scope
+        # A snapshot the browser already has (it sends its last id when it reconnects). Read
+        # from the request, not declared as a parameter: one that could fail validation
+        # would document a JSON error reply on a route that only streams events.
         known = request.headers.get("last-event-id") or None
+        yield ServerSentEvent(retry=300)
+        ends = time.monotonic() + STREAM_LIFETIME
+        while time.monotonic() < ends and not stop.is_set():
+            data = await run_in_threadpool(source, known)
+            if not data.get("unchanged"):
+                known = data["version"]
+                yield ServerSentEvent(data=data, id=known)
+            await asyncio.sleep(POLL_PERIOD)
 
-        async def stream() -> Any:
-            nonlocal known
-            yield "retry: 300\n\n"
-            ends = time.monotonic() + STREAM_LIFETIME
-            while time.monotonic() < ends and not stop.is_set():
-                if await request.is_disconnected():
-                    return
-                data = await run_in_threadpool(source, known)
-                if not data.get("unchanged"):
-                    known = data["version"]
-                    yield f"id: {known}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
-                await asyncio.sleep(POLL_PERIOD)
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store"})
-
-    events.__annotations__ = {"request": Request, "return": StreamingResponse}
-    router.get("/web/events", summary="The web view's updates (Server-Sent Events)")(events)
+    events.__annotations__ = {"request": Request, "return": AsyncIterator[ServerSentEvent]}
+    router.get("/web/events", response_class=EventSourceResponse,
+               summary="The web view's updates (Server-Sent Events)",
+               description="Each event's data is a /web/state document; a client that "
+                           "reconnects with Last-Event-ID gets the next change only.")(events)
     return router

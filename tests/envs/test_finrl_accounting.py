@@ -11,6 +11,7 @@ pytest.importorskip("stockstats")
 
 from openenv_gym.envs.finrl.accounting import Portfolio  # noqa: E402
 from openenv_gym.envs.finrl.env import FinRLEnv  # noqa: E402
+from openenv_gym.errors import ResetNeededError  # noqa: E402
 
 # Two stocks over four days. The macd column is given, so nothing is computed; the
 # turbulence column spikes on day 2 to trigger the liquidation rule.
@@ -81,7 +82,7 @@ def test_hand_computed_buy_sell_costs_and_turbulence_liquidation(small_env: FinR
     assert info["max_drawdown"] == pytest.approx(1 - 989.23 / 1003.0)
     returns = np.diff(values) / values[:-1]
     assert info["sharpe"] == pytest.approx(np.sqrt(252) * returns.mean() / returns.std(ddof=1))
-    with pytest.raises(RuntimeError, match="reset"):
+    with pytest.raises(ResetNeededError, match="reset"):
         small_env.step(np.zeros(2, dtype=np.float32))
 
 

@@ -113,6 +113,9 @@ def test_python_client_attaches_with_base_url(served_echo) -> None:
 def test_attach_to_nothing_is_a_clear_error() -> None:
     with pytest.raises(openenv_gym.WorkerConnectionError, match="openenv-gym serve"):
         gym.make("OpenEnv/Echo-v0", base_url="http://127.0.0.1:9", timeout=2)
-    for bad in ("127.0.0.1:8000", "unix:///tmp/w.sock", "http://:8000"):  # checked, never sent
+    for bad in ("127.0.0.1:8000", "unix://", "tcp://127.0.0.1", "http://:8000"):  # checked, never sent
         with pytest.raises(openenv_gym.InvalidRequestError, match="like 'http://127.0.0.1:8000'"):
             gym.make("OpenEnv/Echo-v0", base_url=bad)
+    # A worker's own binary address is taken as it is; nothing listens at this one.
+    with pytest.raises(openenv_gym.WorkerConnectionError, match="cannot connect"):
+        gym.make("OpenEnv/Echo-v0", base_url="unix:///tmp/openenv-gym-no-such-worker.sock", timeout=2)

@@ -71,7 +71,7 @@ def test_step_before_reset_and_bad_seeds_are_typed_errors(service: EnvService) -
     piece = service.slices[service.open_slice(2)["slice"]]
     piece.columns["cmd"][:] = STEP
     reply = piece.step({})
-    assert {e["type"] for e in reply["errors"].values()} == {"InvalidRequestError"}
+    assert {e["type"] for e in reply["errors"].values()} == {"ResetNeededError"}
     piece.columns["cmd"][:] = RESET
     reply = piece.step({"seeds": [-1, 3]})
     assert list(reply["errors"]) == [0] and "seed" in reply["errors"][0]["message"]

@@ -112,6 +112,31 @@ def test_rgb_array_frames_are_shown_as_images(browser, tmp_path) -> None:
         _stop(proc)
 
 
+def test_a_non_finite_reward_is_shown_and_the_page_keeps_updating(browser, tmp_path) -> None:
+    # Pendulum started far out gives a -inf reward; JSON has no -inf, so the page gets null.
+    proc, binary, http = _serve(tmp_path, "gym", "--env-kwargs", '{"env_id": "Pendulum-v1"}')
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(f"{http}/web")
+        client = BinaryClient(binary, timeout=30)
+        sid = client.request({"op": "reset", "seed": 0, "options": {"x_init": 1, "y_init": 1e200}})["sid"]
+        out = client.request({"op": "step", "sid": sid, "action": [0.0]})
+        assert out["reward"] == float("-inf")
+        card = page.locator(f"section[data-session='{sid}']")
+        row = card.locator("tr[data-step='1']")
+        row.wait_for(timeout=15000)
+        assert "n/a" in row.inner_text()
+        other = client.request({"op": "reset", "seed": 1})["sid"]  # later updates still arrive
+        page.locator(f"section[data-session='{other}']").wait_for(timeout=15000)
+        assert errors == []
+        client.drop()
+    finally:
+        page.close()
+        _stop(proc)
+
+
 def test_pool_page_shows_sessions_of_every_worker(browser, tmp_path) -> None:
     log = tmp_path / "start.log"
     proc = subprocess.Popen([sys.executable, "-m", "openenv_gym.cli", "start", "echo", "-n", "2",

