@@ -344,7 +344,7 @@ def web_router(source: Source, stopping: threading.Event | None = None,
     from fastapi.sse import EventSourceResponse, ServerSentEvent
     from starlette.concurrency import run_in_threadpool
 
-    from openenv_gym.server.http import ErrorRoute, error_responses
+    from openenv_gym.server.http_errors import ErrorRoute, error_responses
 
     router = APIRouter(tags=["web view"], route_class=ErrorRoute)
     stop = stopping or threading.Event()
