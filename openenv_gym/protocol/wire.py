@@ -24,7 +24,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from openenv_gym.errors import ProtocolError
+from openenv_gym.errors import InvalidRequestError, ProtocolError
 
 __all__ = ["HEADER", "MAX_FRAME", "encode", "decode", "frame_length"]
 
@@ -94,8 +94,18 @@ def encode(message: Any) -> bytes:
 
     Returns:
         The frame's bytes.
+
+    Raises:
+        InvalidRequestError: A string is not valid UTF-8 (a lone surrogate).
+        TypeError: A value of a type the wire does not carry.
     """
-    payload = _packer().pack(message)
+    try:
+        payload = _packer().pack(message)
+    except UnicodeEncodeError as exc:  # a lone surrogate ("\udcff"): msgpack's str is UTF-8
+        bad = exc.object[exc.start:exc.end]
+        raise InvalidRequestError(f"cannot send text that is not valid UTF-8: {bad!r} at position "
+                                  f"{exc.start} of a string ({exc.reason}); remove it, or encode "
+                                  "the text with errors='replace' first") from None
     return HEADER.pack(len(payload)) + payload
 
 

@@ -133,6 +133,11 @@ class Episode:
         out.reward = self.pool.policy.reward_for(failure.kind)
         self.pool._record_failure(self, failure)
         self._sid = None
+        if failure.kind in ("timeout", "crash"):
+            # The connection may hold a late reply, or lead to a worker since replaced: the
+            # lane's next episode connects anew instead of failing on it (and restarting a
+            # healthy worker).
+            self._client.drop()
         return out
 
     # -- episode -------------------------------------------------------------------------

@@ -67,6 +67,14 @@ def test_a_malformed_big_integer_is_a_protocol_error() -> None:
         decode(msgpack.packb(msgpack.ExtType(2, b"12x")))
 
 
+def test_text_that_is_not_utf8_is_a_typed_error_and_the_next_message_encodes() -> None:
+    from openenv_gym.errors import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match=r"not valid UTF-8: '\\udcff' at position 4"):
+        encode({"code": "x = 1\udcff"[:4] + "\udcff"})
+    assert decode(encode({"code": "x = 1"})[HEADER.size:]) == {"code": "x = 1"}
+
+
 def test_zero_dim_and_empty_arrays_keep_their_shape() -> None:
     out = decode(encode({"a": np.array(5, np.int64), "e": np.zeros((0, 3), np.float32)})[HEADER.size:])
     assert out["a"].shape == () and out["a"] == 5

@@ -39,6 +39,10 @@ def test_env_error_gives_failure_reward_and_the_session_survives(caplog: pytest.
         assert bad.failure == "env_error" and bad.reward == -2.0
         assert "InvalidActionError" in bad.message and "message" in bad.message
         assert good.ok and good.reward == pytest.approx(0.2)
+        # Text a tokenizer could emit but UTF-8 cannot carry (a lone surrogate) is the
+        # episode's error too, not an exception out of the reward function.
+        [odd] = pool.run([EpisodeJob([{"message": "ab\udcff"}])])
+        assert odd.failure == "env_error" and "UTF-8" in odd.message
         assert pool.workers[0].restarts == 0  # an env error does not cost a worker
         assert any("env_error" in r.getMessage() for r in caplog.records)
 
@@ -61,6 +65,25 @@ def test_timeout_and_crash_give_defined_rewards_and_the_worker_is_replaced(
         assert pool.stats["timeout"] == 1 and pool.stats["crash"] == 1
         reasons = " ".join(r.getMessage() for r in caplog.records)
         assert "episode_timeout=2.0" in reasons and "closed the connection" in reasons
+
+
+def test_one_timeout_costs_one_restart_and_later_episodes_on_the_worker_run() -> None:
+    # Two lanes share a worker; one hangs. The worker is replaced once; the other lane's
+    # episode in flight fails (its session is gone), and every later episode runs as usual.
+    with EnvPool("coding", num_workers=1, provider="process", episode_timeout=2.0) as pool:
+        hang, other = pool.open(2)
+        for episode in (hang, other):
+            assert episode.reset().failure is None
+        assert hang.step({"code": "while True:\n    pass\n"}).failure == "timeout"
+        assert other.step({"code": "print(1)\n"}).failure == "crash"  # restarted under it
+        for _ in range(3):
+            for episode in (hang, other):
+                assert episode.reset().failure is None
+                out = episode.step({"code": "print('ok')\n"})
+                assert out.ok and out.observations[-1]["stdout"] == "ok\n", out.message
+        assert pool.workers[0].restarts == 1
+        assert (pool.stats["timeout"], pool.stats["crash"]) == (1, 1)
+        pool.close_many([hang, other])
 
 
 def test_leased_episodes_keep_state_across_turns() -> None:
