@@ -47,6 +47,70 @@ def test_reference_solution_scores_one_and_start_state_less(git_env: gym.Env, na
     assert terminated and int(obs["checks_passed"]) == len(task.checks)
 
 
+_MERGE_OURS_FIX_WORKTREE = ("git merge -q -s ours --no-edit fix-add && printf 'def add(a, b):\\n    return a + b"
+                            "\\n\\n\\ndef sub(a, b):\\n    return a - b\\n' > calc.py")
+
+#: Reward hacks QA found: (task, one command that reached full reward before the fix).
+HACKS: dict[str, tuple[str, str]] = {
+    # a) The checks' git must read the real objects and refs, with config the agent cannot write.
+    "replace-drops-last-commit": (
+        "undo-last-commit", "git replace HEAD HEAD~1 && git read-tree -u --reset HEAD"),
+    "replace-fakes-squash": (
+        "squash-commits", "git replace feature $(git commit-tree -p main -m 'Add parser' 'feature^{tree}')"),
+    "replace-fakes-amend": (
+        "amend-message", "git replace HEAD $(git commit-tree -p HEAD~1 -m 'Fix typo in greeting' 'HEAD^{tree}')"),
+    "grafts-fake-rebase": (
+        "rebase-onto-main", 'echo "$(git rev-parse feature~1) $(git rev-parse main)" > .git/info/grafts'),
+    "home-gitconfig-hides-untracked": (
+        "stash-save", "printf 'notes.txt\\n' > ~/hide && git config --global core.excludesFile ~/hide && git stash -q"),
+    "assume-unchanged-hides-uncommitted-fix": (
+        "merge-conflict-tests", _MERGE_OURS_FIX_WORKTREE + " && git update-index --assume-unchanged calc.py"),
+    # b) Commits named by message are the ones of the start state, not the agent's look-alikes.
+    "own-commit-named-release-2.0": (
+        "fix-tag", "git checkout -q --detach && git commit -q --allow-empty -m 'Release 2.0' && "
+                   "git tag -f v2.0 && git checkout -q main"),
+    "own-commit-named-release-1.0": (
+        "tag-release", "git checkout -q --detach && git commit -q --allow-empty -m 'Release 1.0' && "
+                       "git tag -a -m v1 v1.0.0 && git checkout -q main && git push -q origin v1.0.0"),
+    # c) A revert must be a revert of the target commit.
+    "revert-nothing": (
+        "revert-commit", "printf 'def total(xs):\\n    return sum(xs)\\n' > app.py && "
+                         "git commit -q --allow-empty -m 'Revert nothing'"),
+    "revert-by-hand-without-git-revert": (
+        "revert-commit", "printf 'def total(xs):\\n    return sum(xs)\\n' > app.py && git commit -q -am 'Revert it'"),
+}
+
+
+@pytest.mark.parametrize("hack", list(HACKS))
+def test_reward_hacks_do_not_score_full_reward(git_env: gym.Env, hack: str) -> None:
+    task, command = HACKS[hack]
+    git_env.reset(options={"task": task})
+    obs, reward, terminated, *_ = git_env.step({"command": command})
+    assert int(obs["exit_code"]) == 0, obs["output"]  # the hack itself ran
+    assert reward < 1.0 and not terminated
+
+
+def test_a_message_revision_matching_nothing_at_setup_is_a_setup_error(tmp_path) -> None:
+    from openenv_gym.envs.git.env import GitEnv
+    from openenv_gym.envs.git.workspace import TaskSetupError
+
+    tasks = tmp_path / "tasks.toml"
+    tasks.write_text("""
+[[task]]
+name = "typo"
+instruction = "x"
+setup = ["new_repo", "commit a.txt a 'Initial commit'"]
+solution = ["true"]
+checks = [{ type = "same_commit", a = "main", b = ":/Initial comit" }]
+""")
+    env = GitEnv(task="typo", tasks_file=str(tasks))
+    try:
+        with pytest.raises(TaskSetupError, match="':/Initial comit' matches no commit"):
+            env.reset()
+    finally:
+        env.close()
+
+
 def test_reset_restores_the_start_state(git_env: gym.Env) -> None:
     git_env.reset(options={"task": "create-branch"})
     git_env.step({"command": "git switch -c feature/login && touch junk"})
@@ -70,10 +134,11 @@ def test_clone_fetch_push_pull_through_the_in_worker_server(git_env: gym.Env) ->
                                        "git commit -q --allow-empty -m pushed-from-clone && git push -q && "
                                        "git log -1 --format=%s origin/main"})
     assert int(obs["exit_code"]) == 0 and obs["output"].strip() == "pushed-from-clone", obs["output"]
-    obs, *_ = git_env.step({"command": "git pull -q --ff-only && git log -1 --format=%s"})
-    assert obs["output"].strip() == "pushed-from-clone", obs["output"]
     obs, *_ = git_env.step({"command": "git status -sb | head -1", "workdir": "other"})
     assert obs["branch"] == "main" and "origin/main" in obs["output"]
+    # Last: the pull solves the task, and a step after the episode ended is refused.
+    obs, _, terminated, *_ = git_env.step({"command": "git pull -q --ff-only && git log -1 --format=%s"})
+    assert obs["output"].strip() == "pushed-from-clone" and terminated, obs["output"]
 
 
 def test_shaping_rewards_the_change_and_submit_ends(provider: str) -> None:

@@ -1,8 +1,16 @@
 """Checks on a Git-v0 workspace: each inspects the final state and passes or fails.
 
 Every check takes ``repo`` (folder under the workspace; default the task's repo) and its
-own fields. Revisions are anything ``git rev-parse`` takes, including ``:/message``
-(the newest commit whose message matches, from any ref), so task files need no commit ids.
+own fields. Revisions are anything ``git rev-parse`` takes. A revision field (one of
+:data:`REV_FIELDS`) that is a whole ``:/message`` names the newest commit whose message
+matches *when the task is set up* (:func:`pin_revs` records its id then, before the agent
+acts), so task files need no commit ids and a commit the agent makes later with that
+message is not it.
+
+The checks read the repository's real objects and refs with no configuration the agent
+could have written but the repository's own (see :data:`GIT_ENV` and :func:`_git`):
+replace refs, grafts, a shallow file, a commit-graph, ``$HOME``'s config and the
+repository's ``core.worktree`` are ignored.
 
 | type | fields | passes when |
 |---|---|---|
@@ -25,6 +33,7 @@ own fields. Revisions are anything ``git rev-parse`` takes, including ``:/messag
 | upstream | branch, upstream | the branch tracks ``upstream`` (``origin/x``) |
 | remote_has_ref / remote_lacks_ref | ref, remote (origin), equals | the bare remote has the ref (at local ``equals``) |
 | remote_contains | ref, rev, remote | the remote ref contains ``rev`` (resolved in the remote) |
+| reverts | target, rev (HEAD) | ``rev`` is a ``git revert`` of ``target``: its message names ``target``'s id and its change undoes ``target``'s |
 | command | run | a shell command (e.g. the repo's tests) exits 0, under the command limits |
 
 Example:
@@ -37,15 +46,40 @@ from __future__ import annotations
 import os
 import re
 import stat
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from openenv_gym.envs._exec import ExecResult, Limits
 
-__all__ = ["CHECKS", "CheckContext", "run_check"]
+if TYPE_CHECKING:
+    from openenv_gym.envs.git.tasks import Task
+
+__all__ = ["CHECKS", "CheckContext", "GIT_ENV", "REV_FIELDS", "pin_revs", "run_check"]
 
 _MARKERS = re.compile(rb"^(<{7} |={7}$|>{7} )", re.MULTILINE)
-#: Config that keeps the agent's repo settings from running code when a check runs git.
-_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+
+#: Environment of every git call of the checks. The agent writes ``.git`` and ``$HOME``,
+#: so nothing there may change which objects git reads or which config it loads.
+GIT_ENV: dict[str, str] = {
+    "GIT_NO_REPLACE_OBJECTS": "1",     # refs/replace/* swap any object for another
+    "GIT_GRAFT_FILE": "/dev/null",     # .git/info/grafts rewrites parents (replace refs don't cover it)
+    "GIT_CONFIG_GLOBAL": "/dev/null",  # $HOME/.gitconfig is the agent's
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "XDG_CONFIG_HOME": "/dev/null",    # so are $HOME/.config/git/{config,ignore,attributes}
+}
+
+#: Options before every check's git subcommand: repo config that runs code or changes what
+#: git reads is overridden (command-line ``-c`` beats the repository's config).
+_SAFE = (
+    "--shallow-file", "",                 # .git/shallow cuts history short ("" = no shallow file)
+    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",   # programs git would run
+    "-c", "core.commitGraph=false",       # a hand-made commit-graph file can lie about parents
+    "-c", "core.untrackedCache=false",    # a hand-made index extension can hide untracked files
+    "-c", "core.checkStat=default", "-c", "core.trustctime=true",  # an edit with a reset mtime shows
+)
+
+#: Check fields that name revisions: a whole ``:/message`` value there is pinned at setup.
+REV_FIELDS = frozenset({"rev", "a", "b", "ancestor", "descendant", "base", "points_to", "equals",
+                        "target"})
 
 
 class CheckContext(Protocol):
@@ -53,16 +87,31 @@ class CheckContext(Protocol):
 
     work: str
     remotes: str
+    #: ``(repo folder, ":/message")`` -> the commit id it named at setup (:func:`pin_revs`).
+    pins: Mapping[tuple[str, str], str]
 
-    def run(self, argv: list[str], cwd: str, timeout: float = 10.0) -> ExecResult:
-        """Run a trusted command (git plumbing) in ``cwd``."""
+    def run(self, argv: list[str], cwd: str, timeout: float = 10.0,
+            env: Mapping[str, str] | None = None) -> ExecResult:
+        """Run a trusted command (git plumbing) in ``cwd``, ``env`` added to its environment."""
 
     def shell(self, command: str, cwd: str) -> ExecResult:
         """Run a shell command under the agent's limits."""
 
 
+def _location(ctx: CheckContext, repo: str) -> tuple[str, ...]:
+    """Where git finds the repository: given, never discovered, so a missing ``.git`` does
+    not find a parent's repository and ``core.worktree`` does not move the worktree.
+    Decided by the path, which is ours: a bare remote lives in ``ctx.remotes``."""
+    path = os.path.normpath(repo)
+    if os.path.dirname(path) == os.path.normpath(ctx.remotes):
+        return ("--git-dir", path)
+    return ("--git-dir", os.path.join(path, ".git"), "--work-tree", path)
+
+
 def _git(ctx: CheckContext, repo: str, *args: str) -> ExecResult:
-    return ctx.run(["git", *_SAFE, *args], cwd=repo)
+    """Every git call of the checks: the repository's real objects and refs (:data:`GIT_ENV`,
+    :data:`_SAFE`)."""
+    return ctx.run(["git", *_SAFE, *_location(ctx, repo), *args], cwd=repo, env=GIT_ENV)
 
 
 def _ok(ctx: CheckContext, repo: str, *args: str) -> bool:
@@ -110,8 +159,7 @@ def _read(repo: str, path: str) -> str | None:
 
 
 def _commit(ctx: CheckContext, repo: str, rev: str) -> str | None:
-    # ":/regex" names a commit already, and a suffix would join the regex.
-    return _out(ctx, repo, "rev-parse", "--verify", "-q", rev if rev.startswith(":/") else f"{rev}^{{commit}}")
+    return _out(ctx, repo, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}")
 
 
 def branch_exists(ctx: CheckContext, repo: str, branch: str) -> bool:
@@ -177,7 +225,18 @@ def no_conflict_markers(ctx: CheckContext, repo: str, paths: list[str] | None = 
 def clean_worktree(ctx: CheckContext, repo: str, untracked: bool = True) -> bool:
     status = _out(ctx, repo, "status", "--porcelain",
                   "--untracked-files=" + ("normal" if untracked else "no"))
-    return status == ""
+    return status == "" and not _hidden_paths(ctx, repo)
+
+
+def _hidden_paths(ctx: CheckContext, repo: str) -> bool:
+    """Whether the index tells ``git status`` not to look at some files (or cannot be read).
+
+    ``git update-index --assume-unchanged`` (tag in lower case) or ``--skip-worktree``
+    (``S``) make status skip a file, so a changed file would pass for clean.
+    """
+    listing = _out(ctx, repo, "ls-files", "-v")
+    return listing is None or any(line[:1].islower() or line[:1] == "S"
+                                  for line in listing.splitlines())
 
 
 def no_operation_in_progress(ctx: CheckContext, repo: str) -> bool:
@@ -255,6 +314,31 @@ def remote_contains(ctx: CheckContext, repo: str, ref: str, rev: str, remote: st
     return is_ancestor(ctx, _remote(ctx, remote), rev, ref)
 
 
+def _change(ctx: CheckContext, repo: str, old: str, new: str) -> list[str] | None:
+    """The change from commit ``old`` to ``new`` as patch lines, without the line numbers and
+    blob ids that differ when other commits touched the same files."""
+    patch = _out(ctx, repo, "diff-tree", "-p", "-U0", "--no-color", "--no-renames",
+                 "--no-textconv", old, new, "--")
+    if patch is None:
+        return None
+    return [re.sub(r"^@@ .* @@.*", "@@", line) for line in patch.splitlines()
+            if not line.startswith("index ")]
+
+
+def reverts(ctx: CheckContext, repo: str, target: str, rev: str = "HEAD") -> bool:
+    """``rev`` is a revert of ``target`` as ``git revert`` makes it: the message says
+    "This reverts commit <target's id>", and the change from ``rev``'s first parent is
+    ``target``'s change undone (not just any commit with the right file contents)."""
+    t, r = _commit(ctx, repo, target), _commit(ctx, repo, rev)
+    if t is None or r is None:
+        return False
+    message = _out(ctx, repo, "log", "-1", "--format=%B", r, "--")
+    if message is None or f"This reverts commit {t}" not in message:
+        return False
+    undo = _change(ctx, repo, t, f"{t}^")
+    return bool(undo) and undo == _change(ctx, repo, f"{r}^", r)
+
+
 def command(ctx: CheckContext, repo: str, run: str) -> bool:
     return os.path.isdir(repo) and ctx.shell(run, repo).exit_code == 0
 
@@ -265,8 +349,47 @@ CHECKS: dict[str, Callable[..., bool]] = {f.__name__: f for f in (
     file_absent, rev_file_contains, rev_file_lacks, path_untracked, no_conflict_markers,
     clean_worktree, no_operation_in_progress, is_ancestor, not_ancestor, same_commit,
     commit_message, commit_count, merge_commit, no_merge_commits, tag_exists, stash_count,
-    upstream, remote_has_ref, remote_lacks_ref, remote_contains, command,
+    upstream, remote_has_ref, remote_lacks_ref, remote_contains, reverts, command,
 )}
+
+
+def _is_message_rev(field: str, value: Any) -> bool:
+    return field in REV_FIELDS and isinstance(value, str) and value.startswith(":/")
+
+
+def pin_revs(ctx: CheckContext, task: "Task") -> dict[tuple[str, str], str]:
+    """Resolve the task's ``:/message`` revisions in its just-built start state.
+
+    Each is looked up in the check's repo, then in the bare remotes (a teammate's commit
+    may be only there); commit ids are the same in every repository.
+
+    Args:
+        ctx: The workspace, right after the task's setup ran.
+        task: The task.
+
+    Returns:
+        ``(repo folder, rev)`` -> commit id, for :attr:`CheckContext.pins`.
+
+    Raises:
+        ValueError: A ``:/message`` matches no commit (a bug in the task file).
+    """
+    remotes = sorted(e.path for e in os.scandir(ctx.remotes) if e.name.endswith(".git")) \
+        if os.path.isdir(ctx.remotes) else []
+    pins: dict[tuple[str, str], str] = {}
+    for check in task.checks:
+        folder = str(check.params.get("repo", task.repo))
+        for field, rev in check.params.items():
+            if not _is_message_rev(field, rev) or (folder, rev) in pins:
+                continue
+            for repo in [os.path.join(ctx.work, folder), *remotes]:
+                # ":/regex" names a commit already, and a suffix would join the regex.
+                found = _out(ctx, repo, "rev-parse", "--verify", "-q", rev)
+                if found:
+                    pins[(folder, rev)] = found
+                    break
+            else:
+                raise ValueError(f"task {task.name!r}: {field} = {rev!r} matches no commit after setup")
+    return pins
 
 
 def run_check(ctx: CheckContext, default_repo: str, kind: str, params: dict[str, Any]) -> bool:
@@ -279,7 +402,15 @@ def run_check(ctx: CheckContext, default_repo: str, kind: str, params: dict[str,
         params: Its fields (``repo`` overrides the folder).
     """
     params = dict(params)
-    repo = os.path.join(ctx.work, params.pop("repo", default_repo))
+    folder = params.pop("repo", default_repo)
+    repo = os.path.join(ctx.work, folder)
+    for field, value in params.items():
+        if _is_message_rev(field, value):
+            # Never searched now: the agent can make a commit with any message.
+            pinned = ctx.pins.get((folder, value))
+            if pinned is None:
+                return False
+            params[field] = pinned
     try:
         return bool(CHECKS[kind](ctx, repo, **params))
     except (TypeError, ValueError, OSError, re.error):

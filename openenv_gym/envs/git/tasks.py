@@ -19,7 +19,9 @@ fixed author, committer and dates (each commit one minute after the last), so co
 ids are the same on every machine. ``$REMOTE`` is the base URL of the in-worker git
 server, ``$REMOTES`` the folder of the bare remote repositories. ``solution`` is the
 reference solution: commands that, run as actions in order, score 1.0. Check types and
-their fields are in :mod:`openenv_gym.envs.git.checks`.
+their fields are in :mod:`openenv_gym.envs.git.checks`; a revision field written as
+``:/message`` names the commit with that message right after setup (its id is recorded
+then), never one the agent makes later.
 
 Example:
     >>> suite = load_tasks()

@@ -37,10 +37,11 @@ import threading
 import uuid
 import weakref
 from dataclasses import replace
-from typing import Callable, TypeVar
+from typing import Callable, Mapping, TypeVar
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
 from openenv_gym.envs._exec import ExecResult, Limits, minimal_environ, run
+from openenv_gym.envs.git.checks import pin_revs
 from openenv_gym.envs.git.server import GitHttpServer
 from openenv_gym.envs.git.tasks import SETUP_PRELUDE, Task
 
@@ -90,6 +91,8 @@ class _Shared:
         self.templates = os.path.join(self.root, "git-templates")  # empty: no sample hooks to copy
         os.mkdir(self.templates)
         self.snapshots: dict[str, str] = {}
+        #: Task key -> its ``:/message`` revisions' commit ids, resolved right after setup.
+        self.pins: dict[str, dict[tuple[str, str], str]] = {}
         #: Task name -> (score, checks passed) of its untouched start state.
         self.start_scores: dict[str, tuple[float, int]] = {}
         self._trash = 0
@@ -158,6 +161,8 @@ class Workspace:
         #: The Landlock rules of the agent's commands. Built once: reset replaces what is in
         #: the folder, never the folder itself, whose inode the rules name.
         self.ruleset: Ruleset | None = Ruleset(self.confinement()) if confine else None
+        #: The current task's pinned revisions (the checks' :attr:`CheckContext.pins`).
+        self.pins: Mapping[tuple[str, str], str] = {}
         self.shared.workspaces[self.ident] = self
 
     @property
@@ -201,12 +206,20 @@ class Workspace:
         """A ``command`` check: the agent's limits, a fixed 60 s."""
         return self.command(command, 60.0, cwd)
 
-    def run(self, argv: list[str], cwd: str, timeout: float = 10.0) -> ExecResult:
+    def run(self, argv: list[str], cwd: str, timeout: float = 10.0,
+            env: Mapping[str, str] | None = None) -> ExecResult:
         """Run the checks' plumbing (git, without a shell), confined like the agent's commands:
         the repository is the agent's, and its config can name programs git runs (a clean
-        filter runs during ``git status``)."""
-        return run(argv, timeout=timeout, cwd=cwd, env=self.environ(), output_limit=1 << 20,
-                   confine=self.ruleset)
+        filter runs during ``git status``).
+
+        Args:
+            argv: The command.
+            cwd: Its working directory.
+            timeout: Wall-clock seconds.
+            env: Variables added to :meth:`environ` (the checks' git settings).
+        """
+        return run(argv, timeout=timeout, cwd=cwd, env={**self.environ(), **(env or {})},
+                   output_limit=1 << 20, confine=self.ruleset)
 
     def spawn(self, start: Callable[[], T]) -> T:
         """Call ``start`` (which starts a process) confined as this env's commands are."""
@@ -221,6 +234,7 @@ class Workspace:
         """
         key = task.key if task is not None else ""
         snapshot = self._snapshot(task)
+        self.pins = self.shared.pins.get(key, {})
         os.chmod(self.base, 0o700)  # the agent may have changed it; the worker owns it
         self.shared.empty(self.base)  # the folder stays: the ruleset names it
         shutil.copytree(snapshot, self.base, symlinks=True, dirs_exist_ok=True)
@@ -243,11 +257,12 @@ class Workspace:
         with self.shared.lock:
             path = self.shared.snapshots.get(key)
             if path is None:
-                path = self._build(task, key)
+                path, self.shared.pins[key] = self._build(task, key)
                 self.shared.snapshots[key] = path
             return path
 
-    def _build(self, task: Task | None, key: str) -> str:
+    def _build(self, task: Task | None, key: str) -> tuple[str, dict[tuple[str, str], str]]:
+        """Run the task's setup in a fresh folder: its path, and the checks' pinned revisions."""
         ident = _snapshot_ident(key)
         shutil.rmtree(os.path.join(self.shared.root, ident), ignore_errors=True)
         # Setup is trusted (it comes from a task file): unconfined, only a generous time
@@ -272,7 +287,13 @@ class Workspace:
             shutil.rmtree(builder.base, ignore_errors=True)
             raise TaskSetupError(f"setup of git task {key!r} failed (exit {result.exit_code}):\n"
                                  f"{result.stdout[-4000:]}")
-        return builder.base
+        try:
+            # Before any agent acts: the checks compare with these ids, not message searches.
+            pins = pin_revs(builder, task) if task is not None else {}
+        except ValueError as e:
+            shutil.rmtree(builder.base, ignore_errors=True)
+            raise TaskSetupError(f"setup of git task {key!r}: {e}") from None
+        return builder.base, pins
 
     def close(self) -> None:
         """Remove this env's folder."""
