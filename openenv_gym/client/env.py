@@ -246,10 +246,37 @@ class RemoteEnv(gym.Env):
 
     def state(self) -> dict[str, Any]:
         """The session's state (``GET /state``): episode id, step count, env fields."""
+        return self._session_request({"op": "state"})["state"]
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call a method of the served env in the worker, or read an attribute (as
+        ``VectorEnv.call`` does for each sub-env); values cross the wire.
+
+        Example: ``env.unwrapped.call("get_action_meanings")`` on Atari-v0.
+
+        Raises:
+            gym.error.ResetNeeded: No session yet: the served env lives from the first reset.
+        """
+        return self._session_request({"op": "call", "name": name, "args": list(args),
+                                      "kwargs": kwargs})["value"]
+
+    def get_wrapper_attr(self, name: str) -> Any:
+        """An attribute of this client, else of the served env in the worker (``gravity`` of a
+        Gym-v0 CartPole), as Gymnasium's ``get_wrapper_attr`` reaches the innermost env.
+
+        Raises:
+            AttributeError: Neither has it.
+        """
+        if hasattr(self, name) or self._sid is None:
+            return getattr(self, name)
+        return self._session_request({"op": "get_attr", "name": name})["value"]
+
+    def _session_request(self, request: dict[str, Any]) -> dict[str, Any]:
         self._check_open()
         if self._sid is None:
-            raise gym.error.ResetNeeded("call reset() before state()")
-        return self._client.request({"op": "state", "sid": self._sid})["state"]
+            raise gym.error.ResetNeeded(f"call reset() before {request['op']}(): the served env "
+                                        "lives from the first reset")
+        return self._client.request({**request, "sid": self._sid})
 
     def __reduce__(self) -> Any:
         raise not_copyable(self)

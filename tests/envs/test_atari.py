@@ -89,6 +89,26 @@ def test_bad_arguments_are_named() -> None:
         AtariEnv(game="pong", frame_stack=4)
     with pytest.raises(InvalidRequestError, match="rgb screens"):
         make_ale_env("pong", obs_type="ram", preprocess=True)
+    # An id of other settings is refused with the game it names, not served as v5's.
+    for legacy in ("Pong-v4", "PongNoFrameskip-v4", "BreakoutDeterministic-v4"):
+        with pytest.raises(InvalidRequestError, match=r"other settings than ALE v5's.*game='(pong|breakout)'"):
+            AtariEnv(game=legacy)
+
+
+def test_stochastic_frameskip_and_the_served_env_s_methods_reach_the_trainer() -> None:
+    # A tuple frameskip reaches the worker as JSON (a list); it must still be ALE's (2, 5).
+    remote = gym.make("OpenEnv/Atari-v0", provider="process", game="breakout", frameskip=(2, 5),
+                      repeat_action_probability=0.0)
+    local = gym.make("ALE/Breakout-v5", frameskip=(2, 5), repeat_action_probability=0.0)
+    try:
+        with pytest.raises(gym.error.ResetNeeded, match="before call"):
+            remote.unwrapped.call("get_action_meanings")
+        _assert_same_rollout(remote, local, 5, 100)
+        assert remote.unwrapped.call("get_action_meanings") == local.unwrapped.get_action_meanings()
+        assert remote.get_wrapper_attr("game") == "breakout"  # the served env's own attribute
+    finally:
+        remote.close()
+        local.close()
 
 
 def test_every_bundled_rom_name_resolves() -> None:

@@ -30,7 +30,7 @@ from openenv_gym.models import State
 __all__ = ["AtariEnv", "make_ale_env"]
 
 
-def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int = 4,
+def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int, int] = 4,
                  repeat_action_probability: float = 0.25, full_action_space: bool = False,
                  mode: int | None = None, difficulty: int | None = None,
                  max_num_frames_per_episode: int = 108_000, render_mode: str | None = None,
@@ -50,6 +50,9 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int = 4,
     """
     from ale_py.env import AtariEnv as ALEEnv
 
+    if isinstance(frameskip, list):
+        # ALE's stochastic skip (2, 5) arrives as a list: arguments reach workers as JSON.
+        frameskip = tuple(frameskip)
     if frame_stack < 1:
         raise InvalidRequestError(f"frame_stack must be >= 1, got {frame_stack}")
     if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1):
@@ -96,7 +99,8 @@ class AtariEnv(Environment):
     Args:
         game: A ROM bundled with ale-py: ``"pong"``, ``"Breakout"``, ``"ALE/Pong-v5"``.
         obs_type: ``"rgb"`` (210×160×3), ``"grayscale"`` (210×160) or ``"ram"`` (128 bytes).
-        frameskip: Frames per step (v5 default 4); with ``preprocess`` the wrapper's skip.
+        frameskip: Frames per step (v5 default 4), or ALE's stochastic ``(low, high)``; with
+            ``preprocess`` the wrapper's skip (an int).
         repeat_action_probability: Sticky actions (v5 default 0.25).
         full_action_space: All 18 actions instead of the game's minimal set.
         mode: Game mode (None: the ROM's default).
@@ -116,7 +120,7 @@ class AtariEnv(Environment):
     info_types = {"lives": "int", "episode_frame_number": "int", "frame_number": "int"}
 
     def __init__(self, game: str = "pong", obs_type: Literal["rgb", "grayscale", "ram"] = "rgb",
-                 frameskip: int = 4, repeat_action_probability: float = 0.25,
+                 frameskip: int | tuple[int, int] = 4, repeat_action_probability: float = 0.25,
                  full_action_space: bool = False, mode: int | None = None,
                  difficulty: int | None = None, max_num_frames_per_episode: int = 108_000,
                  preprocess: bool = False, noop_max: int = 30, screen_size: int = 84,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from openenv_gym.errors import UnknownEnvironmentError
+from openenv_gym.errors import InvalidRequestError, UnknownEnvironmentError
 
 __all__ = ["available_games", "rom_id"]
 
@@ -27,8 +27,19 @@ def rom_id(game: str) -> str:
 
     Raises:
         UnknownEnvironmentError: No bundled ROM has that name; close matches are named.
+        InvalidRequestError: An id of other settings than v5's (``"PongNoFrameskip-v4"``).
     """
-    name = re.sub(r"^ALE/|-v\d+$", "", str(game).strip()).lower()
+    text = str(game).strip()
+    # Gymnasium's older ids (Pong-v4, PongNoFrameskip-v4, ALE/Pong-v0) mean other settings:
+    # say so rather than serve v5's under their name.
+    legacy = re.fullmatch(r"(?:ALE/)?(.+?)(NoFrameskip|Deterministic)?-v(\d+)", text)
+    if legacy and (legacy[2] or legacy[3] != "5"):
+        raise InvalidRequestError(
+            f"game={game!r} is Gymnasium's id for other settings than ALE v5's; Atari-v0 takes "
+            f"the game alone (game={rom_id(legacy[1])!r}) with v5's settings, which "
+            "you change with its arguments (v4: repeat_action_probability=0.0; NoFrameskip: "
+            "frameskip=1; Deterministic: a fixed frameskip)")
+    name = re.sub(r"^ALE/|-v5$", "", text).lower()
     games = available_games()
     # Gymnasium ids are CamelCase (TicTacToe3D), ROM ids snake_case (tic_tac_toe_3d):
     # compare with separators removed.
