@@ -161,3 +161,88 @@ def test_default_data_is_skfolios_sp500_set() -> None:
 def test_unknown_indicator_is_named() -> None:
     with pytest.raises(InvalidDataError, match="indicator 'no_such_thing' is neither"):
         FinRLEnv(tickers=["AAPL"], indicators=("macd", "no_such_thing"))
+
+
+def _with_dates(dates: list[str]) -> list[tuple]:
+    """ROWS (two tickers a day) with the four days' dates replaced by ``dates``."""
+    return [(dates[i // 2], *row[1:]) for i, row in enumerate(ROWS)]
+
+
+def test_offsets_changing_across_a_dst_change_load_as_written_dates(tmp_path: Path) -> None:
+    # What a CSV written from tz-aware America/New_York data looks like around 2021-03-14.
+    dates = ["2021-03-11 00:00:00-05:00", "2021-03-12 00:00:00-05:00", "2021-03-15 00:00:00-04:00",
+             "2021-03-16 00:00:00-04:00"]
+    env = FinRLEnv(split=None, data_path=write_csv(tmp_path / "dst.csv", _with_dates(dates)),
+                   indicators=("macd",))
+    assert [str(d) for d in env.data.dates] == ["2021-03-11", "2021-03-12", "2021-03-15", "2021-03-16"]
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_dates_east_of_utc_keep_their_calendar_day(tmp_path: Path, kind: str) -> None:
+    pd = pytest.importorskip("pandas")
+    days = ["2021-01-04", "2021-01-05", "2021-01-06", "2021-01-07"]  # Monday..Thursday
+    if kind == "csv":
+        path = write_csv(tmp_path / "tokyo.csv", _with_dates([f"{d}T00:00:00+09:00" for d in days]))
+    else:
+        pytest.importorskip("pyarrow")
+        frame = pd.read_csv(write_csv(tmp_path / "plain.csv"))
+        frame["date"] = pd.to_datetime(frame["date"]).dt.tz_localize("Asia/Tokyo")
+        path = str(tmp_path / "tokyo.parquet")
+        frame.to_parquet(path)
+    env = FinRLEnv(split=None, data_path=path, indicators=("macd",))
+    _, info = env.reset()
+    assert info["date"] == "2021-01-04"
+    assert [str(d) for d in env.data.dates] == days
+    # The window's bounds are the file's days: no day is cut at either end.
+    window = FinRLEnv(split=None, start="2021-01-05", end="2021-01-06", data_path=path, indicators=("macd",))
+    assert [str(d) for d in window.data.dates] == ["2021-01-05", "2021-01-06"]
+
+
+def test_offsets_mixed_with_plain_dates_read_per_row(tmp_path: Path) -> None:
+    dates = ["2021-01-04", "2021-01-05T00:00:00Z", "2021-01-06 00:00:00+09:00", "2021-01-07 00:00-05:00"]
+    env = FinRLEnv(split=None, data_path=write_csv(tmp_path / "mixed.csv", _with_dates(dates)),
+                   indicators=("macd",))
+    assert [str(d) for d in env.data.dates] == ["2021-01-04", "2021-01-05", "2021-01-06", "2021-01-07"]
+
+
+def test_numeric_dates_are_not_dates(tmp_path: Path) -> None:
+    # Epoch seconds would become nanoseconds after 1970-01-01: every row on one day.
+    path = write_csv(tmp_path / "epoch.csv", _with_dates(["1609718400", "1609804800", "1609891200",
+                                                          "1609977600"]))
+    with pytest.raises(InvalidDataError, match=r"row 1 .*column 'date' value 1609718400 is not a date"):
+        FinRLEnv(split=None, data_path=path, indicators=("macd",))
+
+
+def test_repeated_tickers_are_refused() -> None:
+    with pytest.raises(InvalidDataError, match="tickers lists 'AAPL' more than once"):
+        FinRLEnv(split="trade", tickers=["AAPL", "JPM", "AAPL"])
+
+
+def test_bare_string_ticker_is_one_ticker() -> None:
+    env = FinRLEnv(split="trade", tickers="AAPL")
+    assert env.tickers == ["AAPL"] and env.action_space.shape == (1,)
+
+
+def test_earliest_bad_row_is_reported_across_checks(tmp_path: Path) -> None:
+    # A duplicate at row 3 comes before a zero close at row 8 (checked on another column).
+    rows = ROWS[:2] + [ROWS[0]] + ROWS[2:]
+    rows[7] = (*rows[7][:5], 0, *rows[7][6:])
+    path = write_csv(tmp_path / "two.csv", rows)
+    with pytest.raises(InvalidDataError, match=r"row 3 \(line 4\): column 'date' value '2021-01-04' "
+                                               r"repeats a \(date, tic\) pair first seen on row 1"):
+        FinRLEnv(split=None, data_path=path, indicators=("macd",))
+    # Several problems on one row: the first column's (a later row's date is not it either).
+    rows = [list(r) for r in ROWS]
+    rows[4][2], rows[4][5] = "x", -1  # open, close of row 5
+    rows[6][0] = "not-a-date"
+    path = write_csv(tmp_path / "many.csv", [tuple(r) for r in rows])
+    with pytest.raises(InvalidDataError, match=r"row 5 .*column 'open' value 'x' is not a finite number"):
+        FinRLEnv(split=None, data_path=path, indicators=("macd",))
+
+
+def test_missing_ticker_cell_is_an_empty_tic(tmp_path: Path) -> None:
+    rows = [list(r) for r in ROWS]
+    rows[3][1] = ""
+    with pytest.raises(InvalidDataError, match=r"row 4 .*column 'tic' value .* is empty"):
+        FinRLEnv(split=None, data_path=write_csv(tmp_path / "notic.csv", [tuple(r) for r in rows]),
+                 indicators=("macd",))

@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 from dataclasses import dataclass
@@ -43,6 +44,9 @@ SPLITS: dict[str, tuple[str, str]] = {
 #: Columns every row of a user file needs (FinRL's long format).
 REQUIRED_COLUMNS: tuple[str, ...] = ("date", "tic", "open", "high", "low", "close", "volume")
 _NUMERIC = ("open", "high", "low", "close", "volume")
+# A UTC offset (or Z/UTC/GMT) written after a time of day, as in "2020-03-09 00:00:00-04:00".
+# The time is required so that the "-09" of a bare date is never taken for an offset.
+_TRAILING_OFFSET = r"(\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)\s*(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)$"
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,7 @@ def _day(value: str, what: str) -> np.datetime64:
 
 
 def load_market_data(split: str | None = "train", start: str | None = None, end: str | None = None,
-                     tickers: Sequence[str] | None = None, data_path: str | None = None,
+                     tickers: str | Sequence[str] | None = None, data_path: str | None = None,
                      indicators: Sequence[str] = DEFAULT_INDICATORS) -> MarketData:
     """Load (once per process) and window the data an env trades on.
 
@@ -94,7 +98,8 @@ def load_market_data(split: str | None = "train", start: str | None = None, end:
             ``start``/``end`` override its bounds.
         start: First date, ISO (inclusive).
         end: Last date, ISO (inclusive).
-        tickers: Subset of tickers, in this order (default: all of the data's).
+        tickers: Subset of tickers, in this order (default: all of the data's); a bare
+            string is one ticker. Each ticker may appear once.
         data_path: A user CSV/Parquet in FinRL's long format instead of the default set.
         indicators: Indicator names (stockstats names, or columns of the user file).
 
@@ -102,7 +107,8 @@ def load_market_data(split: str | None = "train", start: str | None = None, end:
         The :class:`MarketData` of the window.
 
     Raises:
-        InvalidDataError: Unknown split or ticker, unreadable or malformed file, empty window.
+        InvalidDataError: Unknown split, unknown or repeated ticker, unreadable or malformed
+            file, empty window.
     """
     if split is not None and split not in SPLITS:
         raise InvalidDataError(f"split={split!r} is unknown; use one of {', '.join(SPLITS)} or None "
@@ -110,8 +116,33 @@ def load_market_data(split: str | None = "train", start: str | None = None, end:
     lo, hi = SPLITS[split] if split is not None else (None, None)
     source = _source_key(data_path)
     names = tuple(indicators)
-    full = _load_tickers(source, tuple(tickers) if tickers is not None else None, names)
+    full = _load_tickers(source, _requested_tickers(tickers), names)
     return full.window(start if start is not None else lo, end if end is not None else hi)
+
+
+def _requested_tickers(tickers: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """The ``tickers=`` argument as a tuple, refusing repeats.
+
+    Args:
+        tickers: None (all), one ticker as a string, or a sequence of tickers.
+
+    Returns:
+        The tickers in the given order, or None.
+
+    Raises:
+        InvalidDataError: A ticker is listed more than once.
+    """
+    if tickers is None:
+        return None
+    # A bare string is one ticker, as in most market-data APIs (yfinance's Ticker("AAPL"),
+    # pandas-datareader): iterating it would trade its letters, which no one means.
+    chosen = (tickers,) if isinstance(tickers, str) else tuple(tickers)
+    repeated = [t for t, n in collections.Counter(chosen).items() if n > 1]
+    if repeated:
+        # A repeated stock would get two action and holding slots on one price series.
+        raise InvalidDataError(f"tickers lists {', '.join(map(repr, repeated))} more than once; "
+                               "give each ticker once")
+    return chosen
 
 
 def _source_key(data_path: str | None) -> tuple:
@@ -267,18 +298,12 @@ def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
             f"indicator columns; found {', '.join(frame.columns)}")
     if frame.empty:
         raise InvalidDataError(f"data_path {path!r} has no rows")
-    dates = pd.to_datetime(frame["date"], errors="coerce")
-    _first_bad(path, frame, dates.isna(), "date", "is not a date (use ISO, e.g. 2016-01-04)")
-    frame["date"] = dates.dt.normalize()
+    raw = {c: frame[c] for c in REQUIRED_COLUMNS}  # as written, for error messages
+    frame["date"] = _parse_dates(frame["date"], path).dt.normalize()
     frame["tic"] = frame["tic"].astype(str).str.strip()
-    _first_bad(path, frame, frame["tic"].isin(["", "nan", "None"]), "tic", "is empty")
     for col in _NUMERIC:
-        values = pd.to_numeric(frame[col], errors="coerce")
-        _first_bad(path, frame, ~np.isfinite(values.to_numpy(dtype=np.float64)), col, "is not a finite number")
-        frame[col] = values.astype(np.float64)
-    _first_bad(path, frame, frame["close"] <= 0, "close", "must be positive")
-    _first_bad(path, frame, frame.duplicated(["date", "tic"]), "date",
-               "repeats a (date, tic) pair seen on an earlier row")
+        frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(np.float64)
+    _raise_first_bad_row(path, frame, raw)
     frame = frame.sort_values(["date", "tic"], kind="stable").reset_index(drop=True)
     counts = frame.groupby("date")["tic"].nunique()
     n_tickers = frame["tic"].nunique()
@@ -292,12 +317,87 @@ def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
     return frame
 
 
-def _first_bad(path: str, frame, bad, column: str, problem: str) -> None:
-    mask = np.asarray(bad, dtype=bool)
-    if mask.any():
-        row = int(np.argmax(mask))
-        raise InvalidDataError(f"data_path {path!r}, row {row + 1} (line {row + 2}): column {column!r} "
-                               f"value {frame[column].iloc[row]!r} {problem}")
+def _parse_dates(raw, path: str):  # pandas.Series -> pandas.Series of naive datetimes
+    """Each row's date and time as written, in the file's own timezone, without the zone.
+
+    A daily bar belongs to the calendar day it was written for: ``2020-01-06 00:00+09:00``
+    is Monday the 6th, not Sunday the 5th in UTC. Offsets may differ between rows (a file
+    from tz-aware data spanning a daylight-saving change), which pandas refuses to parse
+    into one column, so string offsets are dropped rather than converted.
+
+    Args:
+        raw: The ``date`` column as read: strings, naive or tz-aware datetimes.
+        path: The file, for the message.
+
+    Returns:
+        Naive datetimes, NaT where a value is not a date.
+
+    Raises:
+        InvalidDataError: The column mixes time zones in a form that cannot be read.
+    """
+    import pandas as pd
+
+    if isinstance(raw.dtype, pd.DatetimeTZDtype):
+        return raw.dt.tz_localize(None)  # keeps the wall-clock time (tz_convert would go to UTC)
+    if pd.api.types.is_datetime64_dtype(raw.dtype):
+        return raw
+    if pd.api.types.is_numeric_dtype(raw.dtype):
+        # Numbers would be read as nanoseconds since 1970 (every row on 1970-01-01, then
+        # reported as duplicates): call them what they are, not dates.
+        return pd.Series(pd.NaT, index=raw.index, dtype="datetime64[ns]")
+    # Dates repeat once per ticker: parse each distinct value once, then spread back.
+    codes, uniques = pd.factorize(raw)
+    text = pd.Series(uniques, dtype=object).astype(str).str.strip()
+    text = text.str.replace(_TRAILING_OFFSET, r"\1", regex=True)
+    try:
+        # ISO first: it reads date-only and date-time values side by side, where pandas'
+        # inferred format (taken from the first value) would reject the other kind.
+        parsed = pd.to_datetime(text, format="ISO8601", errors="coerce")
+        if parsed.isna().any():  # other layouts (01/08/2020): let pandas infer, as before
+            parsed = parsed.fillna(pd.to_datetime(text, errors="coerce"))
+    except ValueError as exc:  # zones in a form the offset pattern misses, mixed across rows
+        raise InvalidDataError(f"data_path {path!r}: column 'date' cannot be parsed ({exc}); write "
+                               "dates as ISO, e.g. 2016-01-04 or 2016-01-04 00:00:00-05:00") from None
+    if isinstance(parsed.dtype, pd.DatetimeTZDtype):  # one zone the pattern missed: same rule
+        parsed = parsed.dt.tz_localize(None)
+    values = np.append(parsed.to_numpy(), np.datetime64("NaT"))  # code -1 (a missing value) -> NaT
+    return pd.Series(values[codes], index=raw.index)
+
+
+def _raise_first_bad_row(path: str, frame, raw: dict) -> None:
+    """Raise for the earliest row that fails any row check (its first failing check).
+
+    Args:
+        path: The file, for the message.
+        frame: The parsed frame (dates normalized, tic stripped, prices as float).
+        raw: The required columns as read, to quote the offending value as written.
+
+    Raises:
+        InvalidDataError: Names the row (1-based below the header, and its line), the
+            column, the value and what is wrong with it.
+    """
+    # (column, problem, bad rows), in the order a row's problems are reported.
+    checks: list[tuple[str, str, np.ndarray]] = [
+        ("date", "is not a date (use ISO, e.g. 2016-01-04)", frame["date"].isna().to_numpy()),
+        ("tic", "is empty", (frame["tic"].isna() | frame["tic"].isin(["", "nan", "None"])).to_numpy()),
+    ]
+    for col in _NUMERIC:
+        checks.append((col, "is not a finite number", ~np.isfinite(frame[col].to_numpy())))
+    checks.append(("close", "must be positive", (frame["close"] <= 0).to_numpy()))
+    checks.append(("date", "repeats a (date, tic) pair", frame.duplicated(["date", "tic"]).to_numpy()))
+    bad = np.stack([mask for _, _, mask in checks])  # (checks, rows)
+    failing = bad.any(axis=0)
+    if not failing.any():
+        return
+    row = int(np.argmax(failing))
+    column, problem, _ = checks[int(np.argmax(bad[:, row]))]
+    if problem.startswith("repeats"):
+        same = (frame["date"] == frame["date"].iloc[row]) & (frame["tic"] == frame["tic"].iloc[row])
+        problem += f" first seen on row {int(np.argmax(same.to_numpy())) + 1}"
+    value = raw[column].iloc[row]
+    value = value.item() if isinstance(value, np.generic) else value  # 0.0, not np.float64(0.0)
+    raise InvalidDataError(f"data_path {path!r}, row {row + 1} (line {row + 2}): column {column!r} "
+                           f"value {value!r} {problem}")
 
 
 def _from_long(frame, path: str) -> _Table:

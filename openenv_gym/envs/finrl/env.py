@@ -44,7 +44,8 @@ class FinRLEnv(Environment):
             None (all days).
         start: First ISO date (overrides the split's).
         end: Last ISO date, inclusive (overrides the split's).
-        tickers: Stocks to trade, in this order (default: all; skfolio's set has 20).
+        tickers: Stocks to trade, in this order, each once (default: all; skfolio's set has
+            20); a bare string is one ticker.
         data_path: A CSV/Parquet in FinRL's long format instead of the offline S&P 500 set.
         hmax: Most shares one step buys or sells per stock (FinRL tutorial: 100).
         initial_amount: Starting cash (FinRL tutorial: 1,000,000).
