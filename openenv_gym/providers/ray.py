@@ -36,7 +36,9 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 import collections  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
+import socket  # noqa: E402
 import stat  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -129,8 +131,11 @@ class ServerHost:
             return self._start_container()
         from openenv_gym.providers.process import _worker_environ  # same PYTHONPATH rule
 
-        # A private folder for the Unix socket; the server removes it if this actor dies.
-        self.folder = tempfile.mkdtemp(prefix="openenv-ray-")
+        # A private folder for the Unix socket, named by this actor's pid: Ray kills an
+        # actor's children with it, so a lost actor's server cannot remove it; the next
+        # server started on the node does (_sweep_stale_folders).
+        _sweep_stale_folders()
+        self.folder = tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
         sock = os.path.join(self.folder, "worker.sock")
         # A socket path longer than the kernel takes (108 bytes; a long TMPDIR) would fail
         # the bind and so the worker: serve TCP alone then.
@@ -247,6 +252,26 @@ class ServerHost:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
+#: Socket folders of ray workers: ``<tmp>/openenv-ray-<actor pid>-<random>``.
+_FOLDER_PREFIX = "openenv-ray-"
+
+
+def _sweep_stale_folders() -> None:
+    """Remove the socket folders of actors that died without cleaning up (``ray.kill``, a
+    lost driver): those whose actor pid no longer runs."""
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        pid = name[len(_FOLDER_PREFIX):].split("-", 1)[0]
+        if not name.startswith(_FOLDER_PREFIX) or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        except PermissionError:
+            pass  # alive, another user's
+
+
 class _TcpRelay:
     """Forwards TCP connections on ``host`` to a Unix socket (a container's, on this node).
 
@@ -345,6 +370,12 @@ class RayWorker(Worker):
 
     def _place(self, restarting: bool = False) -> None:
         p = self.provider
+        if not ray.is_initialized():
+            # ray.shutdown() under live workers (a notebook cell, an RLlib teardown): Ray's
+            # first .remote() would silently start a new local cluster with none of them.
+            raise ProviderUnavailableError(
+                f"Ray was shut down while worker {self.index} of {self.env!r} ran on it; make "
+                "the env again (after ray.init(), or let the provider start Ray)")
         strategy = p._strategy_for(self.pool, self.index)
         if restarting and isinstance(strategy, PlacementGroupSchedulingStrategy):
             # Ray re-places a lost node's bundles by itself; a strict group it cannot re-place
@@ -388,8 +419,8 @@ class RayWorker(Worker):
         self.container_id = info.get("container_id")
 
     def alive(self) -> bool:
-        if self.actor is None:
-            return False
+        if self.actor is None or not ray.is_initialized():
+            return False  # after ray.shutdown() its actors are gone (see _place)
         try:
             return bool(ray.get(self.actor.alive.remote(), timeout=self.provider.alive_timeout))
         except (RayError, GetTimeoutError):
@@ -402,7 +433,8 @@ class RayWorker(Worker):
             self._place(restarting=True)
 
     def _kill(self) -> None:
-        if self.actor is None:
+        if self.actor is None or not ray.is_initialized():
+            self.actor = None  # after ray.shutdown() nothing is left to kill
             return
         try:
             # A graceful stop lets the server close sessions; the kill covers a hung actor.
@@ -423,6 +455,8 @@ class RayWorker(Worker):
     def logs(self, tail: int = 50) -> str:
         if self.actor is None:
             return ""
+        if not ray.is_initialized():
+            return "(logs unavailable: Ray was shut down, and the actor with it)"
         try:
             return str(ray.get(self.actor.logs.remote(tail), timeout=5.0))
         except (RayError, GetTimeoutError) as exc:
@@ -450,12 +484,22 @@ _connected_by_us = False
 
 
 def _acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> bool:
-    """Connect to (or start) Ray once per process; returns whether this call counted a user."""
+    """Connect to (or start) Ray once per process; returns whether this call counted a user.
+
+    Raises:
+        ProviderUnavailableError: Nothing answers at ``address``.
+    """
     global _connection_users, _connected_by_us
     with _connection_lock:
         if not ray.is_initialized():
+            _check_reachable(address)
             kwargs = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
-            ray.init(address=address, **kwargs)
+            try:
+                ray.init(address=address, **kwargs)
+            except ConnectionError as exc:  # address="auto" with no cluster running
+                raise ProviderUnavailableError(
+                    f"cannot connect to the Ray cluster at {address!r}: {exc}; start it "
+                    "(`ray start --head`), or pass address=None to start a local one") from None
             _connected_by_us = True
         elif not _connected_by_us:
             return False  # the user's own ray.init: never shut it down for them
@@ -463,11 +507,47 @@ def _acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> bool:
         return True
 
 
+def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
+    """Refuse at once a ``host:port`` (or ``ray://host:port``) nothing listens on: Ray itself
+    retries such an address for minutes before it gives up."""
+    match = re.fullmatch(r"(?:ray://)?\[?([\w.:-]+?)\]?:(\d+)", address or "")
+    if match is None:
+        return  # None, "auto", "local": Ray's own lookups answer at once
+    try:
+        socket.create_connection((match[1], int(match[2])), timeout=timeout).close()
+    except OSError as exc:
+        raise ProviderUnavailableError(
+            f"no Ray cluster answers at {address!r}: {exc}; start one there (`ray start "
+            "--head`), or pass address=None to start a local one") from None
+
+
+def _others_use_ray(wait: float = 2.0) -> bool:
+    """Whether something besides our workers holds resources on the cluster (an RLlib
+    algorithm built on the Ray we started). Ray reports freed resources a little late, so
+    a busy answer is re-checked for up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        total, free = ray.cluster_resources(), ray.available_resources()
+        busy = [k for k, v in total.items()
+                if not k.startswith("node:") and "memory" not in k and free.get(k, 0.0) < v - 1e-6]
+        if not busy or time.monotonic() > deadline:
+            return bool(busy)
+        time.sleep(0.05)
+
+
 def _release_ray() -> None:
     global _connection_users, _connected_by_us
     with _connection_lock:
         _connection_users -= 1
         if _connection_users == 0 and _connected_by_us:
+            if not ray.is_initialized():  # the user shut it down already
+                _connected_by_us = False
+                return
+            if _others_use_ray():
+                # Shutting down would kill that work; Ray ends with this process instead.
+                logger.warning("openenv-gym: leaving running the Ray it started: other work "
+                               "still holds resources on it; ray.shutdown() ends it")
+                return
             # Terminates a local Ray we started; only disconnects from a running cluster.
             ray.shutdown()
             _connected_by_us = False
@@ -534,8 +614,8 @@ class RayProvider(Provider):
         if node_id is not None and strategy in _GROUP_STRATEGIES:
             raise ValueError(f"node_id pins workers to one node; it cannot be combined with "
                              f"strategy={strategy!r} (use SPREAD or DEFAULT)")
-        if num_cpus < 0:
-            raise ValueError(f"num_cpus must be >= 0, got {num_cpus}")
+        if not isinstance(num_cpus, (int, float)) or isinstance(num_cpus, bool) or num_cpus < 0:
+            raise ValueError(f"num_cpus must be a number >= 0, got {num_cpus!r}")
         self.address = address
         self.num_cpus = float(num_cpus)
         self.resources = dict(resources or {})

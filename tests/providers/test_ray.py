@@ -170,11 +170,14 @@ def test_an_untrusted_envs_server_gets_a_cgroup_and_tmpfs_that_stop_and_actor_lo
             assert len(tmpfs) == 1 and "/openenv-ray-" in tmpfs[0], tmpfs
         provider.stop_all([stopped])
         assert not any(map(os.path.exists, groups[stopped.pid]))
+        socket_folder = os.path.dirname(killed.address[len("unix://"):])
+        assert os.path.isdir(socket_folder)
         ray.kill(killed.actor, no_restart=True)  # Ray ends the server with its actor
         assert not procs.wait_gone({killed.pid}, 15), "the server outlived its actor"
         [fresh] = provider.start("coding")  # the next server on the node removes what is left
         provider.stop_all([fresh])
         assert not any(map(os.path.exists, groups[killed.pid]))
+        assert not os.path.exists(socket_folder)  # its socket folder too
     finally:
         provider.stop_all([stopped, killed])
 

@@ -53,3 +53,57 @@ def test_users_own_ray_is_left_running() -> None:
         assert ray.get(ray.put(7)) == 7
     finally:
         ray.shutdown()
+
+
+def test_a_provider_started_ray_stays_up_while_other_work_holds_it() -> None:
+    # An RLlib algorithm built after the env uses the Ray the provider started: closing the
+    # env must not shut it down under the algorithm.
+    if ray.is_initialized():
+        ray.shutdown()
+    options = {"address": "local", "num_cpus": 0.25, "init_kwargs": {"num_cpus": 2}}
+    env = gym.make("OpenEnv/Echo-v0", provider="ray", provider_options=options)
+
+    @ray.remote(num_cpus=1)
+    class Other:
+        def ping(self) -> int:
+            return 1
+
+    other = Other.remote()
+    try:
+        assert ray.get(other.ping.remote()) == 1
+        env.close()
+        assert ray.is_initialized() and ray.get(other.ping.remote()) == 1
+    finally:
+        env.close()
+        ray.shutdown()
+
+
+def test_ray_shut_down_under_an_env_gives_typed_errors_and_starts_no_cluster() -> None:
+    from openenv_gym.errors import ProviderUnavailableError, WorkerError
+
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    env = gym.make("OpenEnv/Echo-v0", provider="ray", provider_options={"num_cpus": 0.5})
+    try:
+        env.reset(seed=0)
+        ray.shutdown()  # a notebook cell, an RLlib teardown
+        with pytest.raises(WorkerError):
+            env.step({"message": "x"})
+        with pytest.raises(ProviderUnavailableError, match="Ray was shut down"):
+            env.reset(seed=1)
+        assert not ray.is_initialized()  # no .remote() started a new local cluster
+    finally:
+        env.close()
+    assert not ray.is_initialized()
+
+
+def test_an_address_nothing_listens_on_is_refused_at_once() -> None:
+    from openenv_gym.errors import ProviderUnavailableError
+
+    if ray.is_initialized():
+        ray.shutdown()
+    for address in ("127.0.0.1:1", "ray://127.0.0.1:1"):
+        with pytest.raises(ProviderUnavailableError, match="no Ray cluster answers"):
+            gym.make("OpenEnv/Echo-v0", provider="ray", provider_options={"address": address})
+    assert not ray.is_initialized()
