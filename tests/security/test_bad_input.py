@@ -224,7 +224,10 @@ def test_bad_binary_input_gets_typed_replies_on_the_same_connection(provider_nam
             reply = _binary_send(sock, data, oversized=name == "frame over the size limit")
             assert reply["ok"] is False and reply["error"]["type"] == expected, (name, reply)
             # The same connection is still in frame; the session still steps.
-            assert client.request({"op": "step", "sid": sid, "action": 1})["obs"].shape == (4,)
+            out = client.request({"op": "step", "sid": sid, "action": 1})
+            assert out["obs"].shape == (4,)
+            if out["terminated"] or out["truncated"]:  # a new episode, as a trainer starts one
+                client.request({"op": "reset", "sid": sid, "seed": 0})
             record("bad_inputs", f"binary: {name}", f"typed {expected}; connection, worker, session survive",
                    f"{reply['error']['type']}: {reply['error']['message'][:60]}", provider_name)
         sock.close()
