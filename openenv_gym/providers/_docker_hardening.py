@@ -59,7 +59,7 @@ def container_options(*overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     Args:
         *overrides: Mappings of ``containers.run`` keyword arguments (per env, then per call).
             ``None`` as a value removes the default; a new ``mem_limit`` without a
-            ``memswap_limit`` also sets the latter (still no swap).
+            ``memswap_limit`` also sets the latter (still no swap), and removing it removes both.
 
     Returns:
         The keyword arguments for ``containers.run`` (a fresh copy).
@@ -73,8 +73,12 @@ def container_options(*overrides: Mapping[str, Any] | None) -> dict[str, Any]:
                 merged.pop(key, None)
             else:
                 merged[key] = copy.deepcopy(value)
-        if "mem_limit" in layer and "memswap_limit" not in layer and merged.get("mem_limit"):
-            merged["memswap_limit"] = merged["mem_limit"]
+        if "mem_limit" in layer and "memswap_limit" not in layer:
+            # Docker refuses a swap limit without a memory limit: the two go together.
+            if merged.get("mem_limit"):
+                merged["memswap_limit"] = merged["mem_limit"]
+            else:
+                merged.pop("memswap_limit", None)
     return merged
 
 

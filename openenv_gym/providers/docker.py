@@ -28,7 +28,7 @@ import weakref
 from typing import Any, Mapping
 
 from openenv_gym.catalog import EnvInfo, get_env_info
-from openenv_gym.errors import ProviderUnavailableError, WorkerError
+from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError, WorkerError
 from openenv_gym.providers import _docker_owner as owner
 from openenv_gym.providers._docker_hardening import container_options
 from openenv_gym.providers._docker_images import build_image, env_code_missing, find_image
@@ -94,6 +94,9 @@ class DockerWorker(Worker):
         return self.container.id if self.container is not None else None
 
     def _spawn(self) -> None:
+        # The container's user (another uid) creates its socket here; once it serves, the
+        # folder is closed to writes (below): it is on the host's disk, with no size limit.
+        os.chmod(self.folder, 0o777)
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)
         import docker.errors
@@ -112,9 +115,14 @@ class DockerWorker(Worker):
             raise ProviderUnavailableError(
                 f"the Docker engine refused the worker container: {exc.explanation or exc}; "
                 "check provider_options['container_options']") from None
+        except (TypeError, docker.errors.DockerException) as exc:
+            # docker-py's own checks of a value, before anything reaches the engine.
+            raise InvalidRequestError(f"provider_options['container_options'] has a value the "
+                                      f"Docker SDK refuses: {exc}") from None
         try:
             self.container.start()
             wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
+            os.chmod(self.folder, 0o555)  # connecting needs no write; filling the host's disk would
         except BaseException:  # a failed start, or an interrupt (Ctrl-C): leave no container
             self._remove()
             raise
@@ -146,6 +154,8 @@ class DockerWorker(Worker):
         status = state.get("Status", "removed")
         if status == "running":
             return ""
+        if state.get("Paused") or status == "paused":  # a paused container keeps ExitCode 0
+            return "paused (frozen by `docker pause`: it answers nothing)"
         if state.get("OOMKilled"):
             return f"OOM-killed (exit {state.get('ExitCode')}): raise container_options mem_limit"
         if "ExitCode" in state:
@@ -225,7 +235,7 @@ class DockerProvider(Provider):
 
         self.auto_build = auto_build
         self.image = image
-        self.container_options = dict(container_options or {})
+        self.container_options = _checked_container_options(container_options)
         self.startup_timeout = startup_timeout
         self.client = docker.from_env(timeout=120)
         self._images: dict[str, str] = {}
@@ -308,7 +318,6 @@ class DockerProvider(Provider):
         stem = f"{os.getpid()}-{pool}-docker-w{index}"
         folder = os.path.join(runtime_dir(), stem)
         os.makedirs(folder, exist_ok=True)
-        os.chmod(folder, 0o777)  # the container's user (another uid) creates the socket here
         try:
             return DockerWorker(self.client, info.name, env_kwargs, self.image_for(info), folder,
                                 f"openenv-gym-{stem}", owner.owner_labels(pool, info.name),
@@ -316,6 +325,28 @@ class DockerProvider(Provider):
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)  # the error carries the log tail already
             raise
+
+
+def _checked_container_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``container_options`` as a dict of ``containers.run`` keyword arguments.
+
+    Raises:
+        InvalidRequestError: Not a mapping, or a key ``containers.run`` does not take.
+    """
+    from docker.models.containers import RUN_CREATE_KWARGS, RUN_HOST_CONFIG_KWARGS
+
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise InvalidRequestError(f"provider_options['container_options'] must be a mapping of "
+                                  f"containers.run keyword arguments, got {type(options).__name__}")
+    known = set(RUN_CREATE_KWARGS) | set(RUN_HOST_CONFIG_KWARGS)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InvalidRequestError(f"provider_options['container_options'] has keys containers.run "
+                                  f"does not take: {unknown}; e.g. mem_limit, pids_limit, nano_cpus, "
+                                  "network_mode, runtime (docker-py's containers.run)")
+    return dict(options)
 
 
 # A fork of this process inherits the set, but not the workers: they are this process's.

@@ -186,6 +186,11 @@ def test_inside_worker_unprivileged_offline_readonly(provider):
         # Writable scratch space exists, and it is the size-limited tmpfs.
         rc, out = _exec(w, "open('/tmp/x', 'w').write('ok'); open('/workspace/x', 'w').write('ok')")
         assert rc == 0, out
+        # The socket folder is on the host's disk, with no size limit: once the server
+        # serves, nothing in the container may write there (confine=False code could).
+        rc, out = _exec(w, "open('/run/openenv/fill', 'wb').write(b'x')")
+        assert rc != 0 and "PermissionError" in out, out
+        assert not os.path.exists(os.path.join(w.folder, "fill"))
     finally:
         provider.stop_all([w])
 
@@ -343,6 +348,37 @@ def test_base_image_builds_from_nothing(client):
             client.images.remove(tag, force=True)
         except docker.errors.ImageNotFound:
             pass
+
+
+def test_container_options_docker_py_refuses_are_typed_errors_naming_the_option() -> None:
+    require_docker()
+    for options, fragment in (([1, 2], "must be a mapping"), ({"bogus": 1}, r"does not take: \['bogus'\]"),
+                              ({"mem_limit": "lots"}, "Docker SDK refuses.*memory"),
+                              ({"pids_limit": "abc"}, "Docker SDK refuses.*pids_limit")):
+        with pytest.raises(openenv_gym.InvalidRequestError, match=f"container_options.*{fragment}"):
+            gym.make("OpenEnv/Echo-v0", provider="docker", provider_options={"container_options": options})
+    # Removing the memory limit removes its swap limit too (Docker refuses one without the other).
+    env = gym.make("OpenEnv/Echo-v0", provider="docker", provider_options={"container_options": {"mem_limit": None}})
+    try:
+        env.reset(seed=0)
+        assert env.step({"message": "ok"})[0]["echo"] == "ok"
+    finally:
+        env.close()
+
+
+def test_a_paused_worker_is_named_paused_and_replaced(provider, client) -> None:
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id="CartPole-v1", provider="docker",
+                        envs_per_worker=1, step_timeout=3)
+    try:
+        envs.reset(seed=0)
+        worker = envs.pool.workers[0]
+        client.containers.get(worker.container_id).pause()
+        *_, infos = envs.step(np.array([0, 1]))
+        assert infos["worker_restarted"].tolist() == [True, False]
+        assert worker.last_exit.startswith("paused"), worker.last_exit  # not "exited with code 0"
+        assert envs.step(np.array([0, 1]))[0].shape == (2, 4)
+    finally:
+        envs.close()
 
 
 def test_container_option_the_engine_refuses_is_a_clear_error() -> None:

@@ -26,6 +26,8 @@ def test_env_then_call_overrides_and_removal():
     assert opts["pids_limit"] == 32                  # per call beats per env
     assert opts["mem_limit"] == opts["memswap_limit"] == "2g"  # still no swap
     assert "init" not in container_options({"init": None})
+    # Docker refuses a swap limit without a memory limit: removing one removes both.
+    assert not {"mem_limit", "memswap_limit"} & set(container_options({"mem_limit": None}))
 
 
 def test_merging_never_mutates_the_defaults():
