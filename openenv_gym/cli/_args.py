@@ -38,7 +38,9 @@ def json_object(text: str) -> dict[str, Any]:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{expected}; {text!r} is not JSON ({exc})") from None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{expected}; got a JSON {type(value).__name__}: {text!r}")
+        kind = {list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+                type(None): "null"}[type(value)]
+        raise argparse.ArgumentTypeError(f"{expected}; got a JSON {kind}: {text!r}")
     return value
 
 

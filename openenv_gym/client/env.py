@@ -134,6 +134,14 @@ class RemoteEnv(gym.Env):
 
     def _load_spec(self) -> None:
         spec = self._client.request({"op": "spec"})["spec"]
+        served = spec.get("env")
+        if served is not None and served != self.info.name:
+            # Attached by base_url to a server of another env: its spaces would pass for ours.
+            from openenv_gym.catalog import get_env_info
+
+            raise InvalidRequestError(
+                f"the server attached to serves env {served!r}, not {self.info.name!r}; attach "
+                f"with gym.make({get_env_info(served).gym_id!r}, base_url=...)")
         self.remote_spec: dict[str, Any] = spec
         self.observation_space, self.action_space, self.metadata = read_spec(spec)
 
@@ -264,12 +272,43 @@ class RemoteEnv(gym.Env):
         """An attribute of this client, else of the served env in the worker (``gravity`` of a
         Gym-v0 CartPole), as Gymnasium's ``get_wrapper_attr`` reaches the innermost env.
 
+        The client's own names (``state``, ``spec``, ``metadata``, ...) are the client's:
+        ``env.unwrapped.call("state")`` reads the served env's.
+
         Raises:
-            AttributeError: Neither has it.
+            AttributeError: Neither has it (or there is no served env yet: before a reset).
         """
-        if hasattr(self, name) or self._sid is None:
+        if hasattr(self, name):
             return getattr(self, name)
+        if self._sid is None:
+            raise AttributeError(f"{name!r} is not an attribute of this RemoteEnv, and its served "
+                                 "env lives from the first reset: call reset() first")
         return self._session_request({"op": "get_attr", "name": name})["value"]
+
+    def set_wrapper_attr(self, name: str, value: Any, *, force: bool = True) -> bool:
+        """Set an attribute where :meth:`get_wrapper_attr` reads it: on this client if it
+        has it, else on the served env in the worker (``gravity``: the dynamics change).
+
+        Returns:
+            Whether it was set (``force=False``: only where the attribute exists).
+
+        Raises:
+            gym.error.ResetNeeded: ``force`` and no served env yet (before a reset).
+        """
+        if hasattr(self, name):
+            return super().set_wrapper_attr(name, value, force=force)
+        if self._sid is None:
+            if not force:
+                return False
+            raise gym.error.ResetNeeded(f"cannot set {name!r} before reset(): the served env "
+                                        "lives from the first reset")
+        if not force:
+            try:
+                self._session_request({"op": "get_attr", "name": name})
+            except AttributeError:
+                return False
+        self._session_request({"op": "set_attr", "name": name, "value": value})
+        return True
 
     def _session_request(self, request: dict[str, Any]) -> dict[str, Any]:
         self._check_open()

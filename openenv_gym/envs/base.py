@@ -121,15 +121,18 @@ class Environment(gym.Env):
         return value
 
     def get_wrapper_attr(self, name: str) -> Any:
-        """An attribute of the served env: :attr:`inner`'s (through its wrappers), else our own.
+        """An attribute of the served env: ours where the client sees ours (the spaces,
+        metadata and render mode it was given, our own instance attributes such as
+        ``env_id``), else :attr:`inner`'s (through its wrappers), else ours.
 
-        The inner env comes first so that what Gymnasium's own ``Env`` defines for every env
-        (``spec``, ``np_random_seed``, ``render_mode``) is the served env's, as it is locally.
+        The inner env comes before our class so that the rest is the served env's, as it is
+        locally: CartPole's ``state`` and ``gravity``, Gymnasium's ``np_random_seed``.
+        ``spec`` and ``unwrapped`` stay ours (an ``EnvSpec`` cannot cross the wire).
 
         Raises:
             AttributeError: Neither has it.
         """
-        if self.inner is not None:
+        if self.inner is not None and name not in vars(self) and name not in _CLIENT_VIEW:
             try:
                 return self.inner.get_wrapper_attr(name)
             except AttributeError:
@@ -159,6 +162,12 @@ class Environment(gym.Env):
             A :class:`~openenv_gym.models.State` (subclasses add fields).
         """
         return State()
+
+
+#: What the client was given of an env that wraps one (its spec message), so what
+#: ``get_attr`` must answer from the wrapper, not from the inner env.
+_CLIENT_VIEW = frozenset({"metadata", "action_space", "observation_space", "render_mode", "spec",
+                          "unwrapped"})
 
 
 def _short(value: Any, limit: int = 80) -> str:

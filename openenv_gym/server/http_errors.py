@@ -56,8 +56,7 @@ class ErrorBody(BaseModel):
 
 #: What each error status means on this API (the OpenAPI descriptions).
 _ERRORS: dict[int, str] = {
-    400: "A malformed request: a body that is not valid JSON, or a seed or options the env "
-         "refuses (InvalidRequestError).",
+    400: "A request the env refuses: a seed or options it cannot use (InvalidRequestError).",
     404: "No such session: never created, closed, or expired idle (SessionNotFoundError); or "
          "no such path.",
     405: "The path does not take this method.",
@@ -65,9 +64,9 @@ _ERRORS: dict[int, str] = {
          "(ResetNeededError).",
     413: f"The body is larger than the {MAX_FRAME >> 20} MiB limit; nothing of it is read.",
     415: "The body was not sent as Content-Type: application/json.",
-    422: "The body or query does not fit the schema: a missing or unknown field, a wrong type "
-         "(InvalidRequestError); or the action does not fit the action space "
-         "(InvalidActionError).",
+    422: "The body is not valid JSON (NaN and Infinity included), or it or the query does not "
+         "fit the schema: a missing or unknown field, a wrong type (InvalidRequestError); or "
+         "the action does not fit the action space (InvalidActionError).",
     429: "The server hosts its maximum number of sessions (SessionLimitError).",
     500: "The env itself raised an exception (EnvServerError); the session stays usable.",
 }

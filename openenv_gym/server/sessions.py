@@ -247,9 +247,11 @@ class SessionManager:
         """
         session = self._sessions.get(sid) if isinstance(sid, str) else None
         if session is None:
+            expired = (f", or expired after {self.idle_timeout:g} s idle"
+                       if self.idle_timeout is not None else "")
             raise SessionNotFoundError(
-                f"no session {sid!r}: it was never created, was closed, or expired after "
-                f"{self.idle_timeout} s idle; call reset without a session id to start one"
+                f"no session {sid!r}: it was never created, or was closed{expired}; call reset "
+                "without a session id to start one"
             )
         session.last_used = time.monotonic()
         return session

@@ -123,6 +123,9 @@ class RemoteVectorEnv(VectorEnv):
             _check_positive_int("envs_per_worker", envs_per_worker)
         if max_episode_steps is not None:
             _check_positive_int("max_episode_steps", max_episode_steps)
+        if "base_url" in env_kwargs:
+            raise InvalidRequestError("a vector env starts workers of its own; base_url attaches a "
+                                      "single env (gym.make(..., base_url=...))")
         if on_worker_error not in ("restart", "raise"):
             raise InvalidRequestError(f"on_worker_error={on_worker_error!r}; use 'restart' or 'raise'")
         if not isinstance(step_timeout, (int, float)) or step_timeout <= 0:

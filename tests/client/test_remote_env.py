@@ -193,8 +193,31 @@ def test_attaches_to_a_worker_by_the_address_openenv_gym_ps_prints() -> None:
             gym.make("OpenEnv/Echo-v0", base_url=worker.address + ".missing")
         with pytest.raises(openenv_gym.InvalidRequestError, match="openenv-gym ps"):
             gym.make("OpenEnv/Echo-v0", base_url="ftp://127.0.0.1/x")
+        # Another env's server is refused, naming the id that attaches to it.
+        with pytest.raises(openenv_gym.InvalidRequestError, match=r"serves env 'echo', not 'gym'.*OpenEnv/Echo-v0"):
+            gym.make("OpenEnv/Gym-v0", base_url=worker.address)
+        with pytest.raises(openenv_gym.InvalidRequestError, match="vector env starts workers of its own"):
+            gym.make_vec("OpenEnv/Echo-v0", 2, base_url=worker.address)
     finally:
         provider.stop_all([worker])
+
+
+def test_a_single_env_s_wrapper_attributes_are_the_served_env_s(provider: str) -> None:
+    ours = gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider=provider)
+    local = gym.make("CartPole-v1")
+    try:
+        with pytest.raises(AttributeError):  # no served env before the first reset
+            ours.get_wrapper_attr("gravity")
+        for env in (ours, local):
+            env.reset(seed=0)
+            env.set_wrapper_attr("gravity", 1000.0)
+        assert ours.get_wrapper_attr("gravity") == ours.unwrapped.call("gravity") == 1000.0
+        for _ in range(3):
+            np.testing.assert_allclose(ours.step(1)[0], local.step(1)[0])  # the dynamics changed
+        assert ours.set_wrapper_attr("nosuch", 1, force=False) is False
+    finally:
+        ours.close()
+        local.close()
 
 
 def test_oversized_frame_is_refused_and_connection_stays_framed(echo_env) -> None:
