@@ -13,7 +13,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import socket
 import sys
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -21,7 +20,7 @@ from typing import Callable
 from rich.table import Table
 
 from openenv_gym.cli._args import exit_codes, port
-from openenv_gym.cli._ui import FAILED, OK, console
+from openenv_gym.cli._ui import FAILED, OK, bind_problem, console
 
 __all__ = ["register", "Check", "run_checks"]
 
@@ -109,12 +108,9 @@ def check_runtime_dir() -> list[Check]:
 
 def check_port(port: int = 8000) -> list[Check]:
     """Whether ``openenv-gym serve``'s default port is free on loopback."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return [Check(f"port {port}", "warn", "in use on 127.0.0.1",
-                          f"`openenv-gym serve ENV --port N` with another N; `ss -ltnp | grep :{port}` shows who holds it")]
+    if bind_problem("127.0.0.1", port) is not None:  # the bind test serve itself runs first
+        return [Check(f"port {port}", "warn", "in use on 127.0.0.1",
+                      f"`openenv-gym serve ENV --port N` with another N; `ss -ltnp | grep :{port}` shows who holds it")]
     return [Check(f"port {port}", "ok", "free on 127.0.0.1")]
 
 

@@ -33,36 +33,6 @@ __all__ = ["Session", "SessionManager"]
 HISTORY = 50
 
 
-class _CallLock:
-    """The lock a call into a session's env holds (used as a ``threading.Lock``).
-
-    Its release marks the session used, so idle expiry counts from the end of a call, not
-    its start: a 5 s step under a 3 s idle timeout must not leave a session that expires
-    before its client's next step.
-    """
-
-    def __init__(self, session: "Session") -> None:
-        self._lock = threading.Lock()
-        self._session = session
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        return self._lock.acquire(blocking, timeout)
-
-    def release(self) -> None:
-        # Before the release: the expiry thread, once it sees the lock free, sees this time.
-        self._session.last_used = time.monotonic()
-        self._lock.release()
-
-    def locked(self) -> bool:
-        return self._lock.locked()
-
-    def __enter__(self) -> bool:
-        return self.acquire()
-
-    def __exit__(self, *_: Any) -> None:
-        self.release()
-
-
 @dataclass(eq=False)
 class Session:
     """One env instance and its episode bookkeeping.
@@ -78,6 +48,9 @@ class Session:
 
     id: str
     env: Environment
+    #: Held for every call into the env: no two threads ever use it at once.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: When a call last started or (reset, step) ended: idle expiry counts from it.
     last_used: float = field(default_factory=time.monotonic)
     book: threading.Lock = field(default_factory=threading.Lock)
     episode_id: str | None = None
@@ -93,10 +66,6 @@ class Session:
     closed: bool = False
     #: What ``/web`` last rendered of the env, as ``(episode, step_count, view)``.
     view: tuple[int, int, Any] | None = None
-
-    def __post_init__(self) -> None:
-        #: Held for every call into the env: no two threads ever use it at once.
-        self.lock = _CallLock(self)
 
     def reset(self, seed: Any = None, options: Any = None) -> tuple[Any, dict[str, Any]]:
         """Reset the env and start an episode.
@@ -162,6 +131,9 @@ class Session:
     def begin_episode(self, obs: Any) -> None:
         """Record a reset."""
         with self.book:
+            # At the end of the call: a 5 s step under a 3 s idle timeout must not leave a
+            # session that expires before its client's next step.
+            self.last_used = time.monotonic()
             self.episode_id = uuid.uuid4().hex[:12]
             self.episode += 1
             self.step_count = 0
@@ -173,6 +145,7 @@ class Session:
     def record_step(self, action: Any, obs: Any, reward: float, done: bool) -> None:
         """Record a step (its action, reward and whether it ended the episode)."""
         with self.book:
+            self.last_used = time.monotonic()  # as in begin_episode
             self.step_count += 1
             self.episode_return += reward
             self.done = done

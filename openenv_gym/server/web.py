@@ -203,8 +203,7 @@ def _current_view(session: "Session") -> dict[str, Any]:
 
     A step in flight holds the session's lock (a Coding step, up to a minute): the page then
     shows the view last rendered, or the recorded observation, rather than freeze every
-    session's updates until the step ends. An unchanged session's lock is not even taken
-    (taking it marks the session used, which would keep idle sessions from expiring).
+    session's updates until the step ends. An unchanged session is not rendered again.
     """
     cached = session.view
     if cached is not None and cached[:2] == (session.episode, session.step_count):
