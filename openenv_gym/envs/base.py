@@ -140,15 +140,16 @@ class Environment(gym.Env):
         return getattr(self, name)
 
     def set_wrapper_attr(self, name: str, value: Any, *, force: bool = True) -> bool:
-        """Set an attribute where :meth:`get_wrapper_attr` finds it (Gymnasium's rule for wrappers).
+        """Set an attribute where :meth:`get_wrapper_attr` reads it (ours, else the inner env's).
 
         Returns:
             Whether it was set (``force``: create it on the innermost env that has none).
         """
-        if self.inner is None:
-            return super().set_wrapper_attr(name, value, force=force)
-        if name in vars(self):  # a copy we keep of the inner env's (its spaces): keep both equal
-            setattr(self, name, value)
+        if self.inner is None or name in vars(self) or name in _CLIENT_VIEW:
+            done = super().set_wrapper_attr(name, value, force=force)
+            if self.inner is not None:  # a copy we keep of the inner env's (its spaces): keep both equal
+                self.inner.set_wrapper_attr(name, value, force=False)
+            return done
         return self.inner.set_wrapper_attr(name, value, force=force)
 
     def observation_to_wire(self, obs: Any) -> Any:
