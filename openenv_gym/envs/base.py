@@ -165,10 +165,10 @@ class Environment(gym.Env):
         return State()
 
 
-#: What the client was given of an env that wraps one (its spec message), so what
-#: ``get_attr`` must answer from the wrapper, not from the inner env.
+#: What the client was given of an env that wraps one (its spec message), and the attribute
+#: routing itself (``call("get_wrapper_attr", name)``): answered by the wrapper, not the inner env.
 _CLIENT_VIEW = frozenset({"metadata", "action_space", "observation_space", "render_mode", "spec",
-                          "unwrapped"})
+                          "unwrapped", "get_wrapper_attr", "set_wrapper_attr"})
 
 
 def _short(value: Any, limit: int = 80) -> str:

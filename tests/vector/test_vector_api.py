@@ -64,6 +64,9 @@ def test_call_get_set_attr_render_and_bad_action(provider: str) -> None:
     try:
         # Attributes work before the first reset, as on SyncVectorEnv.
         assert envs.get_attr("env_id") == ("CartPole-v1",) * 3
+        # The attribute routing is the wrapper's own, reaching our attributes and the inner env's.
+        assert envs.call("get_wrapper_attr", "env_id") == ("CartPole-v1",) * 3
+        assert envs.call("get_wrapper_attr", "gravity") == (9.8,) * 3
         envs.set_attr("tag", [1, 2, 3])
         assert envs.get_attr("tag") == (1, 2, 3)
         envs.set_attr("tag", "same")
