@@ -174,8 +174,9 @@ def space_from_dict(d: dict[str, Any]) -> spaces.Space:
 def from_wire(value: Any, space: spaces.Space) -> Any:
     """Turn a decoded wire value into the Python type ``space`` holds.
 
-    msgpack brings back lists for tuples and Python ints for discrete values; this makes
-    them ``tuple``/``np.int64``/arrays of the space's dtype so ``space.contains`` holds.
+    msgpack brings back lists for tuples; this makes them ``tuple``, discrete values Python
+    ``int`` (as Gymnasium's own discrete envs return them, so ``json.dumps(obs)`` works) and
+    arrays of the space's dtype, so ``space.contains`` holds.
     Values that do not fit are returned as they are, for the caller's ``contains`` check.
 
     Args:
@@ -192,7 +193,7 @@ def from_wire(value: Any, space: spaces.Space) -> Any:
             return arr.reshape(space.shape) if arr.size == int(np.prod(space.shape)) else arr
         if isinstance(space, spaces.Discrete):
             if isinstance(value, (bool, int, np.integer, np.bool_)):
-                return np.int64(value)
+                return int(value)
             return value
         if isinstance(space, (spaces.MultiDiscrete, spaces.MultiBinary)):
             return np.asarray(value, dtype=space.dtype)

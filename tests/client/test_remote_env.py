@@ -162,6 +162,28 @@ def test_box_bounds_are_the_served_env_s_to_apply(provider: str) -> None:
         local.close()
 
 
+@pytest.mark.parametrize("env_id", ["FrozenLake-v1", "Blackjack-v1"])
+def test_discrete_observations_arrive_as_the_python_ints_a_local_env_returns(env_id: str) -> None:
+    import json
+
+    ours = gym.make("OpenEnv/Gym-v0", env_id=env_id, provider="process")
+    local = gym.make(env_id)
+    try:
+        got, want = ours.reset(seed=3)[0], local.reset(seed=3)[0]
+        for action in (1, 0, 1, 0):
+            assert got == want and type(got) is type(want)
+            if isinstance(want, tuple):
+                assert [type(v) for v in got] == [type(v) for v in want] == [int] * len(want)
+            json.dumps(got)  # what a local discrete env's observation allows
+            got, *_, done, trunc, _ = ours.step(action)
+            want, *_ = local.step(action)
+            if done or trunc:
+                break
+    finally:
+        ours.close()
+        local.close()
+
+
 def test_an_env_cannot_be_pickled_or_copied_and_says_what_to_do() -> None:
     import copy
     import pickle
