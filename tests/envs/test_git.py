@@ -78,6 +78,11 @@ HACKS: dict[str, tuple[str, str]] = {
                          "git commit -q --allow-empty -m 'Revert nothing'"),
     "revert-by-hand-without-git-revert": (
         "revert-commit", "printf 'def total(xs):\\n    return sum(xs)\\n' > app.py && git commit -q -am 'Revert it'"),
+    # d) The branch a task rewrites onto stays where the task left it.
+    "main-moved-under-squash": (
+        "squash-commits", "git commit -q --amend -m 'Add parser' && git branch -f main HEAD~1"),
+    "main-moved-under-rebase": ("rebase-onto-main", "git branch -f main feature~2"),
+    "main-moved-under-rebase-conflict": ("rebase-conflict", "git branch -f main feature~2"),
 }
 
 
