@@ -83,6 +83,15 @@ class PoolRecord:
         """Where the record is stored."""
         return os.path.join(pools_dir(), f"{self.name}.json")
 
+    def worker_lines(self) -> list[str]:
+        """One line per worker (index, address, pid or container, log file), printed with
+        ``soft_wrap`` so an address is never cut, whatever the terminal's width."""
+        lines = []
+        for w in self.workers:
+            ident = f"pid {w['pid']}" if w.get("pid") else f"container {(w.get('container') or '?')[:12]}"
+            lines.append(f"w{w['index']} {w['address']} {ident}" + (f" log {w['log']}" if w.get("log") else ""))
+        return lines
+
 
 def save(record: PoolRecord) -> None:
     """Write (or rewrite) a record atomically."""

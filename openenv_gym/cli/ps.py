@@ -47,9 +47,8 @@ def _ps(args: argparse.Namespace) -> int:
     console.print(table)
     if args.workers:
         for r in records:
-            for w in r.workers:
-                ident = f"pid {w['pid']}" if w.get("pid") else f"container {(w.get('container') or '?')[:12]}"
-                console.print(f"{r.name} w{w['index']} {w['address']} {ident}", soft_wrap=True)
+            for line in r.worker_lines():
+                console.print(f"{r.name} {line}", soft_wrap=True, markup=False)
     return OK
 
 

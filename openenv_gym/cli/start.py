@@ -16,7 +16,6 @@ import socket
 import threading
 from typing import Any, Callable, Sequence
 
-from rich.table import Table
 
 from openenv_gym.cli import pools
 from openenv_gym.cli._args import add_env_kwargs, exit_codes, port, positive_int
@@ -95,16 +94,6 @@ def serve_pool_web(workers: Sequence[Any], title: str, port: int = 0,
     return f"http://{host}:{sock.getsockname()[1]}/web", stop
 
 
-def _table(record: pools.PoolRecord) -> Table:
-    table = Table(title=f"pool {record.name}: {len(record.workers)} × {record.env} on {record.provider}")
-    for col in ("worker", "address", "pid / container", "log"):
-        table.add_column(col, overflow="fold")
-    for w in record.workers:
-        ident = str(w["pid"]) if w.get("pid") else (w.get("container") or "")[:12]
-        table.add_row(f"w{w['index']}", w["address"], ident, w.get("log") or "")
-    return table
-
-
 def _start(args: argparse.Namespace) -> int:
     from openenv_gym.catalog import get_env_info
     from openenv_gym.providers import get_provider
@@ -149,7 +138,9 @@ def _start(args: argparse.Namespace) -> int:
             except OSError as exc:
                 return port_refused("--web-port", args.web_port, exc)
         pools.save(record)
-        console.print(_table(record))
+        console.print(f"pool {name}: {len(record.workers)} × {info.name} on {provider.name}")
+        for line in record.worker_lines():
+            console.print(f"  {line}", soft_wrap=True, markup=False)
         console.print(f'attach from Python: gym.make("{info.gym_id}", base_url="<a worker\'s '
                       f'address>"); `openenv-gym ps --json` lists the addresses', soft_wrap=True,
                       markup=False)

@@ -45,10 +45,10 @@ def run_json(*args: str) -> Any:
     return json.loads(out.stdout)
 
 
-def spawn(*args: str, log: str) -> subprocess.Popen:
+def spawn(*args: str, log: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start a long-running ``openenv-gym ARGS`` with output to the file ``log``."""
     with open(log, "wb") as f:
-        return subprocess.Popen([*CLI, *args], stdout=f, stderr=subprocess.STDOUT, env=ENV)
+        return subprocess.Popen([*CLI, *args], stdout=f, stderr=subprocess.STDOUT, env=dict(ENV, **(env or {})))
 
 
 def wait_for(pattern: str, log: str, proc: subprocess.Popen, timeout: float = 120) -> re.Match:

@@ -36,7 +36,8 @@ def _pid_gone(pid: int, timeout: float = 10) -> bool:
 def test_start_ps_logs_stop_a_pool(provider: str, tmp_path) -> None:
     name, log = _pool_name(), str(tmp_path / "start.log")
     proc = spawn("start", "echo", "-n", "2", "--provider", provider, "--name", name,
-                 "--env-kwargs", '{"max_steps": 3}', log=log)
+                 "--env-kwargs", '{"max_steps": 3}', log=log,
+                 env={"COLUMNS": "80"})  # rich's width when output is not a terminal
     try:
         wait_for(rf"pool {name} is running", log, proc, timeout=180)
         with open(log) as f:
@@ -48,6 +49,8 @@ def test_start_ps_logs_stop_a_pool(provider: str, tmp_path) -> None:
         [record] = [r for r in run_json("ps", "--json") if r["name"] == name]
         assert record["env"] == "echo" and record["provider"] == provider
         assert record["owner_pid"] == proc.pid and len(record["workers"]) == 2
+        for worker in record["workers"]:  # whole, to paste, though the log is no terminal
+            assert worker["address"] in printed, printed
         assert run("ps").returncode == 0 and name in run("ps").stdout
 
         # The printed addresses serve episodes (the env kwargs reached the workers).
