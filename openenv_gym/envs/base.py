@@ -66,6 +66,10 @@ class Environment(gym.Env):
     #: finite action of the right shape and clips it or lets it act (Gym-v0: the served env
     #: decides, as Pendulum clips a local torque of 5); NaN and inf are refused either way.
     enforce_action_bounds: ClassVar[bool] = True
+    #: Whether the server refuses an observation outside ``observation_space`` (checked on
+    #: reset and each episode's first step, as Gymnasium's env checker). Off for Gym-v0,
+    #: whose served env is checked as locally: not at all, since the checker only warns.
+    check_observations: ClassVar[bool] = True
     metadata: dict[str, Any] = {"render_modes": []}
     #: The Gymnasium env this one serves, for envs that wrap one (``Gym-v0``, ``Atari-v0``):
     #: a vector env's ``get_attr``/``set_attr``/``call`` then reach it, as they reach the

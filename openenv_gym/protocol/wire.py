@@ -26,7 +26,7 @@ import numpy as np
 
 from openenv_gym.errors import InvalidRequestError, ProtocolError
 
-__all__ = ["HEADER", "MAX_FRAME", "encode", "decode", "frame_length"]
+__all__ = ["HEADER", "MAX_FRAME", "encode", "decode", "frame_length", "wire_problem"]
 
 #: Frame header: payload length, little-endian uint32.
 HEADER = struct.Struct("<I")
@@ -55,6 +55,45 @@ def _default(obj: Any) -> Any:
         return msgpack.ExtType(_BIGINT, str(obj).encode())
     raise TypeError(f"cannot send {type(obj).__name__} over the wire; use numbers, str, bytes, "
                     "lists, dicts or numpy arrays")
+
+
+_SENDABLE = (str, bytes, bytearray, bool, int, float, type(None), np.generic)
+
+
+def wire_problem(value: Any, where: str = "value", _depth: int = 0) -> str | None:
+    """The first part of ``value`` that :func:`encode` cannot carry, named by its path; None
+    when every part can. Only walked for values an env hands over (an info), so a bad one is
+    named (``info['obj'] of type object``) instead of failing the whole reply unnamed.
+
+    Example:
+        >>> wire_problem({"t": 1, "s": {1, 2}, "a": np.zeros(2)}, "info") is None
+        True
+        >>> wire_problem({"t": [1, object()]}, "info")
+        "info['t'][1] of type object"
+    """
+    if isinstance(value, _SENDABLE):
+        return None
+    if _depth > 64:
+        return f"{where}, nested more than 64 levels deep (a cycle?),"
+    if isinstance(value, np.ndarray):
+        if not value.dtype.hasobject:
+            return None
+        value = value.tolist()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, _SENDABLE):
+                return f"{where} with a key of type {type(key).__qualname__}"
+            problem = wire_problem(item, f"{where}[{key!r}]", _depth + 1)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, (list, tuple, set, frozenset)):
+        for i, item in enumerate(value):
+            problem = wire_problem(item, f"{where}[{i}]", _depth + 1)
+            if problem:
+                return problem
+        return None
+    return f"{where} of type {type(value).__qualname__}"
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
@@ -106,6 +145,12 @@ def encode(message: Any) -> bytes:
         raise InvalidRequestError(f"cannot send text that is not valid UTF-8: {bad!r} at position "
                                   f"{exc.start} of a string ({exc.reason}); remove it, or encode "
                                   "the text with errors='replace' first") from None
+    except TypeError as exc:  # name the part that failed; only walked on this failure
+        problem = wire_problem(message, "message")
+        if problem is None:
+            raise
+        raise TypeError(f"cannot send {problem} over the wire; use numbers, str, bytes, lists, "
+                        "dicts or numpy arrays") from exc
     return HEADER.pack(len(payload)) + payload
 
 

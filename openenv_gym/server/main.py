@@ -22,6 +22,7 @@ from typing import Any, Callable
 from gymnasium import error as gym_error
 
 from openenv_gym.catalog import get_env_info, load_env_class
+from openenv_gym.envs.base import Environment
 from openenv_gym.errors import (
     InvalidRequestError,
     OpenEnvError,
@@ -61,6 +62,11 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None, max_sessio
     """
     info = get_env_info(env)
     cls = load_env_class(info)
+    if not (isinstance(cls, type) and issubclass(cls, Environment)):
+        raise InvalidRequestError(
+            f"env {info.name!r}: its entry point {info.entry_point!r} names {cls!r}, not a subclass "
+            "of openenv_gym.envs.base.Environment; derive the env class from it (a plain "
+            "gymnasium.Env can be served with OpenEnv/Gym-v0 and env_id=...)")
     kwargs = dict(env_kwargs or {})
     what = f"cannot make env {info.name!r}" + (f" with {kwargs}" if kwargs else "")
     try:

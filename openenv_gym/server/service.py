@@ -21,6 +21,7 @@ import os
 import time
 from typing import Any, Callable
 
+import gymnasium as gym
 import numpy as np
 
 from openenv_gym.envs.base import Environment
@@ -82,6 +83,11 @@ class EnvService:
 
     # -- spec and health ---------------------------------------------------------------
     def _describe(self, env: Environment) -> dict[str, Any]:
+        for kind in ("action", "observation"):
+            if not isinstance(getattr(env, f"{kind}_space", None), gym.spaces.Space):
+                raise TypeError(f"{type(env).__name__} declares no {kind} space: set the class "
+                                f"attribute {kind}_model (a pydantic model) or assign "
+                                f"self.{kind}_space (a gymnasium space) in __init__")
         spec: dict[str, Any] = {
             "protocol": PROTOCOL_VERSION,
             "env": self.env_name,

@@ -32,6 +32,7 @@ class GymEnv(Environment):
     """
 
     enforce_action_bounds = False  # the served env decides, as it does locally
+    check_observations = False
 
     def __init__(self, env_id: str = "CartPole-v1", render_mode: str | None = None,
                  info_types: dict[str, str] | None = None, **kwargs: Any) -> None:

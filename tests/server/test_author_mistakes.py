@@ -1,0 +1,107 @@
+"""What an env author's mistakes look like: named, typed errors; no session leaks; clashes warned."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from openenv_gym import catalog
+from openenv_gym.catalog import EnvInfo
+from openenv_gym.envs.base import Environment
+from openenv_gym.server.service import EnvService
+
+
+class Grid(Environment):
+    """A 2-D walk whose ``fail`` attribute makes reset or step return something wrong."""
+
+    def __init__(self, fail: str = "") -> None:
+        super().__init__()
+        self.fail = fail
+        self.observation_space = spaces.Box(0, 4, (2,), np.int64)
+        self.action_space = spaces.Discrete(4)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.int64), ({"handle": object()} if self.fail == "reset_info" else {})
+
+    def step(self, action):
+        obs = np.array([100, -5]) if self.fail == "obs_out" else np.ones(2, np.int64)
+        info = {"handle": object()} if self.fail == "step_info" else {}
+        if self.fail == "late_info":  # sendable on the first step (checked), not after
+            info = {"n": 1} if getattr(self, "_stepped", False) is False else {"handle": object()}
+            self._stepped = True
+        return obs, 0.0, self.fail == "step_info", False, info
+
+
+def test_unsendable_reset_info_is_named_and_leaves_no_session() -> None:
+    service = EnvService(lambda: Grid("reset_info"), max_sessions=2, idle_timeout=None)
+    try:
+        for _ in range(3):  # a retrying trainer must not fill the session table
+            error = service.handle({"op": "reset"})["error"]
+            assert error["type"] == "EnvServerError" and "info['handle']" in error["message"]
+        assert len(service.sessions) == 0
+    finally:
+        service.shutdown()
+
+
+def test_unsendable_step_info_is_named_and_says_the_episode_ended() -> None:
+    service = EnvService(lambda: Grid("step_info"), idle_timeout=None)
+    try:
+        sid = service.handle({"op": "reset"})["sid"]
+        error = service.handle({"op": "step", "sid": sid, "action": 0})["error"]
+        assert "info['handle']" in error["message"] and "call reset" in error["message"]
+    finally:
+        service.shutdown()
+
+
+def test_a_later_step_s_unsendable_info_is_named_and_the_connection_survives(tmp_path) -> None:
+    from openenv_gym.client.transport import BinaryClient
+    from openenv_gym.server.binary import BinaryServer
+
+    service = EnvService(lambda: Grid("late_info"), idle_timeout=None)
+    server = BinaryServer(service, f"unix://{tmp_path}/w.sock")
+    client = BinaryClient(server.address, 5.0)
+    try:
+        sid = client.request({"op": "reset"})["sid"]
+        assert client.request({"op": "step", "sid": sid, "action": 0})["info"] == {"n": 1}
+        with pytest.raises(Exception, match=r"cannot send message\['info'\]\['handle'\] of type object"):
+            client.request({"op": "step", "sid": sid, "action": 0})
+        assert client.request({"op": "reset", "sid": sid})["sid"] == sid  # still framed
+    finally:
+        client.drop()
+        server.close()
+        service.shutdown()
+
+
+def test_an_observation_outside_the_space_is_an_error_naming_the_space() -> None:
+    service = EnvService(lambda: Grid("obs_out"), idle_timeout=None)
+    try:
+        sid = service.handle({"op": "reset"})["sid"]
+        reply = service.handle({"op": "step", "sid": sid, "action": 0})
+        assert not reply["ok"] and "outside its observation space Box(0, 4" in reply["error"]["message"]
+        assert reply["error"]["builtin"] == "ValueError"
+        # Checked on reset and each episode's first step (as Gymnasium's env checker), not on
+        # every step; the session survives.
+        assert service.step(sid, 0)["reward"] == 0.0
+        service.reset(sid)
+        with pytest.raises(ValueError, match="outside its observation space"):
+            service.step(sid, 0)
+    finally:
+        service.shutdown()
+
+
+def test_a_plugin_env_with_a_taken_name_or_id_is_ignored_with_a_warning(monkeypatch) -> None:
+    clash_name = EnvInfo("echo", "OpenEnv/Mine-v0", "mine.env:Env", "reuses echo's name")
+    clash_id = EnvInfo("mine", "OpenEnv/Echo-v0", "mine.env:Env", "reuses echo's id")
+    monkeypatch.setattr(catalog, "_plugin_envs", lambda: [clash_name, clash_id])
+    monkeypatch.setattr(catalog, "_cache", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        envs = catalog.all_envs()
+    assert clash_name not in envs and clash_id not in envs
+    assert catalog.get_env_info("OpenEnv/Echo-v0").entry_point == "openenv_gym.envs.echo.env:EchoEnv"
+    text = " ".join(str(w.message) for w in caught)
+    assert "'echo'" in text and "OpenEnv/Echo-v0" in text and "is ignored" in text
