@@ -106,11 +106,31 @@ def _plugin_envs() -> list[EnvInfo]:
 _cache: tuple[EnvInfo, ...] | None = None
 
 
+def _without_clashes(envs: tuple[EnvInfo, ...]) -> tuple[EnvInfo, ...]:
+    """``envs`` less those whose name or Gymnasium id an earlier one has (built-ins first),
+    each with a warning: ``gym.make`` and the CLI would otherwise run the other env."""
+    kept: list[EnvInfo] = []
+    by_name: dict[str, EnvInfo] = {}
+    by_id: dict[str, EnvInfo] = {}
+    for info in envs:
+        other = by_name.get(info.name.lower()) or by_id.get(info.gym_id)
+        if other is not None:
+            what = "name" if other.name.lower() == info.name.lower() else "Gymnasium id"
+            warnings.warn(f"openenv_gym plugin env {info.name!r} ({info.gym_id}, "
+                          f"{info.entry_point}) is ignored: env {other.name!r} ({other.gym_id}, "
+                          f"{other.entry_point}) already has its {what}; give it another "
+                          f"{what} in its EnvInfo", stacklevel=3)
+            continue
+        by_name[info.name.lower()] = by_id[info.gym_id] = info
+        kept.append(info)
+    return tuple(kept)
+
+
 def all_envs() -> tuple[EnvInfo, ...]:
-    """Every known env: the built-ins, then those of installed plugins."""
+    """Every known env: the built-ins, then those of installed plugins (one per name and id)."""
     global _cache
     if _cache is None:
-        _cache = BUILTIN_ENVS + tuple(_plugin_envs())
+        _cache = _without_clashes(BUILTIN_ENVS + tuple(_plugin_envs()))
     return _cache
 
 
