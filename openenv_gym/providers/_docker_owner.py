@@ -174,11 +174,11 @@ def watch(pid: int, start: str, host: str, runtime: str | None = None) -> None:
         time.sleep(1.0)
     remove_owned(client, pid, start, host)
     if runtime and os.path.isdir(runtime):
-        import shutil
+        from openenv_gym.providers.process import remove_folder
 
         for entry in os.listdir(runtime):
             if entry.startswith(f"{pid}-") and "-docker-w" in entry:
-                shutil.rmtree(os.path.join(runtime, entry), ignore_errors=True)
+                remove_folder(os.path.join(runtime, entry))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import shutil
 import threading
 import weakref
 from typing import Any, Mapping
@@ -33,7 +32,7 @@ from openenv_gym.providers import _docker_owner as owner
 from openenv_gym.providers._docker_hardening import container_options
 from openenv_gym.providers._docker_images import build_image, env_code_missing, find_image
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, wait_ready
-from openenv_gym.providers.process import runtime_dir
+from openenv_gym.providers.process import remove_folder, runtime_dir
 
 __all__ = ["DockerProvider", "DockerWorker", "SOCKET_DIR"]
 
@@ -184,13 +183,14 @@ class DockerWorker(Worker):
                 if "already in progress" not in str(exc):
                     raise
         if os.path.exists(self.socket_path):
+            os.chmod(self.folder, 0o700)  # closed to writes while it served (see _spawn)
             os.unlink(self.socket_path)
 
     def stop(self) -> None:
         with self._lock:
             self._remove()
             self.container = None
-        shutil.rmtree(self.folder, ignore_errors=True)
+        remove_folder(self.folder)
         _live.discard(self)
 
     def logs(self, tail: int = 50) -> str:
@@ -323,7 +323,7 @@ class DockerProvider(Provider):
                                 f"openenv-gym-{stem}", owner.owner_labels(pool, info.name),
                                 self.run_options(info), self.startup_timeout)
         except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)  # the error carries the log tail already
+            remove_folder(folder)  # the error carries the log tail already
             raise
 
 

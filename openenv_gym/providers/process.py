@@ -52,6 +52,17 @@ def runtime_dir() -> str:
 _reaped: list[bool] = []
 
 
+def remove_folder(path: str) -> None:
+    """Remove a pool or worker folder of :func:`runtime_dir` and all it holds.
+
+    A Docker worker's folder is closed to writes (0555) once its worker serves; only root
+    may delete in it then, so it is opened to its owner first.
+    """
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def _reap_stale(path: str) -> None:
     # Pool folders are named "<owner pid>-<pool>"; an owner killed with SIGKILL leaves its
     # folder (logs) behind, which the next owner removes.
@@ -60,7 +71,7 @@ def _reap_stale(path: str) -> None:
     for entry in os.listdir(path):
         pid = entry.split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
-            shutil.rmtree(os.path.join(path, entry), ignore_errors=True)
+            remove_folder(os.path.join(path, entry))
 
 
 class ProcessWorker(Worker):

@@ -386,3 +386,36 @@ def test_container_option_the_engine_refuses_is_a_clear_error() -> None:
     with pytest.raises(openenv_gym.ProviderUnavailableError, match="Unknown runtime.*container_options"):
         gym.make("OpenEnv/Echo-v0", provider="docker",
                  provider_options={"container_options": {"runtime": "no-such-runtime"}})
+
+
+def _as_non_root() -> list[str]:
+    """Python with an ordinary user's file permissions: root without CAP_DAC_OVERRIDE (which
+    ignores a folder's missing write bit), as a user of the docker group runs."""
+    if os.geteuid() != 0:
+        return [sys.executable]
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("needs setpriv (util-linux) to drop root's CAP_DAC_OVERRIDE")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search,-fowner", sys.executable]
+
+
+def test_an_owner_without_root_replaces_and_removes_its_workers(client, tmp_path) -> None:
+    # The socket folder is closed to writes (0555) once the worker serves; its owner must
+    # still unlink the socket in it to replace the worker, and remove it on close.
+    script = textwrap.dedent("""
+        import os, subprocess, warnings
+        import gymnasium as gym, openenv_gym
+        warnings.simplefilter("error", RuntimeWarning)  # "could not stop ... worker(s)"
+        envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=1, provider="docker")
+        envs.reset(seed=0)
+        worker = envs.workers[0]
+        folder = worker.folder
+        subprocess.run(["docker", "kill", worker.container_id], check=True, capture_output=True)
+        envs.reset(seed=1)  # replaces the dead worker
+        print("restarts", worker.restarts, flush=True)
+        envs.close()
+        print("folder left", os.path.exists(folder), flush=True)
+    """)
+    proc = subprocess.run([*_as_non_root(), "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "restarts 1" in proc.stdout and "folder left False" in proc.stdout, proc.stdout
