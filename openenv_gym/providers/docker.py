@@ -32,7 +32,7 @@ from openenv_gym.providers import _docker_owner as owner
 from openenv_gym.providers._docker_hardening import container_options
 from openenv_gym.providers._docker_images import build_image, env_code_missing, find_image
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, wait_ready
-from openenv_gym.providers.process import remove_folder, runtime_dir
+from openenv_gym.providers.process import check_socket_path, remove_folder, runtime_dir
 
 __all__ = ["DockerProvider", "DockerWorker", "SOCKET_DIR"]
 
@@ -74,6 +74,7 @@ class DockerWorker(Worker):
         self.run_options = run_options
         self.startup_timeout = startup_timeout
         self.socket_path = os.path.join(folder, _SOCKET_NAME)
+        check_socket_path(self.socket_path)
         self.address = f"unix://{self.socket_path}"
         # umask 0: the socket must be connectable by the host user, whose uid differs from
         # the container's; the folder's parent (0700, the host user's) keeps others out.

@@ -31,6 +31,7 @@ import threading
 import weakref
 from typing import Any
 
+from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers import _cgroup, _forks, _tmpfs
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, terminate, wait_ready
 
@@ -50,6 +51,23 @@ def runtime_dir() -> str:
 
 
 _reaped: list[bool] = []
+
+
+#: Longest path a Unix socket address holds (``sun_path`` is 108 bytes with its NUL).
+MAX_SOCKET_PATH = 107
+
+
+def check_socket_path(path: str) -> None:
+    """Refuse a worker socket path too long to connect to, before anything starts.
+
+    Raises:
+        ProviderUnavailableError: It is longer than :data:`MAX_SOCKET_PATH` bytes.
+    """
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        raise ProviderUnavailableError(
+            f"the worker socket {path} is {len(os.fsencode(path))} bytes, longer than the "
+            f"{MAX_SOCKET_PATH} a Unix socket address holds; set TMPDIR to a shorter folder "
+            "(such as /tmp) or use a shorter pool name")
 
 
 def remove_folder(path: str) -> None:
@@ -99,6 +117,7 @@ class ProcessWorker(Worker):
         self.env = env
         self.folder = folder
         self.socket_path = os.path.join(folder, f"{name}.sock")
+        check_socket_path(self.socket_path)
         self.log_path = os.path.join(folder, f"{name}.log")
         self.address = f"unix://{self.socket_path}"
         self.startup_timeout = startup_timeout

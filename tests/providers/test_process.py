@@ -6,6 +6,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -93,3 +94,20 @@ def test_provider_options_are_checked_against_the_provider() -> None:
         assert provider.fork is False
     with pytest.raises(TypeError, match="frok"):
         get_provider("auto", frok=False)
+
+
+def test_a_socket_path_too_long_to_connect_to_is_refused_naming_tmpdir(provider: str, tmp_path) -> None:
+    # Unix socket addresses hold 107 bytes: a long TMPDIR (pytest's own tmp_path, say) made
+    # the docker provider wait its whole startup timeout for a worker that was ready.
+    tmpdir = tmp_path / ("t" * 100)
+    tmpdir.mkdir()
+    script = ("import gymnasium as gym, openenv_gym\n"
+              "from openenv_gym.errors import ProviderUnavailableError\n"
+              "try:\n"
+              f"    gym.make('OpenEnv/Echo-v0', provider={provider!r})\n"
+              "except ProviderUnavailableError as exc:\n"
+              "    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, TMPDIR=str(tmpdir)))
+    assert "longer than the 107 a Unix socket address holds; set TMPDIR" in out.stdout, out.stderr[-2000:]
+    assert os.listdir(tmpdir / f"openenv-gym-{os.getuid()}") == []  # nothing left behind
