@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from openenv_gym.errors import InvalidActionError
 from openenv_gym.models import Action, Observation, State, model_space
+from openenv_gym.protocol.wire import wire_problem
 from openenv_gym.spaces import from_wire
 
 __all__ = ["Environment"]
@@ -155,6 +156,40 @@ class Environment(gym.Env):
                 self.inner.set_wrapper_attr(name, value, force=False)
             return done
         return self.inner.set_wrapper_attr(name, value, force=force)
+
+    def check_output(self, call: str, obs: Any, info: Any, ended: bool = False) -> None:
+        """Refuse what ``reset``/``step`` returned that no client could use, naming it.
+
+        The server calls it on each reset and each episode's first step (as Gymnasium's env
+        checker does), and on any step whose info is not a dict; a later step's unsendable
+        info is named when its reply fails to encode, so steps pay no walk.
+
+        Args:
+            call: ``"reset"`` or ``"step"``.
+            obs: The observation, as it crosses the wire.
+            info: The info dict.
+            ended: The step ended the episode (said in the message: it did happen).
+
+        Raises:
+            TypeError: The info is not a dict, or holds a value the wire cannot carry.
+            ValueError: The observation is not in :attr:`observation_space`
+                (:attr:`check_observations`).
+        """
+        problem = None if isinstance(info, dict) else f"an info of type {type(info).__name__} (return {{}} for none)"
+        if problem is None and info:
+            problem = wire_problem(info, "info")
+        if problem is None and self.check_observations and not self.observation_space.contains(obs):
+            kind = ValueError
+            problem = f"an observation outside its observation space {self.observation_space}: {_short(obs, 120)}"
+        else:
+            kind = TypeError
+        if problem is None:
+            return
+        done = "" if call != "step" else " The step itself happened" + (
+            " and ended the episode: call reset." if ended else ".")
+        raise kind(f"the env's {call}() returned {problem}; an info is a dict of numbers, str, "
+                   f"bytes, lists, dicts and numpy arrays, an observation lies in the declared "
+                   f"space.{done}")
 
     def observation_to_wire(self, obs: Any) -> Any:
         """Turn an observation into what crosses the wire (model instances become dicts)."""

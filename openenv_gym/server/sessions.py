@@ -20,7 +20,6 @@ from typing import Any, Callable
 
 import numpy as np
 from openenv_gym.envs.base import Environment
-from openenv_gym.protocol.wire import wire_problem
 from openenv_gym.errors import (
     InvalidRequestError,
     ResetNeededError,
@@ -90,7 +89,7 @@ class Session:
             obs, info = self.env.reset(seed=None if seed is None else int(seed), options=options)
             obs = self.env.observation_to_wire(obs)
             # Before the episode starts: a refused first reset leaves no session behind.
-            _check_reply(self.env, "reset", obs, info)
+            self.env.check_output("reset", obs, info)
             self.begin_episode(obs)
         return obs, info
 
@@ -126,8 +125,8 @@ class Session:
             terminated, truncated = bool(terminated), bool(truncated)
             first = self.step_count == 0
             self.record_step(action, obs, reward, terminated or truncated)
-            # After the bookkeeping: the env did step (and may have ended its episode).
-            _check_reply(self.env, "step", obs, info, first, ended=terminated or truncated)
+            if first or type(info) is not dict:  # after the bookkeeping: the env did step
+                self.env.check_output("step", obs, info, ended=terminated or truncated)
         return obs, reward, terminated, truncated, info
 
     def _check_open(self) -> None:
@@ -159,42 +158,6 @@ class Session:
             self.history.append((self.step_count, action, reward))
             if done:
                 self.returns.append(self.episode_return)
-
-
-def _check_reply(env: Environment, call: str, obs: Any, info: Any, first: bool = True,
-                 ended: bool = False) -> None:
-    """Refuse what an env's ``reset``/``step`` returned that no client could use, naming it.
-
-    The info must be a dict (every call); on reset and the first step of each episode, as
-    Gymnasium's env checker does, it must also be one the wire can carry and the observation
-    must lie in the declared space (:attr:`Environment.check_observations`). A later step's
-    unsendable info is named when its reply fails to encode, so steps pay no walk.
-
-    Raises:
-        TypeError: The info is not a dict, or holds a value the wire cannot carry.
-        ValueError: The observation is not in ``env.observation_space``.
-    """
-    done = ""
-    if call == "step":
-        done = " The step itself happened" + (" and ended the episode: call reset." if ended else ".")
-    if not isinstance(info, dict):
-        raise TypeError(f"the env's {call}() returned an info of type {type(info).__name__}; "
-                        f"Gymnasium's {call} returns a dict (return {{}} for none).{done}")
-    if not first:
-        return
-    problem = wire_problem(info, "info") if info else None
-    if problem:
-        raise TypeError(f"the env's {call}() returned {problem}, which cannot cross the wire; put "
-                        f"only numbers, str, bytes, lists, dicts and numpy arrays in info.{done}")
-    if env.check_observations and not env.observation_space.contains(obs):
-        raise ValueError(f"the env's {call}() returned an observation outside its observation "
-                         f"space {env.observation_space}: {_short(obs)}; fix the env's {call}() or "
-                         f"the space it declares.{done}")
-
-
-def _short(value: Any, limit: int = 120) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class SessionManager:
