@@ -105,3 +105,24 @@ def test_a_plugin_env_with_a_taken_name_or_id_is_ignored_with_a_warning(monkeypa
     assert catalog.get_env_info("OpenEnv/Echo-v0").entry_point == "openenv_gym.envs.echo.env:EchoEnv"
     text = " ".join(str(w.message) for w in caught)
     assert "'echo'" in text and "OpenEnv/Echo-v0" in text and "is ignored" in text
+
+
+def test_an_entry_point_that_is_no_environment_says_what_to_derive_from(monkeypatch) -> None:
+    from openenv_gym.errors import InvalidRequestError
+    from openenv_gym.server.main import build_service
+
+    plain = EnvInfo("plaincart", "OpenEnv/PlainCart-v0",
+                    "gymnasium.envs.classic_control.cartpole:CartPoleEnv", "a plain gymnasium.Env")
+    monkeypatch.setattr(catalog, "_plugin_envs", lambda: [plain])
+    monkeypatch.setattr(catalog, "_cache", None)
+    with pytest.raises(InvalidRequestError, match=r"not a subclass of openenv_gym.envs.base.Environment.*Gym-v0"):
+        build_service("plaincart")
+
+
+def test_an_env_without_spaces_says_how_to_declare_them() -> None:
+    class NoSpaces(Environment):
+        def reset(self, *, seed=None, options=None):
+            return 0, {}
+
+    with pytest.raises(TypeError, match=r"NoSpaces declares no action space: set the class attribute action_model"):
+        EnvService(NoSpaces)
