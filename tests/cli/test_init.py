@@ -109,5 +109,10 @@ def test_init_install_make_step(tmp_path) -> None:
         made = subprocess.run([sys.executable, "-c", _script("process")],
                               cwd=tmp_path.parent, capture_output=True, text=True, timeout=300, env=ENV)
         assert made.returncode == 0 and "OK OpenEnv/ScaffoldProbe-v0" in made.stdout, made.stderr
+        # make_vec's max_episode_steps reaches the template's own limit (max_steps).
+        limit = subprocess.run([sys.executable, "-c", "from openenv_gym.catalog import get_env_info; "
+                                "print(get_env_info('scaffold_probe').time_limit_kwarg)"],
+                               cwd=tmp_path.parent, capture_output=True, text=True, timeout=120, env=ENV)
+        assert limit.stdout.strip() == "max_steps", limit.stdout + limit.stderr
     finally:
         assert _pip("uninstall", "-y", "scaffold-probe").returncode == 0
