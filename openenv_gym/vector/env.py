@@ -105,7 +105,10 @@ class RemoteVectorEnv(VectorEnv):
         shared_memory: Exchange actions, observations, rewards and flags with each worker
             through a sealed shared-memory buffer instead of the socket (None: whenever the
             worker is on this host, i.e. reached through a Unix socket).
-        **env_kwargs: Keyword arguments for each sub-env's constructor in the workers.
+        env_kwargs: Constructor arguments given as a mapping, for the names this class takes
+            itself: ``gym.make_vec("OpenEnv/Coding-v0", 4, env_kwargs={"step_timeout": 5})``
+            sets the sandbox's limit, where ``step_timeout=5`` sets the worker deadline.
+        **kwargs: Keyword arguments for each sub-env's constructor in the workers.
     """
 
     #: Replaced per instance by the worker's metadata plus the chosen autoreset mode.
@@ -117,12 +120,21 @@ class RemoteVectorEnv(VectorEnv):
                  on_worker_error: str = "restart", step_timeout: float = 60.0,
                  provider_options: dict[str, Any] | None = None,
                  max_episode_steps: int | None = None, render_mode: str | None = None,
-                 copy: bool = True, shared_memory: bool | None = None, **env_kwargs: Any) -> None:
+                 copy: bool = True, shared_memory: bool | None = None,
+                 env_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         _check_positive_int("num_envs", num_envs)
         if envs_per_worker is not None:
             _check_positive_int("envs_per_worker", envs_per_worker)
         if max_episode_steps is not None:
             _check_positive_int("max_episode_steps", max_episode_steps)
+        if env_kwargs is not None and not isinstance(env_kwargs, dict):
+            raise InvalidRequestError(f"env_kwargs must be a dict of constructor arguments, got "
+                                      f"{type(env_kwargs).__name__}")
+        both = sorted(set(env_kwargs or ()) & set(kwargs))
+        if both:
+            raise InvalidRequestError(f"{', '.join(both)} given both as keyword and in env_kwargs; "
+                                      "give each once")
+        env_kwargs = {**kwargs, **(env_kwargs or {})}
         if "base_url" in env_kwargs:
             raise InvalidRequestError("a vector env starts workers of its own; base_url attaches a "
                                       "single env (gym.make(..., base_url=...))")

@@ -218,3 +218,22 @@ def test_make_vec_entry_point_and_close_stops_every_worker(provider: str) -> Non
     envs.close()  # twice is fine
     with pytest.raises(gym.error.ClosedEnvironmentError):
         envs.reset()
+
+
+def test_env_kwargs_passes_arguments_whose_names_the_vector_env_takes_itself() -> None:
+    # Coding-v0's own step_timeout (the sandbox's limit) shares its name with the vector
+    # env's worker deadline: env_kwargs= reaches the env, the keyword stays the vector's.
+    envs = gym.make_vec("OpenEnv/Coding-v0", num_envs=1, provider="process",
+                        env_kwargs={"step_timeout": 1.0, "max_timeout": 5.0})
+    try:
+        assert envs.unwrapped.step_timeout == 60.0  # the worker deadline is untouched
+        assert envs.unwrapped.get_attr("step_timeout") == (1.0,)
+        envs.reset(seed=0)
+        obs, reward, *_ = envs.step({"code": ("import time; time.sleep(3)",), "timeout": np.zeros(1)})
+        assert obs["timed_out"].tolist() == [True] and reward.tolist() == [0.0]
+    finally:
+        envs.close()
+    with pytest.raises(InvalidRequestError, match="max_attempts given both as keyword and in env_kwargs"):
+        RemoteVectorEnv(1, "coding", provider="process", max_attempts=2, env_kwargs={"max_attempts": 3})
+    with pytest.raises(InvalidRequestError, match="env_kwargs must be a dict"):
+        RemoteVectorEnv(1, "coding", provider="process", env_kwargs=[("max_attempts", 3)])
