@@ -28,7 +28,7 @@ from typing import Any
 import gymnasium as gym
 
 from openenv_gym.catalog import get_env_info
-from openenv_gym.client.spec import read_spec
+from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import (
     InvalidRequestError,
@@ -93,7 +93,9 @@ class RemoteEnv(gym.Env):
         provider: ``"auto"`` (default), ``"process"``, ``"docker"`` or ``"ray"``.
         base_url: Attach to a running server instead of starting a worker.
         render_mode: Passed to the env in the worker (``"rgb_array"``, ``"ansi"``).
-        timeout: Seconds any call may take before :class:`~openenv_gym.errors.WorkerTimeoutError`.
+        timeout: Seconds any call may take before :class:`~openenv_gym.errors.WorkerTimeoutError`
+            (None: 60, or longer for an env whose own step limit is longer, such as Git's
+            120 s: see :func:`~openenv_gym.client.spec.call_timeout`).
         provider_options: Keyword arguments for the provider (e.g. docker limits).
         **env_kwargs: Keyword arguments for the env's constructor in the worker.
     """
@@ -101,7 +103,7 @@ class RemoteEnv(gym.Env):
     metadata: dict[str, Any] = {"render_modes": ["rgb_array", "ansi"]}
 
     def __init__(self, env: str = "echo", *, provider: str = "auto", base_url: str | None = None,
-                 render_mode: str | None = None, timeout: float = 60.0,
+                 render_mode: str | None = None, timeout: float | None = None,
                  provider_options: dict[str, Any] | None = None, **env_kwargs: Any) -> None:
         self.info = get_env_info(env)
         self._provider: Provider | None = None
@@ -114,7 +116,7 @@ class RemoteEnv(gym.Env):
             if env_kwargs:
                 raise TypeError(f"env arguments {sorted(env_kwargs)} cannot be applied to a running "
                                 f"server at {base_url}; pass them to `openenv-gym serve` instead")
-            address = attach_address(base_url, timeout)
+            address = attach_address(base_url, call_timeout({}, timeout))
             self.provider_name = "attached"
         else:
             self._provider = get_provider(provider, untrusted=self.info.untrusted,
@@ -124,9 +126,10 @@ class RemoteEnv(gym.Env):
             [self._worker] = self._provider.start(self.info.name, 1, kwargs)
             self._stop_worker = stop_when_dropped(self, self._provider, [self._worker])
             address = self._worker.address
-        self._client = BinaryClient(address, timeout)
+        self._client = BinaryClient(address, call_timeout({}, timeout))
         try:
             self._load_spec()
+            self._client.timeout = call_timeout(self.remote_spec, timeout)
         except BaseException:
             self.close()
             raise

@@ -19,7 +19,29 @@ from gymnasium import spaces
 
 from openenv_gym.spaces import space_from_dict
 
-__all__ = ["read_spec"]
+__all__ = ["read_spec", "call_timeout", "DEFAULT_TIMEOUT"]
+
+#: Seconds a worker call may take when the caller sets none and the env declares no long step.
+DEFAULT_TIMEOUT = 60.0
+#: What a call may take beyond the longest step the env declares (grading, replies).
+_MARGIN = 30.0
+
+
+def call_timeout(spec: dict[str, Any], given: float | None) -> float:
+    """The deadline for a worker call: ``given``, else :data:`DEFAULT_TIMEOUT` raised above
+    the longest step the env declares (``max_step_seconds``: Git's ``max_timeout`` is 120 s),
+    so the env's own limit ends a slow step, not the client giving the worker up.
+
+    Example:
+        >>> call_timeout({}, None), call_timeout({"max_step_seconds": 120.0}, None)
+        (60.0, 150.0)
+        >>> call_timeout({"max_step_seconds": 120.0}, 5)
+        5.0
+    """
+    if given is not None:
+        return float(given)
+    longest = spec.get("max_step_seconds")
+    return DEFAULT_TIMEOUT if longest is None else max(DEFAULT_TIMEOUT, float(longest) + _MARGIN)
 
 
 def read_spec(spec: dict[str, Any]) -> tuple[spaces.Space, spaces.Space, dict[str, Any]]:

@@ -71,6 +71,10 @@ class Environment(gym.Env):
     #: reset and each episode's first step, as Gymnasium's env checker). Off for Gym-v0,
     #: whose served env is checked as locally: not at all, since the checker only warns.
     check_observations: ClassVar[bool] = True
+    #: Longest a step may take by the env's own limits (Coding's and Git's ``max_timeout``),
+    #: in seconds; None: short. Clients wait that long plus a margin before they give a
+    #: worker up (:func:`~openenv_gym.client.spec.call_timeout`).
+    max_step_seconds: float | None = None
     metadata: dict[str, Any] = {"render_modes": []}
     #: The Gymnasium env this one serves, for envs that wrap one (``Gym-v0``, ``Atari-v0``):
     #: a vector env's ``get_attr``/``set_attr``/``call`` then reach it, as they reach the

@@ -41,7 +41,7 @@ class RemoteVecEnv(VecEnv):
         envs_per_worker: Sub-envs each worker hosts (None: one worker per core, see
             :class:`~openenv_gym.vector.env.RemoteVectorEnv`).
         on_worker_error: ``"restart"`` (default) or ``"raise"`` (see ``RemoteVectorEnv``).
-        step_timeout: Seconds a worker may take for one step.
+        step_timeout: Seconds a worker may take for one step (None: see ``RemoteVectorEnv``).
         provider_options: Keyword arguments for the provider.
         max_episode_steps: Truncate episodes after this many steps.
         render_mode: Render mode of every sub-env.
@@ -50,7 +50,7 @@ class RemoteVecEnv(VecEnv):
 
     def __init__(self, env: str, num_envs: int = 1, *, provider: str = "auto",
                  envs_per_worker: int | None = None, on_worker_error: str = "restart",
-                 step_timeout: float = 60.0, provider_options: dict[str, Any] | None = None,
+                 step_timeout: float | None = None, provider_options: dict[str, Any] | None = None,
                  max_episode_steps: int | None = None, render_mode: str | None = None,
                  **env_kwargs: Any) -> None:
         self.venv = RemoteVectorEnv(

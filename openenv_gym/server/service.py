@@ -96,6 +96,8 @@ class EnvService:
             "metadata": _plain(env.metadata),
             "render_mode": env.render_mode,
         }
+        if env.max_step_seconds is not None:
+            spec["max_step_seconds"] = float(env.max_step_seconds)
         if getattr(env, "info_types", None):
             spec["info_types"] = check_info_types(env.info_types)  # a bad one fails the start, named
         if getattr(env, "action_model", None) is not None:

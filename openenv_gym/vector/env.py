@@ -34,7 +34,7 @@ from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.env import not_copyable
-from openenv_gym.client.spec import read_spec
+from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.errors import (
     InvalidActionError,
     InvalidRequestError,
@@ -95,7 +95,8 @@ class RemoteVectorEnv(VectorEnv):
             report ``truncated=True`` with ``info["worker_restarted"]``; ``"raise"``: raise
             the worker's typed error (:class:`~openenv_gym.errors.WorkerCrashedError`, ...).
         step_timeout: Seconds a worker may take for one vector operation before it counts
-            as failed.
+            as failed (None: 60, or longer for an env whose own step limit is longer, such
+            as Git's 120 s: see :func:`~openenv_gym.client.spec.call_timeout`).
         provider_options: Keyword arguments for the provider.
         max_episode_steps: Truncate episodes after this many steps (as ``gym.make`` does);
             it replaces the served env's own limit (Gym-v0's registered ``TimeLimit``), so
@@ -117,7 +118,7 @@ class RemoteVectorEnv(VectorEnv):
     def __init__(self, num_envs: int = 1, env: str = "echo", *, provider: str = "auto",
                  envs_per_worker: int | None = None,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-                 on_worker_error: str = "restart", step_timeout: float = 60.0,
+                 on_worker_error: str = "restart", step_timeout: float | None = None,
                  provider_options: dict[str, Any] | None = None,
                  max_episode_steps: int | None = None, render_mode: str | None = None,
                  copy: bool = True, shared_memory: bool | None = None,
@@ -140,7 +141,7 @@ class RemoteVectorEnv(VectorEnv):
                                       "single env (gym.make(..., base_url=...))")
         if on_worker_error not in ("restart", "raise"):
             raise InvalidRequestError(f"on_worker_error={on_worker_error!r}; use 'restart' or 'raise'")
-        if not isinstance(step_timeout, (int, float)) or step_timeout <= 0:
+        if step_timeout is not None and (not isinstance(step_timeout, (int, float)) or step_timeout <= 0):
             raise InvalidRequestError(f"step_timeout must be a positive number of seconds, got {step_timeout!r}")
         self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
         self.info = get_env_info(env)
@@ -150,7 +151,7 @@ class RemoteVectorEnv(VectorEnv):
         self.envs_per_worker = int(envs_per_worker)
         self.num_envs = num_envs
         self.on_worker_error = on_worker_error
-        self.step_timeout = float(step_timeout)
+        self.step_timeout = call_timeout({}, step_timeout)
         self.max_episode_steps = max_episode_steps
         self.render_mode = render_mode
         self.copy = copy
@@ -169,6 +170,8 @@ class RemoteVectorEnv(VectorEnv):
             self.close()
             raise
         self.remote_spec: dict[str, Any] = spec
+        self.step_timeout = call_timeout(spec, step_timeout)
+        self._pool.set_timeout(self.step_timeout)
         self.single_observation_space, self.single_action_space, metadata = read_spec(spec)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)

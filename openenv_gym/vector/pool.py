@@ -89,6 +89,12 @@ class WorkerPool:
         self._slice_args: tuple[Any, ...] = ()
         self._send_failed: dict[int, WorkerFailure] = {}
 
+    def set_timeout(self, seconds: float) -> None:
+        """Let every worker take up to ``seconds`` per exchange from now on."""
+        self.timeout = seconds
+        for client in self.clients:
+            client.timeout = seconds
+
     def open_slices(self, observation_space: Any, action_space: Any, shared: bool | None = None,
                     info_types: dict[str, str] | None = None) -> None:
         """Open a slice on every worker: its envs' sessions and their shared columns.

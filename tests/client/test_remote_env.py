@@ -295,3 +295,25 @@ def test_an_env_that_raises_while_made_reaches_the_caller_with_the_workers_trace
     message = str(raised.value)
     assert "TypeError: " in message and "bogus" in message
     assert "Traceback (most recent call last)" in message  # where it came from, from the log
+
+
+def test_a_call_may_take_longer_than_the_longest_step_the_env_allows() -> None:
+    # Git allows a command 120 s (max_timeout): a client giving up at 60 s would replace a
+    # worker whose step was within the env's own limit. An explicit timeout stays as given.
+    git = gym.make("OpenEnv/Git-v0", provider="process")
+    echo = gym.make("OpenEnv/Echo-v0", provider="process")
+    quick = gym.make("OpenEnv/Git-v0", provider="process", timeout=5, max_timeout=200)
+    try:
+        assert git.unwrapped.remote_spec["max_step_seconds"] == 120.0
+        assert git.unwrapped._client.timeout == 150.0
+        assert echo.unwrapped._client.timeout == 60.0 and "max_step_seconds" not in echo.unwrapped.remote_spec
+        assert quick.unwrapped._client.timeout == 5.0
+    finally:
+        for env in (git, echo, quick):
+            env.close()
+    envs = gym.make_vec("OpenEnv/Git-v0", num_envs=1, provider="process", env_kwargs={"max_timeout": 200})
+    try:
+        assert envs.unwrapped.step_timeout == 230.0
+        assert [client.timeout for client in envs.unwrapped.pool.clients] == [230.0]
+    finally:
+        envs.close()

@@ -106,6 +106,7 @@ class CodingEnv(Environment):
         self.task = task
         self.max_attempts = max_attempts
         self.step_timeout = float(step_timeout)
+        self.max_step_seconds = float(max_timeout)
         self.max_timeout = float(max_timeout)
         self.per_check_timeout = float(per_check_timeout)
         self.persistent = persistent

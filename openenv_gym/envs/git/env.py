@@ -80,6 +80,7 @@ class GitEnv(Environment):
         self.shaping = shaping
         self.step_timeout = float(step_timeout)
         self.max_timeout = float(max_timeout)
+        self.max_step_seconds = self.max_timeout
         base = Limits(memory_bytes=2 << 30, processes=128)
         self.workspace = Workspace(Limits(**{**base.__dict__, **(limits or {})}), output_limit, confine)
         self.task: Task | None = None
