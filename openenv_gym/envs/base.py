@@ -179,14 +179,14 @@ class Environment(gym.Env):
             ValueError: The observation is not in :attr:`observation_space`
                 (:attr:`check_observations`).
         """
-        problem = None if isinstance(info, dict) else f"an info of type {type(info).__name__} (return {{}} for none)"
-        if problem is None and info:
-            problem = wire_problem(info, "info")
+        kind: type[Exception] = TypeError
+        if not isinstance(info, dict):
+            problem = f"an info of type {type(info).__name__} (return {{}} for none)"
+        else:
+            problem = wire_problem(info, "info") if info else None
         if problem is None and self.check_observations and not self.observation_space.contains(obs):
             kind = ValueError
             problem = f"an observation outside its observation space {self.observation_space}: {_short(obs, 120)}"
-        else:
-            kind = TypeError
         if problem is None:
             return
         done = "" if call != "step" else " The step itself happened" + (
