@@ -23,9 +23,10 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
+import numpy as np
 
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.spec import call_timeout, read_spec
@@ -44,7 +45,7 @@ from openenv_gym.providers import get_provider
 from openenv_gym.providers.base import Provider, Worker, stop_when_dropped
 from openenv_gym.spaces import from_wire
 
-__all__ = ["RemoteEnv", "attach_address", "not_copyable"]
+__all__ = ["RemoteEnv", "ServedGenerator", "attach_address", "not_copyable"]
 
 
 def attach_address(base_url: str, timeout: float = 10.0) -> str:
@@ -194,6 +195,39 @@ class RemoteEnv(gym.Env):
         self._sid = None
         self._stuck = False
 
+    @property
+    def np_random(self) -> Any:
+        """The served env's ``np_random`` once it lives (from the first reset): a
+        :class:`ServedGenerator` whose draws run in the worker, on the Generator the env's own
+        resets and steps use, as a local wrapper's ``env.np_random`` draws do."""
+        if self._sid is None:
+            return super().np_random
+        return ServedGenerator(lambda method, args, kwargs: self.call("np_random_call", method, *args, **kwargs))
+
+    @np_random.setter
+    def np_random(self, value: Any) -> None:
+        if self._sid is not None:
+            raise TypeError("the served env's np_random lives in its worker and a Generator cannot "
+                            "cross the wire: seed it with reset(seed=...)")
+        self._np_random = value
+        self._np_random_seed = -1
+
+    @property
+    def np_random_seed(self) -> int:
+        """The served env's ``np_random_seed`` (the seed its Generator was made from; the
+        entropy it drew itself after an unseeded first reset), from the first reset on."""
+        if self._sid is None:
+            return super().np_random_seed
+        return self._session_request({"op": "get_attr", "name": "np_random_seed"})["value"]
+
+    def _seed_after_restart(self, seed: int | None) -> int | None:
+        """The seed for the first reset on a fresh worker: the caller's, else one drawn from
+        the seeds given so far (the dead worker's Generator, which ``reset()`` would have
+        continued, is lost), so a seeded run stays reproducible through restarts."""
+        if seed is not None or self._np_random is None:
+            return seed
+        return int(self._np_random.integers(2**63))
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start an episode in the worker (replacing a worker that died or hung first).
 
@@ -203,26 +237,35 @@ class RemoteEnv(gym.Env):
         self._check_open()
         super().reset(seed=seed)
         request: dict[str, Any] = {"op": "reset", "seed": seed, "options": options}
+        fresh = False  # a new served env (fresh worker or session): its Generator starts anew
         if self._stuck and self._worker is not None:
             # The last call timed out: the worker is hung (paused, deadlocked), not dead.
             self._replace_worker()
+            fresh = True
         try:
             if self._sid is not None:
                 request["sid"] = self._sid
+            if fresh:
+                request["seed"] = self._seed_after_restart(seed)
             out = self._client.request(request)
         except SessionNotFoundError:
             request.pop("sid")
+            request["seed"], fresh = self._seed_after_restart(seed), True
             out = self._client.request(request)
         except (WorkerCrashedError, WorkerConnectionError):
             if not self._restart_if_dead():
                 raise
             request.pop("sid", None)
+            request["seed"], fresh = self._seed_after_restart(seed), True
             out = self._client.request(request)
         except WorkerTimeoutError:
             self._stuck = True
             raise
         self._sid = out["sid"]
-        return from_wire(out["obs"], self.observation_space), out["info"]
+        info = out["info"]
+        if fresh and self._worker is not None:
+            info = {**info, "worker_restarted": True}
+        return from_wire(out["obs"], self.observation_space), info
 
     def step(self, action: Any):
         """Take a step in the worker.
@@ -346,6 +389,34 @@ class RemoteEnv(gym.Env):
             self._stop_worker()
             self._worker = None
         super().close()
+
+
+class ServedGenerator:
+    """A served env's ``np_random`` as the trainer sees it: every draw (``integers``,
+    ``uniform``, ``random``, ...) runs on the ``numpy.random.Generator`` in the worker, so a
+    wrapper drawing from ``env.np_random`` (``StickyAction``) advances the Generator the
+    env's own resets and steps use, as it does locally. One round trip per draw.
+
+    Args:
+        draw: ``draw(method, args, kwargs)`` runs one call in the worker and returns its value.
+
+    Example:
+        >>> rng = ServedGenerator(lambda m, a, k: getattr(np.random.default_rng(0), m)(*a, **k))
+        >>> int(rng.integers(10)) == int(np.random.default_rng(0).integers(10))
+        True
+    """
+
+    def __init__(self, draw: Callable[[str, tuple, dict], Any]) -> None:
+        self._draw = draw
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or not callable(getattr(np.random.Generator, name, None)):
+            raise AttributeError(f"{name!r}: a served env's np_random offers the Generator's draws "
+                                 "(integers, random, uniform, choice, ...), run in its worker")
+        return lambda *args, **kwargs: self._draw(name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return "ServedGenerator(the served env's np_random, in its worker)"
 
 
 def not_copyable(env: Any) -> TypeError:

@@ -161,6 +161,20 @@ class Environment(gym.Env):
             return done
         return self.inner.set_wrapper_attr(name, value, force=force)
 
+    def np_random_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``method`` of the served env's ``np_random`` (the inner env's, for an env that
+        wraps one): what a trainer-side wrapper's ``env.np_random.<method>(...)`` runs, so
+        its draws advance the same Generator the env's resets and steps draw from, as locally.
+
+        Raises:
+            AttributeError: ``method`` is no public method of a Generator.
+        """
+        rng = self.get_wrapper_attr("np_random")
+        target = getattr(rng, method, None) if not method.startswith("_") else None
+        if not callable(target):
+            raise AttributeError(f"np_random has no public method {method!r}")
+        return target(*args, **kwargs)
+
     def check_output(self, call: str, obs: Any, info: Any, ended: bool = False) -> None:
         """Refuse what ``reset``/``step`` returned that no client could use, naming it.
 

@@ -33,7 +33,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
-from openenv_gym.client.env import not_copyable
+from openenv_gym.client.env import ServedGenerator, not_copyable
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.errors import (
     InvalidActionError,
@@ -183,6 +183,12 @@ class RemoteVectorEnv(VectorEnv):
         self._truncations = np.zeros(num_envs, dtype=np.bool_)
         self._autoreset_envs = np.zeros(num_envs, dtype=np.bool_)
         self._elapsed = np.zeros(num_envs, dtype=np.int64)
+        #: Each env's last explicit seed and how often its worker was replaced since: the
+        #: first reset on a fresh worker is seeded from both (reproducible through restarts).
+        self._last_seeds: list[int | None] = [None] * num_envs
+        self._restart_counts = np.zeros(num_envs, dtype=np.int64)
+        #: Seeds for the next reset of envs whose worker was replaced.
+        self._restart_seeds: dict[int, int] = {}
         #: Why step() must wait for a reset (None once reset: the envs and this side agree).
         self._reset_needed: str | None = "call reset() before step()"
         #: Envs whose session was lost outside a step (their next step reports the restart).
@@ -245,6 +251,13 @@ class RemoteVectorEnv(VectorEnv):
         if options is not None and "reset_mask" in options:
             mask = _check_mask(options.pop("reset_mask"), self.num_envs)
         indices = [int(i) for i in np.flatnonzero(mask)]
+        for i in indices:
+            if seeds[i] is not None:
+                self._last_seeds[i] = seeds[i]
+                self._restart_counts[i] = 0
+                self._restart_seeds.pop(i, None)
+            elif i in self._restart_seeds:
+                seeds[i] = self._restart_seeds.pop(i)
         reset_infos = self._reset_envs(indices, seeds, options)
         infos = batch_infos(self.num_envs, {i: reset_infos[i] for i in indices}, self._add_info)
         self._step_infos = {i: info for i, info in reset_infos.items() if info}
@@ -349,7 +362,11 @@ class RemoteVectorEnv(VectorEnv):
         if self._lost:
             cmd[list(self._lost)] = SKIP
             uniform = None
-        self._run(cmd, acts, any_skipped=bool(self._lost), uniform=uniform)
+        seeds = None
+        if self._restart_seeds:
+            seeds = [self._restart_seeds.pop(i) if cmd[i] == RESET and i in self._restart_seeds else None
+                     for i in range(self.num_envs)]
+        self._run(cmd, acts, seeds=seeds, any_skipped=bool(self._lost), uniform=uniform)
 
     def _action_batch(self, actions: Any) -> Any:
         """The batched action as a column-ready array (flat spaces) or a list of per-env values."""
@@ -460,11 +477,15 @@ class RemoteVectorEnv(VectorEnv):
                 restarted[i] = self._lost.pop(i)
         for i, text in restarted.items():
             env_infos[i] = {"worker_restarted": True, "worker_error": text}
+            seed = self._seed_after_restart(i)
+            if seed is not None:
+                self._restart_seeds[i] = seed
             if same_step:
                 final[i] = (self._obs.get(i), dict(env_infos[i]))
         if same_step and restarted:
             # Their workers are fresh: start the next episodes now, as SAME_STEP promises.
-            for i, info in self._reset_envs(sorted(restarted), [None] * self.num_envs, None).items():
+            seeds = [self._restart_seeds.pop(i, None) for i in range(self.num_envs)]
+            for i, info in self._reset_envs(sorted(restarted), seeds, None).items():
                 env_infos[i] = {**info, **env_infos[i]}
         for i in restarted:
             self._rewards[i] = 0.0
@@ -477,6 +498,29 @@ class RemoteVectorEnv(VectorEnv):
         self.last_final = final
         if errors:
             raise errors[0]
+
+    def _seed_after_restart(self, i: int) -> int | None:
+        """The seed of env ``i``'s first episode on a fresh worker: derived from its last
+        explicit seed and its restart count (None when it was never seeded: random)."""
+        if self._last_seeds[i] is None:
+            return None
+        self._restart_counts[i] += 1
+        sequence = np.random.SeedSequence([self._last_seeds[i], int(self._restart_counts[i])])
+        return int(sequence.generate_state(1, np.uint64)[0])
+
+    @property
+    def np_random_seed(self) -> tuple[Any, ...]:
+        """Each sub-env's ``np_random_seed`` (as ``SyncVectorEnv``'s), read in the workers."""
+        return self.get_attr("np_random_seed")
+
+    @property
+    def np_random(self) -> tuple[ServedGenerator, ...]:
+        """Each sub-env's ``np_random`` (as ``SyncVectorEnv``'s): draws run in its worker."""
+        def draw(i: int) -> Any:
+            return lambda method, args, kwargs: self._per_env(
+                lambda j, sid: {"op": "call", "sid": sid, "name": "np_random_call",
+                                "args": [method, *args], "kwargs": kwargs}, [i])[0]["value"]
+        return tuple(ServedGenerator(draw(i)) for i in range(self.num_envs))
 
     # -- the slice exchange -----------------------------------------------------------
     def _run(self, cmd: np.ndarray, actions: Any = None, seeds: list[int | None] | None = None,
