@@ -45,6 +45,11 @@ class EnvInfo:
             it has one (Gym-v0's inner ``TimeLimit``, Echo's ``max_steps``): a vector env's
             ``max_episode_steps`` is passed through it, so the served env's own limit does
             not end episodes before the one asked for.
+
+    Example:
+        >>> info = get_env_info("OpenEnv/Coding-v0")
+        >>> info.name, info.untrusted, info.extra
+        ('coding', True, 'coding')
     """
 
     name: str
@@ -127,7 +132,12 @@ def _without_clashes(envs: tuple[EnvInfo, ...]) -> tuple[EnvInfo, ...]:
 
 
 def all_envs() -> tuple[EnvInfo, ...]:
-    """Every known env: the built-ins, then those of installed plugins (one per name and id)."""
+    """Every known env: the built-ins, then those of installed plugins (one per name and id).
+
+    Example:
+        >>> [info.name for info in all_envs()][:4]
+        ['echo', 'gym', 'coding', 'git']
+    """
     global _cache
     if _cache is None:
         _cache = _without_clashes(BUILTIN_ENVS + tuple(_plugin_envs()))
@@ -139,6 +149,14 @@ def get_env_info(name_or_id: str) -> EnvInfo:
 
     Raises:
         UnknownEnvironmentError: Nothing matches; the message lists what exists.
+
+    Example:
+        >>> get_env_info("echo").gym_id, get_env_info("OpenEnv/Echo-v0").name
+        ('OpenEnv/Echo-v0', 'echo')
+        >>> get_env_info("nope")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        openenv_gym.errors.UnknownEnvironmentError: unknown environment 'nope'; known: echo, ...
     """
     key = name_or_id.split(":", 1)[-1]
     for info in all_envs():
@@ -149,6 +167,11 @@ def get_env_info(name_or_id: str) -> EnvInfo:
 
 
 def load_env_class(info: EnvInfo) -> type:
-    """Import an env's class (inside a worker; the client never needs it)."""
+    """Import an env's class (inside a worker; the client never needs it).
+
+    Example:
+        >>> load_env_class(get_env_info("echo")).__name__
+        'EchoEnv'
+    """
     module, _, attr = info.entry_point.partition(":")
     return getattr(importlib.import_module(module), attr)

@@ -47,6 +47,10 @@ class OpenEnvError(Exception):
 
     Args:
         message: What went wrong and, where possible, how to fix it.
+
+    Example:
+        >>> issubclass(WorkerTimeoutError, OpenEnvError), OpenEnvError("no").http_status
+        (True, 500)
     """
 
     #: HTTP status the server answers with when this error ends a request.
@@ -57,13 +61,22 @@ class InvalidActionError(OpenEnvError, ValueError):
     """The action does not fit the env's action space or action model.
 
     The session is untouched: fix the action and call ``step`` again.
+
+    Example:
+        >>> issubclass(InvalidActionError, ValueError), InvalidActionError.http_status
+        (True, 422)
     """
 
     http_status = 422
 
 
 class InvalidRequestError(OpenEnvError, ValueError):
-    """A request is malformed: unknown operation, missing field, wrong type, too large."""
+    """A request is malformed: unknown operation, missing field, wrong type, too large.
+
+    Example:
+        >>> issubclass(InvalidRequestError, ValueError), InvalidRequestError.http_status
+        (True, 400)
+    """
 
     http_status = 400
 
@@ -72,6 +85,10 @@ class InvalidDataError(OpenEnvError, ValueError):
     """An env's input data (a user CSV/Parquet, a date range, a ticker list) is unusable.
 
     The message names the file, column, row or argument at fault and how to fix it.
+
+    Example:
+        >>> issubclass(InvalidDataError, ValueError), InvalidDataError.http_status
+        (True, 422)
     """
 
     http_status = 422
@@ -83,13 +100,24 @@ class ResetNeededError(InvalidRequestError, ResetNeeded):
     Also a :class:`gymnasium.error.ResetNeeded`, which Gymnasium raises for a step before reset.
     Stepping past the end of an episode is refused, as Gymnasium's vector envs refuse it with
     autoreset disabled: a step there would pay rewards outside any episode.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> issubclass(ResetNeededError, gym.error.ResetNeeded), ResetNeededError.http_status
+        (True, 409)
     """
 
     http_status = 409
 
 
 class SessionNotFoundError(OpenEnvError, KeyError):
-    """The session id is unknown: it was never created, was closed, or expired idle."""
+    """The session id is unknown: it was never created, was closed, or expired idle.
+
+    Example:
+        >>> err = SessionNotFoundError("no session abc")
+        >>> isinstance(err, KeyError), str(err), err.http_status
+        (True, 'no session abc', 404)
+    """
 
     http_status = 404
 
@@ -98,7 +126,12 @@ class SessionNotFoundError(OpenEnvError, KeyError):
 
 
 class SessionLimitError(OpenEnvError):
-    """The server already hosts its maximum number of sessions; close one or raise the limit."""
+    """The server already hosts its maximum number of sessions; close one or raise the limit.
+
+    Example:
+        >>> SessionLimitError.http_status
+        429
+    """
 
     http_status = 429
 
@@ -107,41 +140,82 @@ class EnvServerError(OpenEnvError):
     """The environment itself raised an exception inside the worker.
 
     The message carries the remote exception type and text; the worker keeps serving.
+
+    Example:
+        >>> err = error_from_wire({"type": "EnvServerError", "message": "KeyError: 1",
+        ...                       "builtin": "KeyError"})
+        >>> isinstance(err, EnvServerError), isinstance(err, KeyError)
+        (True, True)
     """
 
     http_status = 500
 
 
 class ProtocolError(OpenEnvError):
-    """A frame on the binary path could not be read: truncated, oversized or not msgpack."""
+    """A frame on the binary path could not be read: truncated, oversized or not msgpack.
+
+    Example:
+        >>> error_from_wire("not a dict")
+        ProtocolError("malformed error reply: 'not a dict'")
+    """
 
     http_status = 400
 
 
 class WorkerError(OpenEnvError, RuntimeError):
-    """Base class of failures of the worker process or container itself."""
+    """Base class of failures of the worker process or container itself.
+
+    Example:
+        >>> issubclass(WorkerCrashedError, WorkerError), issubclass(WorkerError, RuntimeError)
+        (True, True)
+    """
 
     http_status = 503
 
 
 class WorkerConnectionError(WorkerError, ConnectionError):
-    """The worker cannot be reached: it is not running, or its socket refused us."""
+    """The worker cannot be reached: it is not running, or its socket refused us.
+
+    Example:
+        >>> issubclass(WorkerConnectionError, ConnectionError), WorkerConnectionError.http_status
+        (True, 503)
+    """
 
 
 class WorkerTimeoutError(WorkerError, TimeoutError):
-    """The worker did not answer within the call's timeout."""
+    """The worker did not answer within the call's timeout.
+
+    Example:
+        >>> issubclass(WorkerTimeoutError, TimeoutError), WorkerTimeoutError.http_status
+        (True, 503)
+    """
 
 
 class WorkerCrashedError(WorkerError):
-    """The worker died (killed, out of memory) while serving a call."""
+    """The worker died (killed, out of memory) while serving a call.
+
+    Example:
+        >>> issubclass(WorkerCrashedError, WorkerError), WorkerCrashedError.http_status
+        (True, 503)
+    """
 
 
 class ProviderUnavailableError(OpenEnvError, RuntimeError):
-    """A provider cannot run here (no Docker engine, Ray not installed, image missing)."""
+    """A provider cannot run here (no Docker engine, Ray not installed, image missing).
+
+    Example:
+        >>> issubclass(ProviderUnavailableError, RuntimeError), ProviderUnavailableError.http_status
+        (True, 500)
+    """
 
 
 class UnknownEnvironmentError(OpenEnvError, LookupError):
-    """No environment of that name is in the catalog or any ``openenv_gym.envs`` plugin."""
+    """No environment of that name is in the catalog or any ``openenv_gym.envs`` plugin.
+
+    Example:
+        >>> issubclass(UnknownEnvironmentError, LookupError), UnknownEnvironmentError.http_status
+        (True, 404)
+    """
 
     http_status = 404
 

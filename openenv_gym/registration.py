@@ -33,7 +33,12 @@ def register_env(info: EnvInfo) -> None:
 
 
 def register_envs() -> list[str]:
-    """Register every built-in and plugin env; returns their ids."""
+    """Register every built-in and plugin env; returns their ids.
+
+    Example:
+        >>> "OpenEnv/Echo-v0" in register_envs()   # import openenv_gym already did this
+        True
+    """
     envs = all_envs()
     for info in envs:
         register_env(info)

@@ -99,6 +99,14 @@ class RemoteEnv(gym.Env):
             120 s: see :func:`~openenv_gym.client.spec.call_timeout`).
         provider_options: Keyword arguments for the provider (e.g. docker limits).
         **env_kwargs: Keyword arguments for the env's constructor in the worker.
+
+    Example:
+        >>> env = RemoteEnv("echo", provider="process", max_steps=2)   # = gym.make(..., max_steps=2)
+        >>> obs, info = env.reset(seed=0)
+        >>> obs, reward, terminated, truncated, info = env.step({"message": "hey"})
+        >>> obs["echo"], round(reward, 2), truncated
+        ('hey', 0.3, False)
+        >>> env.close()
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array", "ansi"]}
@@ -306,10 +314,18 @@ class RemoteEnv(gym.Env):
         """Call a method of the served env in the worker, or read an attribute (as
         ``VectorEnv.call`` does for each sub-env); values cross the wire.
 
-        Example: ``env.unwrapped.call("get_action_meanings")`` on Atari-v0.
+        On Atari-v0, ``env.unwrapped.call("get_action_meanings")`` lists the actions.
 
         Raises:
             gym.error.ResetNeeded: No session yet: the served env lives from the first reset.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> env = gym.make("OpenEnv/Echo-v0", provider="process", max_steps=7)
+            >>> _ = env.reset(seed=0)
+            >>> env.unwrapped.call("max_steps")          # an attribute of the served EchoEnv
+            7
+            >>> env.close()
         """
         return self._session_request({"op": "call", "name": name, "args": list(args),
                                       "kwargs": kwargs})["value"]

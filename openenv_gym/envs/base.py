@@ -51,6 +51,13 @@ class Environment(gym.Env):
 
     Args:
         render_mode: One of ``metadata["render_modes"]`` or None.
+
+    Example:
+        >>> from openenv_gym.envs.echo.env import EchoEnv   # a model env: spaces derived
+        >>> env = EchoEnv()
+        >>> _ = env.reset(seed=0)
+        >>> env.step(env.parse_action({"message": "hi"}))[:2]
+        (EchoObservation(echo='hi', length=2), 0.2)
     """
 
     #: Pydantic model of an action; when set, ``action_space`` is derived from it.

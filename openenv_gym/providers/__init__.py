@@ -81,6 +81,11 @@ def get_provider(name: str = "auto", untrusted: bool = False, **options: Any) ->
     Raises:
         TypeError: An option the provider does not take (with ``"auto"``: one that neither
             docker nor process takes; the other one's options are dropped).
+
+    Example:
+        >>> provider = get_provider("process", fork=False)   # starts nothing yet
+        >>> provider.name
+        'process'
     """
     cls = provider_class(resolve_provider_name(name, untrusted))
     ok, reason = cls.available()

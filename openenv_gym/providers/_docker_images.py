@@ -16,10 +16,10 @@ fetched inside a build:
   the package was installed from (``pip install [-e] PATH``, found through the entry point's
   distribution), its declared dependencies downloaded with the others.
 
-Example:
+Example (skipped by doctest: it needs a Docker engine, and a first build needs PyPI):
     >>> import docker
     >>> from openenv_gym.catalog import get_env_info
-    >>> client = docker.from_env()
+    >>> client = docker.from_env()                           # doctest: +SKIP
     >>> result = build_image(client, get_env_info("echo"))   # doctest: +SKIP
     >>> result.tag                                            # doctest: +SKIP
     'openenv-gym/echo:3f1c...'

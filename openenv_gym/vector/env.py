@@ -110,6 +110,14 @@ class RemoteVectorEnv(VectorEnv):
             itself: ``gym.make_vec("OpenEnv/Coding-v0", 4, env_kwargs={"step_timeout": 5})``
             sets the sandbox's limit, where ``step_timeout=5`` sets the worker deadline.
         **kwargs: Keyword arguments for each sub-env's constructor in the workers.
+
+    Example:
+        >>> envs = RemoteVectorEnv(2, "echo", provider="process")   # = gym.make_vec(..., 2)
+        >>> obs, info = envs.reset(seed=0)
+        >>> obs, rewards, terminations, truncations, infos = envs.step({"message": ("a", "bb")})
+        >>> obs["echo"], rewards.round(2).tolist()
+        (('a', 'bb'), [0.1, 0.2])
+        >>> envs.close()
     """
 
     #: Replaced per instance by the worker's metadata plus the chosen autoreset mode.
