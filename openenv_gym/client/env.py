@@ -23,6 +23,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import weakref
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -117,7 +118,7 @@ class RemoteEnv(gym.Env):
         self.info = get_env_info(env)
         self._provider: Provider | None = None
         self._worker: Worker | None = None
-        self._sid: str | None = None
+        self._session = _Session()
         self._stuck = False
         self._closed = False
         self._owner_pid = os.getpid()
@@ -136,6 +137,10 @@ class RemoteEnv(gym.Env):
             self._stop_worker = stop_when_dropped(self, self._provider, [self._worker])
             address = self._worker.address
         self._client = BinaryClient(address, call_timeout({}, timeout))
+        if self._worker is None:
+            # Attached: the server outlives this env, so a dropped env (a notebook cell run
+            # again) ends its session when collected, as a started env stops its worker.
+            weakref.finalize(self, _end_session, self._client, self._session, self._owner_pid)
         try:
             self._load_spec()
             self._client.timeout = call_timeout(self.remote_spec, timeout)
@@ -156,6 +161,14 @@ class RemoteEnv(gym.Env):
                 f"with gym.make({get_env_info(served).gym_id!r}, base_url=...)")
         self.remote_spec: dict[str, Any] = spec
         self.observation_space, self.action_space, self.metadata = read_spec(spec)
+
+    @property
+    def _sid(self) -> str | None:
+        return self._session.sid
+
+    @_sid.setter
+    def _sid(self, value: str | None) -> None:
+        self._session.sid = value
 
     @property
     def session_id(self) -> str | None:
@@ -392,14 +405,8 @@ class RemoteEnv(gym.Env):
         """Close the session and stop the worker this env started. Safe to call twice."""
         self._closed = True
         client = getattr(self, "_client", None)
-        # A fork's copy of the env lets go of it: the session is the parent's, still in use.
-        if client is not None and self._sid is not None and os.getpid() == self._owner_pid:
-            try:
-                client.request({"op": "close", "sid": self._sid}, timeout=5.0)
-            except (OpenEnvError, OSError):
-                pass  # the worker may already be gone; closing must not fail
-            self._sid = None
         if client is not None:
+            _end_session(client, self._session, self._owner_pid)  # not a fork's copy's
             client.drop()
         if self._worker is not None:
             self._stop_worker()
@@ -433,6 +440,26 @@ class ServedGenerator:
 
     def __repr__(self) -> str:
         return "ServedGenerator(the served env's np_random, in its worker)"
+
+
+class _Session:
+    """The id of a RemoteEnv's session, shared with the finalizer that ends it."""
+
+    __slots__ = ("sid",)
+
+    def __init__(self) -> None:
+        self.sid: str | None = None
+
+
+def _end_session(client: BinaryClient, session: _Session, owner_pid: int) -> None:
+    # A fork's copy of the env lets go of it: the session is the parent's, still in use.
+    if session.sid is None or os.getpid() != owner_pid:
+        return
+    try:
+        client.request({"op": "close", "sid": session.sid}, timeout=5.0)
+    except (OpenEnvError, OSError):
+        pass  # the worker may already be gone; closing must not fail
+    session.sid = None
 
 
 def not_copyable(env: Any) -> TypeError:

@@ -317,3 +317,35 @@ def test_a_call_may_take_longer_than_the_longest_step_the_env_allows() -> None:
         assert [client.timeout for client in envs.unwrapped.pool.clients] == [230.0]
     finally:
         envs.close()
+
+
+def test_an_attached_env_dropped_without_close_ends_its_session() -> None:
+    # A notebook cell that attaches (base_url=) and is run again drops the old env without
+    # close(): its session must end with it, not linger on the server until --idle-timeout
+    # and count against --max-sessions.
+    import gc
+
+    from openenv_gym.client.transport import BinaryClient
+    from openenv_gym.providers.process import ProcessProvider
+
+    provider = ProcessProvider()
+    [worker] = provider.start("echo")
+    probe = BinaryClient(worker.address, 10.0)
+    try:
+        for i in range(5):
+            env = gym.make("OpenEnv/Echo-v0", base_url=worker.address)
+            env.reset(seed=i)
+            env.step({"message": "hi"})
+            del env
+            gc.collect()
+        assert probe.request({"op": "health"})["sessions"] == 0
+        env = gym.make("OpenEnv/Echo-v0", base_url=worker.address)
+        env.reset(seed=0)
+        assert probe.request({"op": "health"})["sessions"] == 1
+        env.close()  # close() still ends it, once
+        del env
+        gc.collect()
+        assert probe.request({"op": "health"})["sessions"] == 0
+    finally:
+        probe.drop()
+        provider.stop_all([worker])
