@@ -51,9 +51,11 @@ def test_oversized_frame_header_is_refused() -> None:
     assert frame_length(HEADER.pack(10)) == 10
 
 
-def test_unencodable_values_name_the_type() -> None:
-    with pytest.raises(TypeError, match="cannot send object"):
+def test_unencodable_values_name_the_type_and_where_it_is() -> None:
+    with pytest.raises(TypeError, match=r"cannot send message\['x'\] of type object over the wire"):
         encode({"x": object()})
+    with pytest.raises(TypeError, match=r"cannot send message\['info'\]\['deep'\]\[1\] of type range"):
+        encode({"ok": True, "info": {"fine": [1, 2.0, "a"], "deep": [0, range(3)]}})
 
 
 @pytest.mark.parametrize("value", [2**64, -(2**63) - 1, 3**100, -(2**130)])
