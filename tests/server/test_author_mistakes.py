@@ -126,3 +126,25 @@ def test_an_env_without_spaces_says_how_to_declare_them() -> None:
 
     with pytest.raises(TypeError, match=r"NoSpaces declares no action space: set the class attribute action_model"):
         EnvService(NoSpaces)
+
+
+def test_gym_v0_passes_an_out_of_space_observation_on_as_a_local_env_does() -> None:
+    # A local CartPole returns a cart past x=4.8 (its space's bound) and ends the episode;
+    # Gym-v0 passes it on (check_observations off), where our own envs would refuse it.
+    from openenv_gym.envs.gym.env import GymEnv
+
+    class Strict(GymEnv):
+        check_observations = True
+
+    for cls, refused in ((GymEnv, False), (Strict, True)):
+        service = EnvService(lambda: cls("CartPole-v1"), idle_timeout=None)
+        try:
+            sid = service.handle({"op": "reset", "seed": 0})["sid"]
+            service.handle({"op": "set_attr", "sid": sid, "name": "state", "value": [10.0, 0.0, 0.0, 0.0]})
+            reply = service.handle({"op": "step", "sid": sid, "action": 0})
+            if refused:
+                assert "outside its observation space" in reply["error"]["message"]
+            else:
+                assert reply["obs"][0] > 4.8 and reply["terminated"], reply
+        finally:
+            service.shutdown()
