@@ -81,15 +81,21 @@ def remove_folder(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def remove_orphaned_folders(root: str, prefix: str = "") -> None:
+    """Remove the folders in ``root`` named ``<prefix><owner pid>-...`` whose owner no longer
+    runs: an owner killed with SIGKILL (a trainer, a Ray actor) leaves its folder behind,
+    which the next owner started there removes."""
+    for entry in os.listdir(root):
+        pid = entry[len(prefix):].split("-", 1)[0] if entry.startswith(prefix) else ""
+        if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
+            remove_folder(os.path.join(root, entry))
+
+
 def _reap_stale(path: str) -> None:
-    # Pool folders are named "<owner pid>-<pool>"; an owner killed with SIGKILL leaves its
-    # folder (logs) behind, which the next owner removes.
+    # Pool folders are named "<owner pid>-<pool>".
     _reaped.append(True)
     _cgroup.reap_stale()
-    for entry in os.listdir(path):
-        pid = entry.split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
-            remove_folder(os.path.join(path, entry))
+    remove_orphaned_folders(path)
 
 
 class ProcessWorker(Worker):

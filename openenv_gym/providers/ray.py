@@ -129,12 +129,12 @@ class ServerHost:
         """
         if self.isolation == "docker":
             return self._start_container()
-        from openenv_gym.providers.process import _worker_environ  # same PYTHONPATH rule
+        from openenv_gym.providers.process import _worker_environ, remove_orphaned_folders
 
         # A private folder for the Unix socket, named by this actor's pid: Ray kills an
         # actor's children with it, so a lost actor's server cannot remove it; the next
-        # server started on the node does (_sweep_stale_folders).
-        _sweep_stale_folders()
+        # server started on the node does.
+        remove_orphaned_folders(tempfile.gettempdir(), _FOLDER_PREFIX)
         self.folder = tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
         sock = os.path.join(self.folder, "worker.sock")
         # A socket path longer than the kernel takes (108 bytes; a long TMPDIR) would fail
@@ -254,22 +254,6 @@ class ServerHost:
 
 #: Socket folders of ray workers: ``<tmp>/openenv-ray-<actor pid>-<random>``.
 _FOLDER_PREFIX = "openenv-ray-"
-
-
-def _sweep_stale_folders() -> None:
-    """Remove the socket folders of actors that died without cleaning up (``ray.kill``, a
-    lost driver): those whose actor pid no longer runs."""
-    root = tempfile.gettempdir()
-    for name in os.listdir(root):
-        pid = name[len(_FOLDER_PREFIX):].split("-", 1)[0]
-        if not name.startswith(_FOLDER_PREFIX) or not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-        except PermissionError:
-            pass  # alive, another user's
 
 
 class _TcpRelay:
