@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 import weakref
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from openenv_gym.envs._confine import prctl, site_folders
@@ -39,7 +39,7 @@ from openenv_gym.envs._confine import prctl, site_folders
 if TYPE_CHECKING:
     from openenv_gym.envs._confine import Ruleset
 
-__all__ = ["Limits", "ExecResult", "Child", "run", "kill_all", "adopt_orphans", "reap_orphans",
+__all__ = ["Limits", "step_timeouts", "ExecResult", "Child", "run", "kill_all", "adopt_orphans", "reap_orphans",
            "minimal_environ", "python_argv", "TRUNCATION_MARK"]
 
 #: Appended to a stream whose output went past the cap.
@@ -90,6 +90,23 @@ class Limits:
     processes: int | None = 64
     open_files: int | None = 256
 
+    @classmethod
+    def merged(cls, overrides: Mapping[str, int | None] | None, **defaults: int | None) -> "Limits":
+        """An env's limits: the class defaults, then the env's ``defaults``, then the user's.
+
+        Raises:
+            ValueError: ``overrides`` names a limit that does not exist.
+
+        Example:
+            >>> Limits.merged({"open_files": 64}, processes=128).processes
+            128
+        """
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(overrides or {}) - set(known))
+        if unknown:
+            raise ValueError(f"unknown limits {unknown}; known: {known}")
+        return cls(**{**defaults, **(overrides or {})})
+
     def resolved(self) -> dict[str, int]:
         """The absolute limits to set now (the process budget turned into an RLIMIT_NPROC)."""
         out = {k: v for k, v in asdict(self).items() if v is not None}
@@ -121,6 +138,18 @@ class Limits:
             parts.append(f"{flag} {max(1, value // unit)}")
         # A limit above the inherited hard limit fails; the rest still apply.
         return "ulimit " + " ".join(parts) + " 2>/dev/null" if parts else ":"
+
+
+def step_timeouts(step_timeout: float, max_timeout: float) -> tuple[float, float]:
+    """An env's default and largest per-step timeouts, checked (``0 < step <= max``).
+
+    Example:
+        >>> step_timeouts(10, 60)
+        (10.0, 60.0)
+    """
+    if not 0 < step_timeout <= max_timeout:
+        raise ValueError(f"need 0 < step_timeout <= max_timeout, got {step_timeout} and {max_timeout}")
+    return float(step_timeout), float(max_timeout)
 
 
 def _user_process_count() -> int:

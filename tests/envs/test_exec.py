@@ -6,7 +6,11 @@ import os
 import sys
 import time
 
+import pytest
+
 from openenv_gym.envs._exec import Child, Limits, python_argv, run
+from openenv_gym.envs.coding.env import CodingEnv
+from openenv_gym.envs.git.env import GitEnv
 
 # Writes, closes its output, then lives on: its pipes reach EOF well before it exits.
 _CLOSES_EARLY = ("import os, sys, time\nprint('before', flush=True)\nos.close(1); os.close(2)\n"
@@ -43,3 +47,21 @@ def test_python_children_skip_site_hooks_but_import_installed_packages() -> None
     script = "import sys, numpy\nprint(sys.flags.no_site, numpy.__name__)\nexit(3)"
     result = run(python_argv(Limits(), script), timeout=30.0)
     assert (result.exit_code, result.stdout) == (3, "1 numpy\n"), result.stderr
+
+
+@pytest.mark.parametrize("make", [CodingEnv, GitEnv], ids=["coding", "git"])
+def test_sandboxed_envs_check_their_timeouts_and_merge_limits_over_their_own_defaults(make) -> None:
+    with pytest.raises(ValueError, match="0 < step_timeout <= max_timeout"):
+        make(step_timeout=90, max_timeout=60)
+    with pytest.raises(ValueError, match=r"unknown limits \['cpu'\]; known: \['cpu_seconds'"):
+        make(limits={"cpu": 1})
+    env = make(step_timeout=5, max_timeout=50, limits={"open_files": 64})
+    try:
+        assert (env.step_timeout, env.max_timeout, env.max_step_seconds) == (5.0, 50.0, 50.0)
+        limits = env.limits if isinstance(env, CodingEnv) else env.workspace.limits
+        # The user's override, the env's own default, and the class default for the rest.
+        assert limits.open_files == 64
+        assert limits.memory_bytes == (1 << 30 if isinstance(env, CodingEnv) else 2 << 30)
+        assert limits.file_size_bytes == Limits().file_size_bytes
+    finally:
+        env.close()

@@ -32,10 +32,9 @@ Example:
 from __future__ import annotations
 
 import importlib
-from dataclasses import fields
 from typing import Any, Callable
 
-from openenv_gym.envs._exec import ExecResult, Limits
+from openenv_gym.envs._exec import ExecResult, Limits, step_timeouts
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.coding.grader import grade
 from openenv_gym.envs.coding.humaneval import NUM_PROBLEMS, Problem, get_problem
@@ -94,25 +93,18 @@ class CodingEnv(Environment):
         self._fixed_problem = _parse_task(task)
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
-        if not 0 < step_timeout <= max_timeout:
-            raise ValueError(f"need 0 < step_timeout <= max_timeout, got {step_timeout} and {max_timeout}")
+        self.step_timeout, self.max_timeout = step_timeouts(step_timeout, max_timeout)
+        self.max_step_seconds = self.max_timeout
         if persistent and task is not None:
             raise ValueError("persistent=True is for free-form mode; task mode runs every "
                              "attempt in a fresh process")
-        unknown = set(limits or {}) - {f.name for f in fields(Limits)}
-        if unknown:
-            raise ValueError(f"unknown limits {sorted(unknown)}; known: "
-                             f"{[f.name for f in fields(Limits)]}")
         self.task = task
         self.max_attempts = max_attempts
-        self.step_timeout = float(step_timeout)
-        self.max_step_seconds = float(max_timeout)
-        self.max_timeout = float(max_timeout)
         self.per_check_timeout = float(per_check_timeout)
         self.persistent = persistent
         self.show_failed_checks = bool(show_failed_checks)
         self.reward_fn = _load_reward_fn(reward_fn)
-        self.limits = Limits(**{"memory_bytes": memory_mb << 20, **(limits or {})})
+        self.limits = Limits.merged(limits, memory_bytes=memory_mb << 20)
         self.sandbox = Sandbox(self.limits, output_limit, confine=confine)
         self.repl = Repl(self.sandbox) if persistent else None
         # Private: the server answers get_attr/call for public names only, and a problem

@@ -22,15 +22,14 @@ Example:
 from __future__ import annotations
 
 import os
-from dataclasses import fields
 from typing import Any
 
-from openenv_gym.envs._exec import ExecResult, Limits
+from openenv_gym.envs._exec import ExecResult, Limits, step_timeouts
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.git.checks import run_check
 from openenv_gym.envs.git.models import GitAction, GitObservation
 from openenv_gym.envs.git.tasks import Task, load_tasks
-from openenv_gym.envs.git.workspace import Workspace
+from openenv_gym.envs.git.workspace import LIMITS, Workspace
 from openenv_gym.errors import InvalidActionError
 from openenv_gym.models import State
 
@@ -71,18 +70,12 @@ class GitEnv(Environment):
         if task is not None and task != SUITE and task not in self.tasks:
             raise ValueError(f"unknown git task {task!r}; use None (free-form), {SUITE!r} or one "
                              f"of: {', '.join(self.tasks)}")
-        if not 0 < step_timeout <= max_timeout:
-            raise ValueError(f"need 0 < step_timeout <= max_timeout, got {step_timeout} and {max_timeout}")
-        unknown = set(limits or {}) - {f.name for f in fields(Limits)}
-        if unknown:
-            raise ValueError(f"unknown limits {sorted(unknown)}; known: {[f.name for f in fields(Limits)]}")
+        self.step_timeout, self.max_timeout = step_timeouts(step_timeout, max_timeout)
+        self.max_step_seconds = self.max_timeout
         self.task_name = task
         self.shaping = shaping
-        self.step_timeout = float(step_timeout)
-        self.max_timeout = float(max_timeout)
-        self.max_step_seconds = self.max_timeout
-        base = Limits(memory_bytes=2 << 30, processes=128)
-        self.workspace = Workspace(Limits(**{**base.__dict__, **(limits or {})}), output_limit, confine)
+        self.workspace = Workspace(Limits.merged(limits, **LIMITS),
+                                   output_limit, confine)
         self.task: Task | None = None
         self.score = 0.0
         self.passed = 0

@@ -74,6 +74,9 @@ GITCONFIG = """\
 
 #: Setup runs once per task per worker; a broken task file must not hang it.
 SETUP_TIMEOUT = 120.0
+#: A command's default limits beside :class:`~openenv_gym.envs._exec.Limits`' own: git and a
+#: test suite need more memory and processes than one Python snippet.
+LIMITS = {"memory_bytes": 2 << 30, "processes": 128}
 
 
 class TaskSetupError(RuntimeError):
@@ -149,7 +152,7 @@ class Workspace:
     def __init__(self, limits: Limits | None = None, output_limit: int = 65536,
                  confine: bool = True, ident: str | None = None) -> None:
         self.shared = shared()
-        self.limits = limits or Limits(memory_bytes=2 << 30, processes=128)
+        self.limits = limits or Limits(**LIMITS)
         self.output_limit = output_limit
         self.ident = ident or "e" + uuid.uuid4().hex[:12]
         self.base = os.path.join(self.shared.root, self.ident)
