@@ -160,6 +160,12 @@ def _stop(args: argparse.Namespace) -> int:
     for c in chosen:
         c.remove(force=True)
         console.print(f"removed {c.name}")
+    if chosen:
+        # The sockets the removed containers served in their bind-mounted folders (the owner's
+        # watchdog removes them; with both gone, nothing else would until the next trainer).
+        from openenv_gym.providers.process import remove_orphaned_folders, runtime_dir
+
+        remove_orphaned_folders(runtime_dir())
     if not chosen:
         console.print("nothing to stop" + ("" if args.all or args.names else
                                            " (no container whose owner is gone; --all stops all)"))

@@ -330,6 +330,54 @@ def test_owner_sigkilled_leaves_no_container(client):
             owner.wait()
 
 
+def _watchdog_of(owner_pid: int) -> int:
+    """The pid of the watchdog the owner started (``_docker_owner.py OWNER_PID ...``)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if len(argv) > 2 and argv[1].endswith(b"_docker_owner.py") and argv[2] == str(owner_pid).encode():
+                return int(entry)
+    raise AssertionError(f"no watchdog for owner {owner_pid}")
+
+
+def test_docker_stop_removes_orphans_and_their_socket_folders(client):
+    """An owner SIGKILLed with its watchdog leaves its container; ``openenv-gym docker stop``
+    removes it, and the folder its socket was served in."""
+    from openenv_gym.providers.process import runtime_dir
+    from tests.cli.cli_helpers import run
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root),
+                                                                    os.environ.get("PYTHONPATH")])))
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True,
+                             env=env)
+    try:
+        assert owner.stdout.readline().strip() == "ready"
+        label = {"openenv-gym.owner-pid": str(owner.pid)}
+        folders = [e for e in os.listdir(runtime_dir()) if e.startswith(f"{owner.pid}-")]
+        assert folders and _ours(client, **label)
+        os.kill(_watchdog_of(owner.pid), signal.SIGKILL)
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+        time.sleep(2)  # past the watchdog's poll: nothing else removes them now
+        assert _ours(client, **label)
+        stopped = run("docker", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert "removed openenv-gym-" in stopped.stdout
+        assert _ours(client, **label) == []
+        assert [e for e in os.listdir(runtime_dir()) if e.startswith(f"{owner.pid}-")] == []
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        for c in _ours(client, **{"openenv-gym.owner-pid": str(owner.pid)}):
+            c.remove(force=True)
+
+
 @pytest.mark.slow
 def test_base_image_builds_from_nothing(client):
     """The registry-free path: a Debian base from mmdebstrap (or debootstrap), imported."""
