@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -347,35 +348,37 @@ def _watchdog_of(owner_pid: int) -> int:
 def test_docker_stop_removes_orphans_and_their_socket_folders(client):
     """An owner SIGKILLed with its watchdog leaves its container; ``openenv-gym docker stop``
     removes it, and the folder its socket was served in."""
-    from openenv_gym.providers.process import runtime_dir
     from tests.cli.cli_helpers import run
 
+    # A TMPDIR of its own (short: socket paths), so no other trainer's sweep reaches it.
+    tmp = tempfile.mkdtemp(prefix="og-", dir="/tmp")
+    runtime = os.path.join(tmp, f"openenv-gym-{os.getuid()}")
     root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root),
-                                                                    os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, TMPDIR=tmp,
+               PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
     owner = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True,
                              env=env)
     try:
         assert owner.stdout.readline().strip() == "ready"
         label = {"openenv-gym.owner-pid": str(owner.pid)}
-        folders = [e for e in os.listdir(runtime_dir()) if e.startswith(f"{owner.pid}-")]
-        assert folders and _ours(client, **label)
+        assert [e for e in os.listdir(runtime) if e.startswith(f"{owner.pid}-")] and _ours(client, **label)
         os.kill(_watchdog_of(owner.pid), signal.SIGKILL)
         owner.send_signal(signal.SIGKILL)
         owner.wait(10)
         time.sleep(2)  # past the watchdog's poll: nothing else removes them now
         assert _ours(client, **label)
-        stopped = run("docker", "stop")
+        stopped = run("docker", "stop", env={"TMPDIR": tmp})
         assert stopped.returncode == 0, stopped.stderr
         assert "removed openenv-gym-" in stopped.stdout
         assert _ours(client, **label) == []
-        assert [e for e in os.listdir(runtime_dir()) if e.startswith(f"{owner.pid}-")] == []
+        assert [e for e in os.listdir(runtime) if e.startswith(f"{owner.pid}-")] == []
     finally:
         if owner.poll() is None:
             owner.kill()
             owner.wait()
         for c in _ours(client, **{"openenv-gym.owner-pid": str(owner.pid)}):
             c.remove(force=True)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.mark.slow
