@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import os
@@ -128,6 +129,9 @@ class ForkServer:
 
     def close(self) -> None:
         """Stop the server: it exits on seeing its socket closed. Workers it forked run on."""
+        with contextlib.suppress(OSError):
+            # Told, it exits at once; a socket closed without it means its owner died.
+            self._sock.send(b'{"op": "bye"}')
         self._sock.close()
         try:
             self.proc.wait(5.0)

@@ -91,11 +91,16 @@ def remove_orphaned_folders(root: str, prefix: str = "") -> None:
             remove_folder(os.path.join(root, entry))
 
 
-def _reap_stale(path: str) -> None:
-    # Pool folders are named "<owner pid>-<pool>".
-    _reaped.append(True)
+def sweep_orphans(path: str) -> None:
+    """Remove what owners that are gone left behind: their pool folders in ``path`` (a
+    :func:`runtime_dir`, folders named ``<owner pid>-<pool>``) and their workers' cgroups."""
     _cgroup.reap_stale()
     remove_orphaned_folders(path)
+
+
+def _reap_stale(path: str) -> None:
+    _reaped.append(True)
+    sweep_orphans(path)
 
 
 class ProcessWorker(Worker):

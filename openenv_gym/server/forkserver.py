@@ -25,6 +25,9 @@ Requests and replies:
   worker starts can begin outside.
 - ``{"op": "status", "pid": N}`` → ``{"status": wait status}`` once that child was reaped,
   ``{"status": null}`` while it runs.
+- ``{"op": "bye"}`` (no reply): the owner stops the server. A socket closed without it means
+  the owner died, maybe while a worker was starting; the server then removes the folders and
+  cgroups such a worker would have left (:func:`_clean_up_after`).
 
 Run by :mod:`openenv_gym.providers._forks`, never by hand:
 ``python -m openenv_gym.server.forkserver --fd FD --owner-pid PID --room SPACES``.
@@ -41,6 +44,7 @@ import select
 import signal
 import socket
 import sys
+import time
 import traceback
 from typing import Any, Callable
 
@@ -58,7 +62,36 @@ def serve(sock: socket.socket, owner_pid: int) -> None:
         sock: The server's end of the socket pair.
         owner_pid: The process that started the server (its parent).
     """
-    _Server(sock).run(owner_pid)
+    try:
+        told = _Server(sock).run(owner_pid)
+    except (BrokenPipeError, ConnectionResetError):
+        told = False  # the owner went away mid-request
+    if not told:
+        _clean_up_after(owner_pid)
+
+
+def _clean_up_after(owner_pid: int) -> None:
+    """Once an owner that left without a goodbye is gone, remove what it left: pool folders
+    and cgroups of the workers it was still starting.
+
+    A running worker cleans up after its owner itself (``--owner-pid``); one not yet forked
+    (the owner died while this server imported) or held for its cgroup never will. The
+    socket also closes under an owner that lives on (a request cut short by Ctrl-C): then
+    this server is not re-parented, and nothing is removed.
+    """
+    deadline = time.monotonic() + 2.0
+    while os.getppid() == owner_pid:
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+    # Re-parented: the owner died. Its folders are swept once it is reaped (a zombie's pid
+    # still names a process, and the sweep spares any pid that does).
+    deadline = time.monotonic() + 5.0
+    while os.path.exists(f"/proc/{owner_pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    from openenv_gym.providers.process import runtime_dir, sweep_orphans
+
+    sweep_orphans(runtime_dir())
 
 
 class _Server:
@@ -73,7 +106,8 @@ class _Server:
         self.exited: dict[int, int] = {}  # child pid -> wait status, until the owner asks
         self.held: dict[int, int] = {}  # child pid -> the write end of the pipe it waits on
 
-    def run(self, owner_pid: int) -> None:
+    def run(self, owner_pid: int) -> bool:
+        """Serve until the owner leaves; returns whether it said goodbye (``bye``)."""
         os.close(os.pidfd_open(os.getpid()))  # no pidfds (Linux < 5.3): fail now, the owner spawns
         self.sock.send(json.dumps({"ready": os.getpid()}).encode())
         handlers = {"fork": self.fork, "release": self.release, "status": self.status}
@@ -82,15 +116,17 @@ class _Server:
             self.reap()
             if not readable:
                 if os.getppid() != owner_pid:
-                    return  # re-parented: the owner died (a fork of it may still hold the socket)
+                    return False  # re-parented: the owner died (a fork of it may hold the socket)
                 continue
             try:
                 data = self.sock.recv(MAX_MESSAGE)
             except ConnectionResetError:
-                return
+                return False
             if not data:
-                return  # the owner closed its end: it stopped, or died
+                return False  # the owner closed its end without a goodbye: it may have died
             request = json.loads(data)
+            if request.get("op") == "bye":
+                return True
             handler = handlers.get(request.get("op"))
             reply, fds = handler(request) if handler else ({"error": f"unknown op {request.get('op')!r}"}, [])
             try:
@@ -237,10 +273,7 @@ def main() -> None:
     parser.add_argument("--owner-pid", type=int, required=True, help="exit when this process is gone")
     parser.add_argument("--room", default="", help="blank space for the workers' command lines")
     args = parser.parse_args()
-    try:
-        serve(socket.socket(fileno=args.fd), args.owner_pid)
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the owner went away mid-request: nothing is left to answer
+    serve(socket.socket(fileno=args.fd), args.owner_pid)
 
 
 if __name__ == "__main__":

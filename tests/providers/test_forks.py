@@ -224,3 +224,39 @@ def test_a_worker_that_cannot_be_prepared_is_killed_unrun_and_the_server_works_o
         assert _ppid(worker.pid) == seen[1]._server.proc.pid and _echo(worker) == "hi"
     finally:
         provider.stop_all([worker])
+
+
+_OWNER_KILLED_WHILE_STARTING = """
+import os, signal
+from openenv_gym.providers import _forks
+from openenv_gym.providers.process import runtime_dir, _worker_environ
+folder = os.path.join(runtime_dir(), f"{os.getpid()}-pstarting")
+os.makedirs(folder)
+argv = ["echo", "--unix", os.path.join(folder, "w0.sock"), "--owner-pid", str(os.getpid()),
+        "--owner-dir", folder, "--idle-timeout", "0"]
+
+def die(worker):  # while the worker is held for its cgroup, before any of its code runs
+    print(folder, worker.pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+_forks.spawn(argv, os.path.join(folder, "w0.log"), _worker_environ(), before_run=die)
+"""
+
+
+def test_an_owner_killed_while_its_worker_starts_leaves_no_folder(procs, tmp_path) -> None:
+    # A running worker removes its pool's folder when its owner dies; one still starting
+    # never runs, so the fork server, told no goodbye, sweeps after its dead owner. (A TMPDIR
+    # of its own: no other trainer's sweep reaches this folder.)
+    env = dict(os.environ, TMPDIR=str(tmp_path),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER_KILLED_WHILE_STARTING], stdout=subprocess.PIPE,
+                             text=True, env=env)
+    folder, worker = owner.stdout.readline().split()
+    assert owner.wait(30) == -signal.SIGKILL
+    assert folder.startswith(str(tmp_path)) and os.path.isdir(folder)
+    deadline = time.monotonic() + 30
+    while os.path.exists(folder) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(folder)
+    assert procs.wait_gone({int(worker)}) == set()
+
