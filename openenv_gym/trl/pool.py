@@ -45,7 +45,8 @@ from openenv_gym.errors import (
 )
 from openenv_gym.providers import get_provider
 from openenv_gym.providers.base import Worker, stop_when_dropped
-from openenv_gym.client.spec import read_spec
+from openenv_gym.client.kwargs import merge_env_kwargs
+from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.spaces import from_wire
 from openenv_gym.trl.outcome import REWARD_MODES, EpisodeOutcome, FailurePolicy, FailureReward
 
@@ -223,13 +224,17 @@ class EnvPool:
         episode_timeout: Seconds of env time one episode may take, reset to end (its
             requests; time between steps, e.g. a model generating, does not count), before
             it fails with ``"timeout"`` and its worker is replaced.
-        step_timeout: Cap on one request (also bounded by what is left of the episode).
+        step_timeout: Cap on one request, also bounded by what is left of the episode (None:
+            60 s, or 30 s beyond the env's longest step where it declares one, as Git's
+            120-s commands: see :func:`~openenv_gym.client.spec.call_timeout`).
         failure_reward: Reward of failed episodes (see
             :class:`~openenv_gym.trl.outcome.FailurePolicy`); default ``0.0``.
         reward_mode: ``"return"`` (sum of step rewards, default) or ``"final"`` (last
             step's reward).
         provider_options: Keyword arguments for the provider (docker limits, ...).
-        **env_kwargs: Keyword arguments for the env in every worker (``task=...``).
+        env_kwargs: The env's arguments as a mapping, for the names this class takes itself:
+            ``EnvPool("coding", env_kwargs={"step_timeout": 5})`` sets the sandbox's limit.
+        **kwargs: Keyword arguments for the env in every worker (``task=...``).
 
     Attributes:
         stats: Counter of ``"episodes"`` run and of each failure kind.
@@ -237,14 +242,17 @@ class EnvPool:
     """
 
     def __init__(self, env: str, num_workers: int = 4, *, provider: str = "auto",
-                 concurrency: int = 1, episode_timeout: float = 120.0, step_timeout: float = 120.0,
-                 failure_reward: FailureReward = 0.0, reward_mode: str = "return",
-                 provider_options: Optional[dict[str, Any]] = None, **env_kwargs: Any) -> None:
+                 concurrency: int = 1, episode_timeout: float = 120.0,
+                 step_timeout: Optional[float] = None, failure_reward: FailureReward = 0.0,
+                 reward_mode: str = "return", provider_options: Optional[dict[str, Any]] = None,
+                 env_kwargs: Optional[dict[str, Any]] = None, **kwargs: Any) -> None:
         if not isinstance(num_workers, int) or num_workers < 1:
             raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
         if not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
         for name, value in (("episode_timeout", episode_timeout), ("step_timeout", step_timeout)):
+            if name == "step_timeout" and value is None:
+                continue  # the env's spec decides (below)
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         if reward_mode not in REWARD_MODES:
@@ -252,8 +260,8 @@ class EnvPool:
         self.info = get_env_info(env)
         self.policy = FailurePolicy(failure_reward)
         self.reward_mode = reward_mode
+        env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
         self.episode_timeout = float(episode_timeout)
-        self.step_timeout = float(step_timeout)
         self.concurrency = concurrency
         self.stats: Counter[str] = Counter()
         self.failures: list[EpisodeOutcome] = []
@@ -267,12 +275,17 @@ class EnvPool:
         self._next_worker = itertools.count()
         self._executor = ThreadPoolExecutor(max_workers=num_workers * concurrency,
                                             thread_name_prefix="openenv-trl")
+        client = BinaryClient(self.workers[0].address, call_timeout({}, step_timeout))
         try:
-            spec = BinaryClient(self.workers[0].address, self.step_timeout).request({"op": "spec"})["spec"]
+            spec = client.request({"op": "spec"})["spec"]
         except BaseException:
             self.close()
             raise
+        finally:
+            client.close()
         self.spec: dict[str, Any] = spec
+        #: Cap on one request, in seconds.
+        self.step_timeout = call_timeout(spec, step_timeout)
         self.observation_space, self.action_space, _ = read_spec(spec)
         # One long-lived lane per (worker, slot): its session is reused across episodes.
         self._lanes: "queue.SimpleQueue[Episode]" = queue.SimpleQueue()

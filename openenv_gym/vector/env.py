@@ -34,6 +34,7 @@ from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.env import ServedGenerator, not_copyable
+from openenv_gym.client.kwargs import merge_env_kwargs
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.errors import (
     InvalidActionError,
@@ -136,14 +137,7 @@ class RemoteVectorEnv(VectorEnv):
             _check_positive_int("envs_per_worker", envs_per_worker)
         if max_episode_steps is not None:
             _check_positive_int("max_episode_steps", max_episode_steps)
-        if env_kwargs is not None and not isinstance(env_kwargs, dict):
-            raise InvalidRequestError(f"env_kwargs must be a dict of constructor arguments, got "
-                                      f"{type(env_kwargs).__name__}")
-        both = sorted(set(env_kwargs or ()) & set(kwargs))
-        if both:
-            raise InvalidRequestError(f"{', '.join(both)} given both as keyword and in env_kwargs; "
-                                      "give each once")
-        env_kwargs = {**kwargs, **(env_kwargs or {})}
+        env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
         if "base_url" in env_kwargs:
             raise InvalidRequestError("a vector env starts workers of its own; base_url attaches a "
                                       "single env (gym.make(..., base_url=...))")

@@ -119,3 +119,17 @@ def test_a_pool_dropped_without_close_stops_its_workers() -> None:
     del pool
     gc.collect()
     assert workers_of(os.getpid()) - before == set()
+
+
+def test_env_kwargs_reach_the_env_for_names_the_pool_takes_itself() -> None:
+    # step_timeout=... is the pool's cap on a request; the sandbox's own limit goes in
+    # env_kwargs. The cap defaults to 30 s beyond the env's longest step (Coding's 60).
+    with EnvPool("coding", num_workers=1, provider="process",
+                 env_kwargs={"step_timeout": 1}) as pool:
+        assert pool.step_timeout == 90.0
+        [out] = pool.run([EpisodeJob([{"code": "import time\ntime.sleep(5)\n"}])])
+        assert out.ok and out.observations[-1]["timed_out"]
+    with EnvPool("echo", num_workers=1, provider="process", step_timeout=7) as pool:
+        assert pool.step_timeout == 7.0
+    with pytest.raises(ValueError, match="max_steps given both as keyword and in env_kwargs"):
+        EnvPool("echo", num_workers=1, provider="process", max_steps=2, env_kwargs={"max_steps": 3})
