@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 
 from rich.console import Console
+from rich.markup import escape
 
 from openenv_gym.errors import InvalidDataError, InvalidRequestError, UnknownEnvironmentError
 
@@ -32,9 +33,10 @@ def error(message: str, fix: str | None = None, code: int = FAILED) -> int:
         >>> error("no such pool 'x'", "see `openenv-gym ps`", code=USAGE)  # doctest: +SKIP
         2
     """
-    err_console.print(f"[bold red]error:[/bold red] {message}", soft_wrap=True)
+    # Messages are plain text: an install command's "[docker]" is not rich markup.
+    err_console.print(f"[bold red]error:[/bold red] {escape(message)}", soft_wrap=True)
     if fix:
-        err_console.print(f"[yellow]fix:[/yellow] {fix}", soft_wrap=True)
+        err_console.print(f"[yellow]fix:[/yellow] {escape(fix)}", soft_wrap=True)
     return code
 
 

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -78,7 +79,7 @@ def _build(args: argparse.Namespace) -> int:
                 failed += 1
                 progress.update(task, description="[red]failed", total=1, completed=1)
                 table.add_row(info.name, "-", "-", f"{time.monotonic() - started:.1f} s",
-                              f"[red]failed: {str(exc)[:300]}")
+                              f"[red]failed: {escape(str(exc)[:300])}")
                 continue
             if args.prune:
                 prune_old(client, info, result.tag)

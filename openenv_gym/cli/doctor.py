@@ -17,6 +17,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Callable
 
+from rich.markup import escape
 from rich.table import Table
 
 from openenv_gym.cli._args import exit_codes, port
@@ -283,7 +284,7 @@ def _doctor(args: argparse.Namespace) -> int:
     for col in ("check", "status", "found", "fix"):
         table.add_column(col, overflow="fold")
     for c in checks:
-        table.add_row(c.area, STATUS_STYLE[c.status], c.detail, c.fix)
+        table.add_row(escape(c.area), STATUS_STYLE[c.status], escape(c.detail), escape(c.fix))
     console.print(table)
     warns = sum(c.status == "warn" for c in checks)
     console.print(f"{len(checks)} checks: {sum(c.status == 'ok' for c in checks)} ok, "

@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from openenv_gym.catalog import EnvInfo, all_envs, get_env_info
@@ -55,7 +56,7 @@ def _list(args: argparse.Namespace) -> int:
     for info in all_envs():
         provs = runnable_providers(info)
         hint = ", ".join(provs) if provs else f"none (pip install 'openenv-gym[{info.extra}]')"
-        table.add_row(info.gym_id, info.name, info.description, hint)
+        table.add_row(*map(escape, (info.gym_id, info.name, info.description, hint)))
     console.print(table)
     return OK
 

@@ -16,6 +16,7 @@ import socket
 import threading
 from typing import Any, Callable, Sequence
 
+from rich.markup import escape
 
 from openenv_gym.cli import pools
 from openenv_gym.cli._args import add_env_kwargs, exit_codes, port, positive_int
@@ -171,7 +172,7 @@ def _watch(workers: Sequence[Any], record: pools.PoolRecord) -> None:
                 try:
                     worker.restart()
                 except OpenEnvError as exc:
-                    err_console.print(f"[red]worker w{i} could not restart:[/red] {exc}")
+                    err_console.print(f"[red]worker w{i} could not restart:[/red] {escape(str(exc))}")
                     continue
                 record.workers[i] = worker_record(i, worker)
                 pools.save(record)
