@@ -26,7 +26,7 @@ from openenv_gym.cli._ui import (
     error,
     port_refused,
 )
-from openenv_gym.errors import OpenEnvError
+from openenv_gym.errors import OpenEnvError, ProviderUnavailableError
 
 __all__ = ["register", "runnable_providers"]
 
@@ -78,6 +78,8 @@ def _serve(args: argparse.Namespace) -> int:
                    idle_timeout=args.idle_timeout or None, isolate=True)
     except ENV_ARGUMENT_ERRORS as exc:
         return env_arguments_refused(exc)
+    except ProviderUnavailableError as exc:  # the env cannot be made here (a missing extra)
+        return error(f"cannot serve {info.name}: {exc}", f"`openenv-gym doctor` checks what {info.name} needs")
     return OK
 
 

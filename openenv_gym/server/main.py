@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from gymnasium import error as gym_error
 
-from openenv_gym.catalog import get_env_info, load_env_class
+from openenv_gym.catalog import EnvInfo, get_env_info, load_env_class
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import (
     InvalidRequestError,
@@ -61,7 +61,10 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None, max_sessio
             exception class: see :func:`~openenv_gym.errors.env_error`).
     """
     info = get_env_info(env)
-    cls = load_env_class(info)
+    try:
+        cls = load_env_class(info)
+    except ModuleNotFoundError as exc:  # a package the env's module imports is missing
+        raise _missing_package(info, f"cannot load env {info.name!r}", exc) from exc
     if not (isinstance(cls, type) and issubclass(cls, Environment)):
         raise InvalidRequestError(
             f"env {info.name!r}: its entry point {info.entry_point!r} names {cls!r}, not a subclass "
@@ -90,10 +93,21 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None, max_sessio
     except gym_error.DependencyNotInstalled as exc:  # Gym-v0's env needs a package the worker lacks
         raise ProviderUnavailableError(f"{what}: {exc} (in the worker's Python; for the docker "
                                        "provider, in its image)") from exc
+    except ModuleNotFoundError as exc:  # the env's extra is not installed in the worker
+        raise _missing_package(info, what, exc) from exc
     except (ValueError, gym_error.Error) as exc:  # how constructors (and ale-py) reject arguments
         raise InvalidRequestError(f"{what}: {exc}") from exc
     except Exception as exc:
         raise env_error(exc, what) from exc
+
+
+def _missing_package(info: EnvInfo, what: str, exc: ModuleNotFoundError) -> ProviderUnavailableError:
+    """The error for an env whose code imports a package the worker's Python lacks: it names
+    the extra that installs it (``pip install 'openenv-gym[atari]'``), as ``doctor`` does."""
+    fix = (f"pip install 'openenv-gym[{info.extra}]'" if info.extra
+           else f"install the package that provides {exc.name or 'it'!r}")
+    return ProviderUnavailableError(f"{what}: {exc}; {fix} (in the worker's Python; for the "
+                                    "docker provider, in its image)")
 
 
 def _owner_alive(owner_pid: int, parent_at_start: int) -> bool:
