@@ -55,10 +55,16 @@ def resolve_provider_name(name: str, untrusted: bool = False) -> str:
     except (ProviderUnavailableError, ValueError):
         ok, reason = False, "the docker extra is not installed"
     if ok:
-        return "docker"
+        from openenv_gym.providers._docker_images import build_problem
+
+        # A wheel install has no Dockerfile: the docker provider could find or build no image.
+        problem = build_problem()
+        if problem is None:
+            return "docker"
+        reason = f"a Docker engine answers, but {problem}"
     if untrusted:
         warnings.warn(
-            "this env runs untrusted code but no Docker engine is reachable "
+            "this env runs untrusted code but the docker provider cannot run it here "
             f"({reason}); falling back to provider='process', which does NOT isolate it from "
             "this machine. Start Docker, or pass provider='process' to silence this warning.",
             RuntimeWarning,

@@ -50,7 +50,7 @@ from openenv_gym.errors import ProviderUnavailableError
 
 __all__ = [
     "BuildResult", "DEFAULT_BASE_IMAGE", "IMAGE_REPO", "PYTHON_VERSION", "base_candidates",
-    "build_image", "ensure_base", "env_code_missing", "find_image", "image_tag",
+    "build_image", "build_problem", "ensure_base", "env_code_missing", "find_image", "image_tag",
     "local_base_tag", "plugin_distribution", "plugin_source", "prune_old", "requirements",
 ]
 
@@ -106,6 +106,25 @@ def _sha(parts: Iterable[bytes]) -> str:
     for part in parts:
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()
+
+
+def build_problem() -> str | None:
+    """Why no env image can be built from this install of openenv_gym, or None when one can.
+
+    Images are built from a source checkout: the Dockerfile in its ``containers/`` folder, and
+    openenv_gym itself as a wheel of its source tree. A wheel install (``pip install
+    openenv-gym``, or a non-editable ``pip install .``) has neither, so no image tag can be
+    computed and nothing can be built.
+    """
+    path = containers_dir() / "Dockerfile"
+    if not path.is_file():
+        return (f"no Dockerfile at {path}: images are built from a source checkout of "
+                "openenv_gym (pip install -e .), or point OPENENV_GYM_CONTAINERS_DIR at its "
+                "containers/ folder")
+    if not (_SOURCE_ROOT / "setup.cfg").is_file():
+        return (f"openenv_gym is not installed from a source checkout ({_SOURCE_ROOT} has no "
+                "setup.cfg); build images from a clone: pip install -e .")
+    return None
 
 
 def _dockerfile() -> Path:
@@ -452,7 +471,7 @@ def find_image(client: Any, info: EnvInfo) -> str | None:
     import docker.errors
 
     base = _present_base(client)
-    if base is None or env_code_missing(info):
+    if base is None or build_problem() or env_code_missing(info):
         return None
     tag = image_tag(info, base)
     try:
@@ -480,11 +499,11 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
             this host), wheels or base cannot be had, or the Docker build failed (with the
             failing step's output).
     """
+    missing = build_problem() or env_code_missing(info)
+    if missing:  # before pulling or building a base image this build could not use
+        raise ProviderUnavailableError(missing)
     import docker.errors
 
-    missing = env_code_missing(info)
-    if missing:
-        raise ProviderUnavailableError(missing)
     with _build_lock:  # threads of one provider starting n workers build once
         started = time.monotonic()
         base = ensure_base(client, progress)

@@ -30,7 +30,7 @@ from openenv_gym.catalog import EnvInfo, get_env_info
 from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError, WorkerError
 from openenv_gym.providers import _docker_owner as owner
 from openenv_gym.providers._docker_hardening import container_options
-from openenv_gym.providers._docker_images import build_image, env_code_missing, find_image
+from openenv_gym.providers._docker_images import build_image, build_problem, env_code_missing, find_image
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, wait_ready
 from openenv_gym.providers.process import check_socket_path, remove_folder, runtime_dir
 
@@ -285,7 +285,7 @@ class DockerProvider(Provider):
             return tag
 
     def _build(self, info: EnvInfo) -> str:
-        missing = env_code_missing(info)
+        missing = build_problem() or env_code_missing(info)
         if missing:  # `openenv-gym build` would fail the same way: name the real fix only
             raise ProviderUnavailableError(f"no Docker image for env {info.name!r}: {missing}")
         if not self.auto_build:
