@@ -180,7 +180,7 @@ class Ruleset:
             self.close()
             raise
         families = confinement.socket_families
-        program = _socket_filter(families) if families is not None else None
+        program = _socket_filter(families)
         self._requests = queue.SimpleQueue()
         # The thread gets its own descriptor: close() may run before it has used it.
         threading.Thread(target=_spawner, args=(os.dup(self.fd), program, self._requests),
@@ -249,8 +249,8 @@ def _spawner(fd: int, program: bytes | None,
              requests: "queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None]") -> None:
     """The confined thread: restrict itself, then run start requests until told to stop.
 
-    Landlock, ``no_new_privs`` and the seccomp ``program`` apply to this thread alone (the
-    worker's other threads are untouched) and to every process it starts from then on. If
+    Landlock, ``no_new_privs``, an empty capability set and the seccomp ``program`` apply to
+    this thread alone (the worker's other threads are untouched) and to every process it starts from then on. If
     it cannot restrict itself, every request fails: no child is ever started unconfined.
     """
     error: RuntimeError | None = None
@@ -259,6 +259,9 @@ def _spawner(fd: int, program: bytes | None,
     os.close(fd)  # this thread's own copy (see Ruleset)
     if not restricted:
         error = RuntimeError(f"landlock_restrict_self failed ({reason}); the child was not started")
+    elif not _drop_capabilities():
+        error = RuntimeError(f"dropping capabilities failed ({os.strerror(ctypes.get_errno())}); "
+                             "the child was not started")
     elif program is not None:
         buffer = ctypes.create_string_buffer(program, len(program))
         fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
@@ -276,56 +279,145 @@ def _spawner(fd: int, program: bytes | None,
             done.set_exception(exc)
 
 
-# -- the socket filter (classic BPF over struct seccomp_data) ---------------------------------
+# -- capabilities -----------------------------------------------------------------------------
+_PR_CAPBSET_DROP = 24
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def _drop_capabilities() -> bool:
+    """Drop every capability of the calling thread, and from its bounding set.
+
+    A worker that runs as root (the process provider as root, as in CI) started its
+    children with all of root's capabilities, which Landlock does not take away: a child
+    could rename the host (``sethostname``), read the kernel log (``syslog``), load BPF
+    programs, set the clock or reboot. Without them, and with ``no_new_privs`` (an exec
+    can gain none back), root's children keep only what uid 0 owns. A thread that holds no
+    capability (any other user) has nothing to drop: it succeeds.
+
+    Returns:
+        Whether the thread now holds none.
+    """
+    cap = 0
+    while _prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:  # EPERM without CAP_SETPCAP, EINVAL past the last
+        cap += 1
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)  # pid 0: this thread
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable (x2): all empty
+    return _libc.capset(header, data) == 0
+
+
+# -- the seccomp filter (classic BPF over struct seccomp_data) --------------------------------
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _X32_SYSCALL_BIT = 0x40000000
-#: machine -> (AUDIT_ARCH, socket, io_uring_setup); the filter is built for these only.
-_ARCHES = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
+_EPERM, _EACCES, _ENOSYS = 1, 13, 38
+#: machine -> (AUDIT_ARCH, system call numbers by name); the filter is built for these only.
+_ARCHES = {
+    "x86_64": (0xC000003E, {
+        "socket": 41, "io_uring_setup": 425, "prlimit64": 302, "setpriority": 141,
+        "sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
+        "sched_setattr": 314, "ioprio_set": 251,
+        "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66,
+        "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220}),
+    "aarch64": (0xC00000B7, {
+        "socket": 198, "io_uring_setup": 425, "prlimit64": 261, "setpriority": 140,
+        "sched_setparam": 118, "sched_setscheduler": 119, "sched_setaffinity": 122,
+        "sched_setattr": 274, "ioprio_set": 30,
+        "msgget": 186, "msgctl": 187, "msgrcv": 188, "msgsnd": 189, "semget": 190, "semctl": 191,
+        "semtimedop": 192, "semop": 193, "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197}),
+}
+#: System calls that act on another process by its pid and that Landlock does not scope
+#: (it scopes signals and ptrace only): a child may use them on itself only (pid 0), not on
+#: its worker or the trainer (``prlimit(trainer, RLIMIT_CPU, 1)`` kills it with SIGXCPU).
+#: name -> (offset in seccomp_data of the argument that must be 0, and of one that must
+#: equal a value, or None): ``setpriority(PRIO_PROCESS, 0, n)``, ``ioprio_set(IOPRIO_WHO_PROCESS, 0, n)``.
+_SELF_ONLY: dict[str, tuple[int, tuple[int, int] | None]] = {
+    "prlimit64": (16, None),
+    "sched_setparam": (16, None),
+    "sched_setscheduler": (16, None),
+    "sched_setaffinity": (16, None),
+    "sched_setattr": (16, None),
+    "setpriority": (24, (16, 0)),   # which == PRIO_PROCESS, who == 0
+    "ioprio_set": (24, (16, 1)),    # which == IOPRIO_WHO_PROCESS, who == 0
+}
+#: System V IPC: its objects live in the host's IPC namespace, not in any folder, process or
+#: cgroup of the worker: a segment a child creates outlives the step, the episode and the
+#: worker (host memory held until someone runs ``ipcrm``), and ids are small integers, so a
+#: child could attach to the segments of other programs. Landlock does not cover it.
+_SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
+             "msgget", "msgsnd", "msgrcv", "msgctl")
 
 
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def _socket_filter(families: tuple[int, ...]) -> bytes | None:
-    """A seccomp program that lets ``socket()`` create only ``families``.
+def _socket_filter(families: tuple[int, ...] | None) -> bytes | None:
+    """A seccomp program for a confined child.
 
-    It also refuses what would go around it: ``io_uring_setup`` (io_uring creates sockets
-    without the socket system call), and system calls of another ABI (i386 through
-    ``int 0x80``, x32), whose numbers this program does not check. None on a machine it
-    has no numbers for (the Landlock rules still apply).
+    It lets ``socket()`` create only ``families`` (None: any), and refuses what would go
+    around it: ``io_uring_setup`` (io_uring creates sockets without the socket system
+    call), and system calls of another ABI (i386 through ``int 0x80``, x32), whose numbers
+    this program does not check. It also refuses the calls of :data:`_SELF_ONLY` on any
+    process but the caller, and System V IPC (:data:`_SYSV_IPC`). None on a machine it has no numbers for (the Landlock rules
+    still apply).
     """
     import platform
 
     arch = _ARCHES.get(platform.machine())
     if arch is None or sys.byteorder != "little":
         return None
-    audit_arch, nr_socket, nr_io_uring_setup = arch
-
-    def op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
-        return struct.pack("=HBBI", code, jt, jf, k)
-
+    audit_arch, nr = arch
     load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, JGE|K, BPF_RET|K
-    refuse = _RET_ERRNO | 13  # EACCES, as Landlock answers
-    program = [
-        op(load, 4),                                    # seccomp_data.arch
-        op(jeq, audit_arch, 1, 0),
-        op(ret, _RET_ERRNO | 1),                        # another ABI: EPERM for everything
-        op(load, 0),                                    # seccomp_data.nr
-        op(jge, _X32_SYSCALL_BIT, 0, 1),
-        op(ret, _RET_ERRNO | 38),                       # x32: ENOSYS
-        op(jeq, nr_io_uring_setup, 0, 1),
-        op(ret, _RET_ERRNO | 38),
-        op(jeq, nr_socket, 1, 0),
-        op(ret, _RET_ALLOW),
-        op(load, 16),                                   # args[0] (low half): the family
-        *(op(jeq, family, len(families) - i, 0) for i, family in enumerate(families)),
-        op(ret, refuse),
-        op(ret, _RET_ALLOW),
-    ]
-    return b"".join(program)
+    # Instructions with symbolic jump targets (a label, or None: the next instruction).
+    code: list[tuple[int, int, object, object]] = []
+    labels: dict[str, int] = {}
+    skips = 0
+
+    def op(c: int, k: int, jt: object = None, jf: object = None) -> None:
+        code.append((c, k, jt, jf))
+
+    def label(name: str) -> None:
+        labels[name] = len(code)
+
+    op(load, 4)                                         # seccomp_data.arch
+    op(jeq, audit_arch, None, "eperm")                  # another ABI: EPERM for everything
+    op(load, 0)                                         # seccomp_data.nr
+    op(jge, _X32_SYSCALL_BIT, "enosys", None)           # x32
+    op(jeq, nr["io_uring_setup"], "enosys", None)
+    for name in _SYSV_IPC:
+        op(jeq, nr[name], "eperm", None)
+    for name, (who, which) in _SELF_ONLY.items():
+        skips += 1
+        op(jeq, nr[name], None, f"skip{skips}")
+        if which is not None:
+            op(load, which[0])
+            op(jeq, which[1], None, "eperm")
+        op(load, who)                                   # low half of the pid argument
+        op(jeq, 0, "allow", "eperm")
+        label(f"skip{skips}")
+    if families is not None:
+        op(jeq, nr["socket"], None, "allow")
+        op(load, 16)                                    # args[0] (low half): the family
+        for family in families:
+            op(jeq, family, "allow", None)
+        op(ret, _RET_ERRNO | _EACCES)                   # as Landlock answers
+    label("allow")
+    op(ret, _RET_ALLOW)
+    label("eperm")
+    op(ret, _RET_ERRNO | _EPERM)
+    label("enosys")
+    op(ret, _RET_ERRNO | _ENOSYS)
+
+    def offset(at: int, target: object) -> int:
+        if target is None:
+            return 0
+        jump = labels[str(target)] - at - 1
+        assert 0 <= jump < 256, jump
+        return jump
+
+    return b"".join(struct.pack("=HBBI", c, offset(i, jt), offset(i, jf), k)
+                    for i, (c, k, jt, jf) in enumerate(code))
 
 
 #: What a child may read in ``/etc``: the loader's cache, names (passwd, group, hosts),

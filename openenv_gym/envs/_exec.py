@@ -421,17 +421,32 @@ def reap_orphans() -> int:
     that this module is not running as a step and that lives in another session than the
     worker: so the worker's own helpers (the git server's ``http-backend``) are never
     touched, nor a process still in the group of a running step.
+
+    Sweeps again until one finds nothing: killing an orphan re-parents its own children
+    (a daemon that left the group of a process the step's group kill had not finished
+    off yet) to the worker, and they are orphans of the next sweep, not of this one.
     """
     if not _adopting:
         return 0
+    killed: set[int] = set()
+    deadline = time.monotonic() + 1.0
+    while True:
+        found = _sweep_orphans() - killed  # one stuck in the kernel is found again: not new
+        killed |= found
+        if not found or time.monotonic() > deadline:
+            return len(killed)
+
+
+def _sweep_orphans() -> set[int]:
+    """One pass of :func:`reap_orphans`: kill and reap the orphans adopted by now; their pids."""
     me = os.getpid()
     try:
         with open(f"/proc/{me}/task/{me}/children", "rb") as f:
             pids = [int(p) for p in f.read().split()]
     except OSError:
-        return 0
+        return set()
     if not pids:
-        return 0
+        return set()
     own_session, own_group = os.getsid(0), os.getpgrp()
     orphans: list[int] = []
     with _spawn_lock:
@@ -448,7 +463,7 @@ def reap_orphans() -> int:
             except (ProcessLookupError, PermissionError):
                 continue
             orphans.append(pid)
-    killed = len(orphans)
+    killed = set(orphans)
     # Reap them (a SIGKILLed process dies at once unless stuck in the kernel; one that is
     # stays a zombie until the next sweep rather than hold up the step).
     deadline = time.monotonic() + 0.1

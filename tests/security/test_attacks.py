@@ -485,3 +485,131 @@ def _entry_point(index: int) -> str:
     from openenv_gym.envs.coding.humaneval import get_problem
 
     return get_problem(index).entry_point
+
+
+@pytest.mark.parametrize("provider", ["process"])
+def test_a_step_cannot_change_the_trainers_limits_or_priority(provider: str) -> None:
+    """Landlock scopes signals and ptrace, not ``prlimit(2)``: a step lowered the trainer's
+    RLIMIT_CPU and the kernel killed it with SIGXCPU. Here the step only sets the trainer's
+    RLIMIT_NOFILE, nice value and CPU affinity to what they already are (harmless if it got through)."""
+    if landlock_abi() < 1:
+        pytest.skip("this kernel has no Landlock (no seccomp filter either)")
+    env = gym.make("OpenEnv/Coding-v0", provider=provider, step_timeout=STEP_TIMEOUT)
+    trainer = os.getpid()
+    try:
+        env.reset()
+        obs, *_ = env.step({"code": ATTEMPT + textwrap.dedent(f"""
+            import os, resource
+            for name, pid in (("trainer", {trainer}), ("worker", os.getppid())):
+                attempt(name + "_prlimit", lambda: resource.prlimit(
+                    pid, resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE)))
+                attempt(name + "_renice", lambda: os.setpriority(os.PRIO_PROCESS, pid, 0))
+                attempt(name + "_affinity", lambda: os.sched_setaffinity(pid, os.sched_getaffinity(0)))
+            attempt("own_rlimit", lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+            attempt("own_affinity", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
+            """)})
+        got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
+        want = {f"{who}_{what}": "PermissionError" for who in ("trainer", "worker")
+                for what in ("prlimit", "renice", "affinity")}
+        want |= {"own_rlimit": "ok", "own_affinity": "ok"}
+        assert {k: got.get(k) for k in want} == want, obs
+    finally:
+        env.close()
+
+
+def _ipc_keys() -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["ipcs", "-m", "-q", "-s"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("no ipcs here")
+
+
+@pytest.mark.parametrize("provider", ["process"])
+def test_a_step_leaves_no_system_v_ipc_object(provider: str) -> None:
+    """SysV shared memory, message queues and semaphores live in the host's IPC namespace:
+    a segment a step created (and filled: host memory) outlived the step, the episode and
+    ``env.close()``, until someone ran ``ipcrm``."""
+    if landlock_abi() < 1:
+        pytest.skip("this kernel has no Landlock (no seccomp filter either)")
+    key = 0x0E6E0000 | (os.getpid() & 0xFFFF)
+    env = gym.make("OpenEnv/Coding-v0", provider=provider, step_timeout=STEP_TIMEOUT)
+    try:
+        env.reset()
+        obs, *_ = env.step({"code": textwrap.dedent(f"""
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            for what, call in (("shm", lambda: libc.shmget({key}, 1 << 20, 0o1600)),
+                               ("msg", lambda: libc.msgget({key + 1}, 0o1600)),
+                               ("sem", lambda: libc.semget({key + 2}, 1, 0o1600))):
+                print(what + "=" + ("refused" if call() < 0 else "created"))
+            """)})
+    finally:
+        env.close()
+    left = [hex(k) for k in (key, key + 1, key + 2) if f"{k:#010x}" in _ipc_keys()]
+    for flag, k in (("-M", key), ("-Q", key + 1), ("-S", key + 2)):  # clean up if it got through
+        os.system(f"ipcrm {flag} {k:#x} 2>/dev/null")
+    assert not left, f"SysV IPC objects outlived the env: {left}; {obs}"
+    assert "created" not in obs["stdout"], obs
+
+
+@pytest.mark.parametrize("provider", ["process"])
+def test_a_step_run_by_root_holds_no_capability(provider: str) -> None:
+    """A process worker running as root started its children with all of root's
+    capabilities, which Landlock leaves in place: a step could rename the host
+    (``sethostname``), read the kernel log, load BPF programs. Here it only sets the
+    hostname to what it already is, which is harmless if it got through."""
+    if not ROOT:
+        pytest.skip("a non-root worker's children hold no capability anyway")
+    if landlock_abi() < 1:
+        pytest.skip("this kernel has no Landlock (children start from the worker's thread)")
+    env = gym.make("OpenEnv/Coding-v0", provider=provider, step_timeout=STEP_TIMEOUT)
+    try:
+        env.reset()
+        obs, *_ = env.step({"code": textwrap.dedent("""
+            import ctypes, socket
+            libc = ctypes.CDLL(None, use_errno=True)
+            header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+            data = (ctypes.c_uint32 * 6)()
+            libc.capget(header, data)
+            print("effective=" + str(data[0] | data[3]))
+            print("permitted=" + str(data[1] | data[4]))
+            name = socket.gethostname().encode()
+            print("sethostname=" + ("refused" if libc.sethostname(name, len(name)) else "allowed"))
+            buf = ctypes.create_string_buffer(4096)
+            print("syslog=" + ("refused" if libc.klogctl(3, buf, len(buf)) < 0 else "read"))
+            """)})
+        got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
+        assert got == {"effective": "0", "permitted": "0", "sethostname": "refused", "syslog": "refused"}, obs
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("provider", ["process"])
+def test_a_daemon_whose_parent_stays_in_the_step_group_is_killed_after_the_step(provider: str) -> None:
+    """The sweep of a step's orphans ran once, right after the group kill: a daemon whose
+    parent stayed in the step's group (so was killed by that kill, but had not finished
+    exiting) was re-parented to the worker only after the sweep, and lived on until the
+    next step ended (until ``env.close()`` after the last one)."""
+    env = gym.make("OpenEnv/Coding-v0", provider=provider, step_timeout=STEP_TIMEOUT)
+    try:
+        env.reset()
+        base = _sandbox_base(env)
+        for _ in range(3):  # a race the daemon won every time here; three tries to be sure
+            obs, *_ = env.step({"code": textwrap.dedent("""
+                import os, time
+                if os.fork() == 0:              # stays in the step's group
+                    if os.fork() == 0:
+                        os.setsid()             # leaves it
+                        time.sleep(0.3)         # its parent is gone by now
+                        os.execv("/usr/bin/sleep", ["sleep", "600"])
+                    time.sleep(600)
+                time.sleep(1.0)
+                print("spawned", flush=True)
+            """)})
+            assert obs["stdout"] == "spawned\n", obs
+            lingering = helpers.processes_with_home_under(base)
+            assert not lingering, f"the daemon outlived its step: {lingering}"
+    finally:
+        env.close()

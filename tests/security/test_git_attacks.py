@@ -240,3 +240,32 @@ def test_files_that_would_hang_or_flood_the_checks_are_not_read(git_envs: dict[b
     record("attacks", "Git-v0: a link to /dev/zero, a FIFO, a link to a host file where the checks read",
            "not read: no hang, no flood, nothing outside the repo", "checks ran and returned; worker survived",
            provider)
+
+
+def test_a_program_the_server_runs_on_a_push_leaves_no_daemon(git_envs: dict[bool, tuple[str, gym.Env]]) -> None:
+    """The git server's backend ran in the worker's own session: a program of the agent's
+    remote config (core.alternateRefsCommand) sent to the background there was in no step's
+    group, and the sweep of a step's orphans skips the worker's session, so it outlived the
+    step and every later episode (and, without a worker cgroup, env.close())."""
+    provider, env = git_envs[True]
+    marker = f"sleep 61{os.getpid() % 1000}.5"
+    command = ALTERNATE_REFS.replace(
+        "sh -c '(echo x > /tmp/openenv-gym-alt-pwned && echo escaped || echo held) > $REMOTES/../alt-result.txt; "
+        "cat >/dev/null'",
+        f"sh -c '{marker} >/dev/null 2>&1 </dev/null & echo held > $REMOTES/../alt-result.txt; cat >/dev/null'")
+
+    def daemons() -> list[int]:
+        return [pid for pid in helpers.pids() if helpers.cmdline(pid)[:2] == marker.encode().split()]
+
+    env.reset()
+    try:
+        obs, *_ = env.step({"command": command, "timeout": 8.0})
+        assert "pushed=0" in obs["output"] and obs["output"].rstrip().endswith("held"), obs["output"]
+        helpers.wait_until(lambda: not daemons(), timeout=1.0)
+        assert not daemons(), "a program the git server ran outlived the step"
+    finally:
+        for pid in daemons():
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+    record("attacks", "Git-v0: a daemon sent to the background by a program the server runs on a push",
+           "killed with the backend's session when the request ends", "gone when the step returned", provider)

@@ -5,7 +5,8 @@ even in a container with ``network_mode="none"``), serving every repository unde
 root folder. It runs in a daemon thread of the worker, so it can never outlive it.
 Pushes are allowed (``REMOTE_USER`` is set for the backend); hooks of the served
 repositories are disabled, so an agent cannot make the server run its code outside the
-command limits.
+command limits. Each backend runs in a session of its own, whose processes are killed when
+its request ends: a program the agent's repository config names cannot leave a daemon.
 
 Example:
     >>> import tempfile
@@ -18,11 +19,14 @@ Example:
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
+
+from openenv_gym.envs._exec import reap_orphans
 
 __all__ = ["GitHttpServer"]
 
@@ -139,18 +143,22 @@ class _Handler(BaseHTTPRequestHandler):
             # The served repository is the agent's: its config can name programs for git to
             # run (core.alternateRefsCommand during a push), so the backend is confined as
             # the agent's own commands are.
+            # In a session of its own: what it starts (a program of the agent's config, sent
+            # to the background) must neither stay in the worker's session, which the sweep
+            # of a step's orphans never touches, nor outlive the request.
             backend = run(lambda: subprocess.Popen(["git", "http-backend"], env=env, stdin=subprocess.PIPE,
-                                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+                                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                                   start_new_session=True))
         except RuntimeError as exc:  # its confinement is gone (the env is resetting or closed)
             self.send_error(503, str(exc))
             return
         try:
             out, _ = backend.communicate(body, timeout=BACKEND_TIMEOUT)
         except subprocess.TimeoutExpired:
-            backend.kill()
-            backend.wait()
+            _end_group(backend)
             self.send_error(504, "git http-backend timed out")
             return
+        _end_group(backend)
         head, _, payload = out.partition(b"\r\n\r\n")
         if not _:
             head, _, payload = out.partition(b"\n\n")
@@ -166,3 +174,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
+
+
+def _end_group(backend: subprocess.Popen) -> None:
+    """Kill what is left of the backend's process group, reap the backend, and sweep the
+    orphans that left its group (``setsid``: re-parented to the worker, its subreaper)."""
+    try:
+        os.killpg(backend.pid, signal.SIGKILL)  # the group's id stays reserved while it has members
+    except (ProcessLookupError, PermissionError):
+        pass
+    backend.wait()
+    reap_orphans()
