@@ -180,7 +180,7 @@ class Ruleset:
             self.close()
             raise
         families = confinement.socket_families
-        program = _socket_filter(families)
+        program = _seccomp_filter(families)
         self._requests = queue.SimpleQueue()
         # The thread gets its own descriptor: close() may run before it has used it.
         threading.Thread(target=_spawner, args=(os.dup(self.fd), program, self._requests),
@@ -250,8 +250,9 @@ def _spawner(fd: int, program: bytes | None,
     """The confined thread: restrict itself, then run start requests until told to stop.
 
     Landlock, ``no_new_privs``, an empty capability set and the seccomp ``program`` apply to
-    this thread alone (the worker's other threads are untouched) and to every process it starts from then on. If
-    it cannot restrict itself, every request fails: no child is ever started unconfined.
+    this thread alone (the worker's other threads are untouched) and to every process it
+    starts from then on. If it cannot restrict itself, every request fails: no child is
+    ever started unconfined.
     """
     error: RuntimeError | None = None
     restricted = _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 and _syscall(_SYS_RESTRICT_SELF, fd, 0) == 0
@@ -330,7 +331,8 @@ _ARCHES = {
 #: (it scopes signals and ptrace only): a child may use them on itself only (pid 0), not on
 #: its worker or the trainer (``prlimit(trainer, RLIMIT_CPU, 1)`` kills it with SIGXCPU).
 #: name -> (offset in seccomp_data of the argument that must be 0, and of one that must
-#: equal a value, or None): ``setpriority(PRIO_PROCESS, 0, n)``, ``ioprio_set(IOPRIO_WHO_PROCESS, 0, n)``.
+#: equal a value, or None): ``setpriority(PRIO_PROCESS, 0, n)``,
+#: ``ioprio_set(IOPRIO_WHO_PROCESS, 0, n)``.
 _SELF_ONLY: dict[str, tuple[int, tuple[int, int] | None]] = {
     "prlimit64": (16, None),
     "sched_setparam": (16, None),
@@ -352,15 +354,15 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def _socket_filter(families: tuple[int, ...] | None) -> bytes | None:
+def _seccomp_filter(families: tuple[int, ...] | None) -> bytes | None:
     """A seccomp program for a confined child.
 
     It lets ``socket()`` create only ``families`` (None: any), and refuses what would go
     around it: ``io_uring_setup`` (io_uring creates sockets without the socket system
     call), and system calls of another ABI (i386 through ``int 0x80``, x32), whose numbers
     this program does not check. It also refuses the calls of :data:`_SELF_ONLY` on any
-    process but the caller, and System V IPC (:data:`_SYSV_IPC`). None on a machine it has no numbers for (the Landlock rules
-    still apply).
+    process but the caller, and System V IPC (:data:`_SYSV_IPC`). None on a machine it has
+    no numbers for (the Landlock rules still apply).
     """
     import platform
 

@@ -39,8 +39,8 @@ from openenv_gym.envs._confine import prctl, site_folders
 if TYPE_CHECKING:
     from openenv_gym.envs._confine import Ruleset
 
-__all__ = ["Limits", "step_timeouts", "ExecResult", "Child", "run", "kill_all", "adopt_orphans", "reap_orphans",
-           "minimal_environ", "python_argv", "TRUNCATION_MARK"]
+__all__ = ["Limits", "step_timeouts", "ExecResult", "Child", "run", "kill_all", "adopt_orphans",
+           "reap_orphans", "minimal_environ", "python_argv", "TRUNCATION_MARK"]
 
 #: Appended to a stream whose output went past the cap.
 TRUNCATION_MARK = "\n[... output truncated at {limit} bytes ...]\n"
