@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from openenv_gym.vector.batch import _columns, batch_infos
+from openenv_gym.vector.batch import BatchBuffer, _columns, batch_infos
 
 N = 4
 
@@ -98,3 +98,21 @@ def test_random_infos_match_gymnasium(add_info: Any, monkeypatch: pytest.MonkeyP
         assert _same(mine, _outcome(lambda: _reference(add_info, infos))), infos
     built = sum(out is not None for out in columnwise)
     assert 100 < built < len(columnwise)  # both ways were taken, many times
+
+
+class _NoSample(gym.spaces.Text):
+    def sample(self, *args, **kwargs):  # noqa: D102
+        raise AssertionError("the buffer sampled the observation space")
+
+
+def test_a_batch_buffer_fills_nested_spaces_with_empty_values_not_samples() -> None:
+    # Coding-v0's observation: Text spaces of up to 1 MiB; sampling one per env made
+    # make_vec spend ~0.25 s of trainer CPU per env before any worker answered.
+    space = gym.spaces.Dict({"stdout": _NoSample(1 << 20, min_length=0),
+                             "exit_code": gym.spaces.Box(-255, 255, (), np.int64)})
+    buf = BatchBuffer(space, 4)
+    assert [item["stdout"] for item in buf.items] == [""] * 4
+    buf.write(2, {"stdout": "hi", "exit_code": 0})
+    batch = buf.batch()
+    assert batch["stdout"] == ("", "", "hi", "") and batch["exit_code"].tolist() == [0, 0, 0, 0]
+    assert buf.items[0] is not buf.items[1]  # one placeholder per env, not shared
