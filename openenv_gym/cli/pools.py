@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from typing import Any
 
 from openenv_gym.providers._docker_owner import owner_alive, process_start
 
-__all__ = ["PoolRecord", "pools_dir", "save", "remove", "load_all", "find", "stop",
+__all__ = ["PoolRecord", "pools_dir", "claim", "save", "remove", "load_all", "find", "stop",
            "worker_logs", "valid_name", "process_start"]
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
@@ -101,8 +102,34 @@ def save(record: PoolRecord) -> None:
     os.replace(tmp, record.path)
 
 
+def claim(record: PoolRecord) -> bool:
+    """Take the record's name for its owner before any worker starts: write the record
+    unless a live pool has that name. Check and write happen under a lock, so of two
+    ``start`` commands of one name at once, exactly one gets it.
+
+    Returns:
+        Whether the name is now this record's (False: a live pool has it).
+    """
+    with open(os.path.join(pools_dir(), ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if find(record.name) is not None:
+            return False
+        save(record)
+        return True
+
+
 def remove(record: PoolRecord) -> None:
-    """Delete a record (its owner does this when it stops)."""
+    """Delete a record (its owner does this when it stops); a record of the same name that
+    another owner wrote is left alone."""
+    try:
+        with open(record.path, encoding="utf-8") as f:
+            owner = json.load(f).get("owner_pid")
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError, AttributeError):
+        owner = record.owner_pid  # unreadable: ours to clean up
+    if owner != record.owner_pid:
+        return
     try:
         os.unlink(record.path)
     except FileNotFoundError:

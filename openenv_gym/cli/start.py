@@ -107,9 +107,6 @@ def _start(args: argparse.Namespace) -> int:
     if not pools.valid_name(name):
         return error(f"pool name {name!r} is not valid",
                      "use lowercase letters, digits, '_', '.', '-' (up to 63)", USAGE)
-    if pools.find(name):
-        return error(f"a pool named {name!r} is already running",
-                     f"choose another --name, or stop it: openenv-gym stop {name}", USAGE)
     if args.web:  # before any worker starts: a taken port is found in a moment, not after
         problem = bind_problem("127.0.0.1", args.web_port)
         if problem:
@@ -119,18 +116,28 @@ def _start(args: argparse.Namespace) -> int:
     except (OpenEnvError, ValueError) as exc:
         return error(str(exc), "see `openenv-gym doctor` for what can run here")
 
-    with err_console.status(f"starting {args.n} × {info.name} on provider {provider.name}…"):
-        try:
-            workers = provider.start(info.name, args.n, args.env_kwargs, pool=name)
-        except ENV_ARGUMENT_ERRORS as exc:
-            return env_arguments_refused(exc)
-        except (OpenEnvError, TypeError) as exc:
-            return error(f"the pool did not start: {exc}",
-                         f"`openenv-gym doctor` checks what {info.name} needs")
-    stop_web: Callable[[], None] | None = None
     record = pools.PoolRecord(name=name, env=info.name, provider=provider.name,
-                              owner_pid=os.getpid(),
-                              workers=[worker_record(i, w) for i, w in enumerate(workers)])
+                              owner_pid=os.getpid())
+    # The name is taken before the workers start (seconds): a second `start` of the same
+    # name meanwhile is refused, instead of running a pool whose record replaces this one's.
+    if not pools.claim(record):
+        return error(f"a pool named {name!r} is already running",
+                     f"choose another --name, or stop it: openenv-gym stop {name}", USAGE)
+    workers: list[Any] = []
+    try:
+        with err_console.status(f"starting {args.n} × {info.name} on provider {provider.name}…"):
+            try:
+                workers = provider.start(info.name, args.n, args.env_kwargs, pool=name)
+            except ENV_ARGUMENT_ERRORS as exc:
+                return env_arguments_refused(exc)
+            except (OpenEnvError, TypeError) as exc:
+                return error(f"the pool did not start: {exc}",
+                             f"`openenv-gym doctor` checks what {info.name} needs")
+    finally:
+        if not workers:
+            pools.remove(record)
+    stop_web: Callable[[], None] | None = None
+    record.workers = [worker_record(i, w) for i, w in enumerate(workers)]
     try:
         if args.web:
             try:

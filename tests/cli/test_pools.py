@@ -211,3 +211,59 @@ def test_serve_answers_http_and_web_and_exits_on_sigterm(tmp_path) -> None:
         # uvicorn re-raises SIGTERM after its graceful shutdown: -15 is a clean exit here.
         assert end(proc) in (0, -signal.SIGTERM)
     assert run("serve", "no-such-env").returncode == 2
+
+
+def test_a_second_start_of_a_name_is_refused_while_the_first_pool_still_starts(tmp_path, monkeypatch) -> None:
+    """Two `start`s of one name at once: the name was checked before the workers started
+    and recorded only after, so both ran, the later record replaced the earlier, and
+    `stop NAME` (or the first pool's own end) left a pool that `ps`/`stop` no longer find."""
+    from openenv_gym.cli import main
+    from openenv_gym.cli import pools
+    from openenv_gym.errors import WorkerError
+    from openenv_gym.providers.process import ProcessProvider
+
+    name, log = _pool_name(), str(tmp_path / "second.log")
+    outcome: dict[str, str] = {}
+
+    def start_while_another_start_runs(self, *args, **kwargs):
+        # The first pool's workers are "starting": the second `start` runs now.
+        second = spawn("start", "echo", "-n", "1", "--provider", "process", "--name", name, log=log)
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and "said" not in outcome:
+                with open(log, encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+                for said in ("already running", "is running"):
+                    if said in text:
+                        outcome["said"] = said
+                if second.poll() is not None and "said" not in outcome:
+                    outcome["said"] = text
+                time.sleep(0.05)
+        finally:
+            end(second)
+        raise WorkerError("this test's first pool does not start")
+
+    monkeypatch.setattr(ProcessProvider, "start", start_while_another_start_runs)
+    assert main(["start", "echo", "-n", "1", "--provider", "process", "--name", name]) == 1
+    assert outcome.get("said") == "already running", outcome
+    assert pools.find(name) is None  # a pool that did not start leaves no record
+
+
+def test_a_pool_record_is_removed_by_its_own_owner_only() -> None:
+    import subprocess
+    import sys
+
+    from openenv_gym.cli import pools
+
+    name = _pool_name()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        theirs = pools.PoolRecord(name=name, env="echo", provider="process", owner_pid=other.pid)
+        pools.save(theirs)
+        mine = pools.PoolRecord(name=name, env="echo", provider="process", owner_pid=os.getpid())
+        pools.remove(mine)  # a pool of the same name that lost the race, ending
+        assert pools.find(name) is not None and pools.find(name).owner_pid == other.pid
+    finally:
+        other.kill()
+        other.wait()
+        pools.remove(theirs)
