@@ -16,14 +16,17 @@ Example:
 from __future__ import annotations
 
 import abc
+import contextlib
+import errno
 import json
 import os
+import resource
 import subprocess
 import time
 import warnings
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from openenv_gym.errors import (
     EnvServerError,
@@ -35,7 +38,7 @@ from openenv_gym.errors import (
 from openenv_gym.protocol.sockets import connect
 from openenv_gym.protocol.startup import failure_in
 
-__all__ = ["Worker", "Provider", "wait_ready", "startup_error", "terminate", "env_kwargs_json"]
+__all__ = ["Worker", "Provider", "naming_fd_limit", "wait_ready", "startup_error", "terminate", "env_kwargs_json"]
 
 
 class Worker(abc.ABC):
@@ -120,6 +123,10 @@ class Provider(abc.ABC):
         """
         pool = pool or f"p{time.time_ns() % 10**10:x}"
         kwargs = dict(env_kwargs or {})
+        with naming_fd_limit(f"starting {n} worker(s)"):
+            return self._start_all(env, n, kwargs, pool)
+
+    def _start_all(self, env: str, n: int, kwargs: dict[str, Any], pool: str) -> list[Worker]:
         if n == 1:
             return [self._start_one(env, kwargs, 0, pool)]
         with ThreadPoolExecutor(max_workers=min(n, 16)) as ex:
@@ -198,6 +205,37 @@ def _stop_all_quietly(provider: Provider, workers: list[Worker], owner_pid: int)
     except Exception as exc:
         warnings.warn(f"could not stop {len(workers)} {provider.name} worker(s): {exc}; they end "
                       "when this process exits", RuntimeWarning, stacklevel=2)
+
+
+@contextlib.contextmanager
+def naming_fd_limit(what: str) -> Iterator[None]:
+    """Turn running out of file descriptors into an error that names the limit and the fix.
+
+    Each worker holds a few descriptors in the trainer (its socket, a process handle, a
+    shared-memory buffer), so a large pool can reach a low ``ulimit -n``, where the bare
+    ``OSError: [Errno 24] Too many open files`` says neither.
+
+    Raises:
+        ProviderUnavailableError: The body ran out of descriptors (EMFILE, ENFILE).
+
+    Example:
+        >>> import errno
+        >>> with naming_fd_limit("starting 64 workers"):  # doctest: +ELLIPSIS
+        ...     raise OSError(errno.EMFILE, "Too many open files")
+        Traceback (most recent call last):
+        openenv_gym.errors.ProviderUnavailableError: out of file descriptors starting 64 workers: ...
+    """
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        raise ProviderUnavailableError(
+            f"out of file descriptors {what}: this process may open {soft} (ulimit -n) and each "
+            "worker takes a few (its socket, process handle, shared memory); raise the limit "
+            "(`ulimit -n 4096`, or resource.setrlimit(resource.RLIMIT_NOFILE, ...)) or start "
+            f"fewer workers ({exc})") from exc
 
 
 def wait_ready(address: str, timeout: float, still_starting: Callable[[], bool],

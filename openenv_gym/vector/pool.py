@@ -29,7 +29,7 @@ from typing import Any, Callable, Union
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
-from openenv_gym.providers.base import Provider, Worker, stop_when_dropped
+from openenv_gym.providers.base import Provider, Worker, naming_fd_limit, stop_when_dropped
 from openenv_gym.vector.slices import RemoteSlice
 
 __all__ = ["WorkerPool", "WorkerFailure"]
@@ -106,7 +106,8 @@ class WorkerPool:
             info_types: The env's declared infos (its ``spec``'s), which get columns.
         """
         self._slice_args = (observation_space, action_space, shared, info_types)
-        self.slices = [self._open_slice(w) for w in range(len(self.workers))]
+        with naming_fd_limit(f"opening the shared memory of {len(self.workers)} workers"):
+            self.slices = [self._open_slice(w) for w in range(len(self.workers))]
 
     def _open_slice(self, worker: int) -> RemoteSlice:
         observation_space, action_space, shared, info_types = self._slice_args

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -241,3 +243,28 @@ def test_env_kwargs_passes_arguments_whose_names_the_vector_env_takes_itself() -
         RemoteVectorEnv(1, "coding", provider="process", max_attempts=2, env_kwargs={"max_attempts": 3})
     with pytest.raises(InvalidRequestError, match="env_kwargs must be a dict"):
         RemoteVectorEnv(1, "coding", provider="process", env_kwargs=[("max_attempts", 3)])
+
+
+_FD_LIMITED = """
+import resource
+import gymnasium as gym
+import openenv_gym
+from openenv_gym.errors import ProviderUnavailableError
+resource.setrlimit(resource.RLIMIT_NOFILE, (48, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+try:
+    gym.make_vec("OpenEnv/Echo-v0", 32, provider="process", envs_per_worker=1)
+except ProviderUnavailableError as exc:
+    print("TYPED", exc)
+except OSError as exc:
+    print("BARE", exc)
+else:
+    print("STARTED")
+"""
+
+
+def test_running_out_of_file_descriptors_is_a_typed_error_naming_the_limit() -> None:
+    # A fresh process with a low ulimit -n: 32 workers need more descriptors than 48.
+    out = subprocess.run([sys.executable, "-c", _FD_LIMITED], capture_output=True, text=True, timeout=300)
+    last = (out.stdout.strip().splitlines() or [""])[-1]
+    assert last.startswith("TYPED out of file descriptors"), out.stdout + out.stderr
+    assert "48 (ulimit -n)" in last
