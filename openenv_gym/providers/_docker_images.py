@@ -127,13 +127,15 @@ def build_problem() -> str | None:
     return None
 
 
+def _require_checkout() -> None:
+    problem = build_problem()
+    if problem:
+        raise ProviderUnavailableError(problem)
+
+
 def _dockerfile() -> Path:
-    path = containers_dir() / "Dockerfile"
-    if not path.is_file():
-        raise ProviderUnavailableError(
-            f"no Dockerfile at {path}: images are built from a source checkout of openenv_gym "
-            "(pip install -e .), or point OPENENV_GYM_CONTAINERS_DIR at its containers/ folder")
-    return path
+    _require_checkout()
+    return containers_dir() / "Dockerfile"
 
 
 # ---------------------------------------------------------------- inputs: requirements
@@ -235,10 +237,7 @@ def source_hash() -> str:
 
 def _build_self_wheel(src_hash: str, progress: Progress) -> Path:
     """openenv_gym built as a wheel from this source tree (cached by its source hash)."""
-    if not (_SOURCE_ROOT / "setup.cfg").is_file():
-        raise ProviderUnavailableError(
-            f"openenv_gym is not installed from a source checkout ({_SOURCE_ROOT} has no "
-            "setup.cfg); build images from a clone: pip install -e .")
+    _require_checkout()
     files = _source_files() + [_SOURCE_ROOT / n for n in ("README.md", "LICENSE")
                                if (_SOURCE_ROOT / n).is_file()]
     return _build_wheel("openenv_gym", _SOURCE_ROOT, files,
@@ -499,8 +498,9 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
             this host), wheels or base cannot be had, or the Docker build failed (with the
             failing step's output).
     """
-    missing = build_problem() or env_code_missing(info)
-    if missing:  # before pulling or building a base image this build could not use
+    _require_checkout()  # before pulling or building a base image this build could not use
+    missing = env_code_missing(info)
+    if missing:
         raise ProviderUnavailableError(missing)
     import docker.errors
 
