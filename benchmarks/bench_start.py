@@ -7,7 +7,9 @@ rounds so the machine's load hits both ways alike:
 - one worker of Echo, Coding, Atari (Pong) and Gym-v0 (CartPole), with the fork server
   already running (the trainer's second and later workers, and every replacement);
 - the first worker of a trainer, fork server included (it is started on first use);
-- eight CartPole workers at once (``gym.make_vec(..., num_envs=8, envs_per_worker=1)``'s start).
+- eight CartPole workers at once (``gym.make_vec(..., num_envs=8, envs_per_worker=1)``'s start);
+- ``gym.make_vec("OpenEnv/Coding-v0", 16)`` to its first reset answered, trainer side included
+  (many sandboxes: a Coding env per worker).
 
 It also reports the memory each worker really costs (its PSS: shared pages divided among
 the processes that share them) with eight workers running, since forked workers share the
@@ -23,6 +25,8 @@ import os
 import statistics
 import time
 from typing import Any, Callable
+
+import openenv_gym  # noqa: F401  (registers the OpenEnv/* ids)
 
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.providers import _forks
@@ -64,6 +68,19 @@ def start_and_reset(provider: ProcessProvider, env: str, kwargs: dict[str, Any],
     return started(provider, env, kwargs, n, lambda _: 0.0)[0]
 
 
+def make_vec_and_reset(fork: bool, env_id: str = "OpenEnv/Coding-v0", n: int = 16) -> float:
+    """Seconds from ``gym.make_vec`` to its first reset answered, workers forked or spawned."""
+    import gymnasium as gym
+
+    t0 = time.perf_counter()
+    envs = gym.make_vec(env_id, n, provider="process", provider_options={"fork": fork})
+    try:
+        envs.reset(seed=0)
+        return time.perf_counter() - t0
+    finally:
+        envs.close()
+
+
 def pss_mib(pid: int) -> float:
     """Proportional set size of ``pid`` in MiB."""
     with open(f"/proc/{pid}/smaps_rollup") as f:
@@ -88,6 +105,9 @@ def main() -> None:
         for label, env, kwargs, n in CASES:
             for way, provider in ways.items():
                 times.setdefault((label, way), []).append(start_and_reset(provider, env, kwargs, n))
+        for way in ways:
+            times.setdefault(("Coding, `gym.make_vec` of 16 envs (16 workers) to the first reset", way),
+                             []).append(make_vec_and_reset(way == "forked"))
         # A trainer's first worker: the fork server starts with it.
         _forks.shutdown()
         for way, provider in ways.items():

@@ -209,9 +209,9 @@ def test_a_step_frees_what_it_wrote_when_it_ends() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only a child that runs as root can mark files immutable")
 def test_files_a_root_child_marks_immutable_do_not_outlive_the_episode() -> None:
-    """On the process provider as root the child is root: ``chattr +i`` (an ioctl Landlock
-    does not cover) on its files, on ``runs/`` and on ``io/`` made every later removal,
-    and so every later step of the worker, fail."""
+    """On the process provider as root an unconfined child is root with its capabilities:
+    ``chattr +i`` on its files, on ``runs/`` and on ``io/`` made every later removal, and so
+    every later step of the worker, fail. A confined child holds no capability, so cannot."""
     freeze = textwrap.dedent("""
         import array, fcntl, os
         os.makedirs("../d/e")
@@ -231,7 +231,15 @@ def test_files_a_root_child_marks_immutable_do_not_outlive_the_episode() -> None
             os.close(fd)
         print("frozen", frozen)
     """)
-    env = _make("process", task="humaneval/2", max_attempts=2)
+    confined = _make("process", task="humaneval/2")
+    try:
+        confined.reset()
+        obs, *_ = confined.step({"code": "    return 0.0\n" + freeze})
+        assert "frozen 0" in obs["stdout"] and "Operation not permitted" in obs["stdout"], obs
+    finally:
+        confined.close()
+    # Unconfined (confine=False keeps the worker's capabilities): the clean-up still copes.
+    env = _make("process", task="humaneval/2", max_attempts=2, confine=False)
     try:
         env.reset()
         obs, *_ = env.step({"code": "    return 0.0\n" + freeze})
