@@ -40,13 +40,19 @@ __all__ = ["ProcessProvider", "ProcessWorker", "runtime_dir"]
 _live: "weakref.WeakSet[ProcessWorker]" = weakref.WeakSet()
 
 
-def runtime_dir() -> str:
-    """The per-user folder that holds worker sockets and logs (mode 0700)."""
+def runtime_dir(sweep: bool = True) -> str:
+    """The per-user folder that holds worker sockets and logs (mode 0700).
+
+    Args:
+        sweep: On this process's first call, remove what owners that are gone left there
+            (:func:`sweep_orphans`).
+    """
     path = os.path.join(tempfile.gettempdir(), f"openenv-gym-{os.getuid()}")
     if not os.path.isdir(path):
         os.makedirs(path, mode=0o700, exist_ok=True)
-    elif not _reaped:
-        _reap_stale(path)
+    elif sweep and not _reaped:
+        _reaped.append(True)
+        sweep_orphans(path)
     return path
 
 
@@ -96,11 +102,6 @@ def sweep_orphans(path: str) -> None:
     :func:`runtime_dir`, folders named ``<owner pid>-<pool>``) and their workers' cgroups."""
     _cgroup.reap_stale()
     remove_orphaned_folders(path)
-
-
-def _reap_stale(path: str) -> None:
-    _reaped.append(True)
-    sweep_orphans(path)
 
 
 class ProcessWorker(Worker):

@@ -91,7 +91,7 @@ def _clean_up_after(owner_pid: int) -> None:
         time.sleep(0.05)
     from openenv_gym.providers.process import runtime_dir, sweep_orphans
 
-    sweep_orphans(runtime_dir())
+    sweep_orphans(runtime_dir(sweep=False))
 
 
 class _Server:
