@@ -50,6 +50,12 @@ HARDENING: dict[str, Any] = {
     ],
     "init": True,  # tini reaps zombies and forwards SIGTERM to the server
     "network_mode": "none",  # the server is reached through a bind-mounted Unix socket
+    # The container's stdout/stderr is kept by the engine in a file on the host's disk, which
+    # no tmpfs, fsize limit or quota of the container bounds: anything that reaches the
+    # worker's log (a traceback per bad request to Git-v0's git server; with confine=False,
+    # any write to /proc/1/fd/1) must not grow it without end. Two 1 MiB files keep the
+    # last lines that error messages and `openenv-gym docker logs` show.
+    "log_config": {"type": "json-file", "config": {"max-size": "1m", "max-file": "2"}},
 }
 
 

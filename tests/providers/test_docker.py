@@ -470,3 +470,23 @@ def test_an_owner_without_root_replaces_and_removes_its_workers(client, tmp_path
     proc = subprocess.run([*_as_non_root(), "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "restarts 1" in proc.stdout and "folder left False" in proc.stdout, proc.stdout
+
+
+@pytest.mark.docker
+def test_a_worker_containers_log_on_the_host_is_size_capped(provider, client):
+    """Docker keeps the container's log in a host file that no limit of the container
+    bounds; a Coding-v0 step with confine=False wrote 200 MiB there in 0.6 s through /proc/1/fd/1"""
+    [worker] = provider.start("echo")
+    try:
+        code, out = _exec(worker, "import os\n"
+                                  "fd = os.open('/proc/1/fd/1', os.O_WRONLY)\n"
+                                  "for _ in range(24):\n"
+                                  "    os.write(fd, b'x' * (1 << 20) + b'\\n')\n")
+        assert code == 0, out
+        path = client.api.inspect_container(worker.container_id)["LogPath"]
+        folder = os.path.dirname(path)
+        kept = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
+                   if f.startswith(os.path.basename(path)))
+        assert kept < 8 << 20, kept  # 24 MiB written, capped to a few MiB
+    finally:
+        provider.stop_all([worker])

@@ -84,6 +84,17 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass  # the worker's log is for the env, not for every fetch
 
+    def handle(self) -> None:
+        # The client is the agent: a malformed request (a Content-Length that is no number,
+        # a chunk size that is no hex, a connection dropped mid-reply) ends its connection
+        # here. Unhandled, socketserver printed a traceback per request on the worker's
+        # stderr, the container's log: a hostile command wrote megabytes a second into a
+        # file on the host's disk.
+        try:
+            super().handle()
+        except Exception:  # noqa: BLE001 - what went wrong is the agent's request
+            self.close_connection = True
+
     def _body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             parts, total = [], 0

@@ -1,0 +1,40 @@
+"""The Git-v0 env's in-worker git server and requests the agent gets wrong on purpose."""
+
+from __future__ import annotations
+
+import socket
+
+from openenv_gym.envs.git.server import GitHttpServer
+
+
+def _send(port: int, request: bytes, read: bool = True) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(request)
+        if not read:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            return b""  # closed with RST before the reply: the server's write fails
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def test_malformed_requests_leave_nothing_on_the_workers_log(tmp_path, capfd) -> None:
+    """The worker's stderr is the container's log, which Docker keeps on the host's disk:
+    a command of the agent sent one malformed request after another to its git server and
+    each printed a traceback there (7 MB in an 8 s step, measured)."""
+    server = GitHttpServer(str(tmp_path))
+    try:
+        capfd.readouterr()
+        bad = [b"POST /x HTTP/1.0\r\nContent-Length: " + b"9" * 50 + b"z\r\n\r\n",
+               b"POST /x HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\nnot-hex\r\n"]
+        for request in bad:
+            _send(server.port, request)
+        for _ in range(3):
+            _send(server.port, bad[0], read=False)
+        reply = _send(server.port, b"GET /nothing/info/refs HTTP/1.0\r\n\r\n")
+        assert reply.startswith(b"HTTP/1.0 "), reply[:80]  # still serving
+    finally:
+        server.close()
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err and "Exception occurred" not in err, err[-2000:]
