@@ -165,6 +165,26 @@ def _isolate_self(env: str) -> Callable[[], None]:
     return release
 
 
+#: prctl option: whether the process may be ptraced, or its /proc files opened, by its uid.
+_PR_SET_DUMPABLE = 4
+
+
+def _not_traceable(env: str) -> None:
+    """Keep an untrusted env's code from taking over this server: a child of the same uid
+    (a Coding/Git step with ``confine=False``, or where Landlock is missing; in a container
+    every process has the one uid) could ``ptrace`` it or write ``/proc/<pid>/mem``, then
+    forge rewards and replies to the trainer. Non-dumpable, the server is out of reach of
+    any process without CAP_SYS_PTRACE; its children start dumpable again (``execve``)."""
+    try:
+        untrusted = get_env_info(env).untrusted
+    except Exception:  # noqa: BLE001 - a Gymnasium id, not in the catalog: build_service says
+        return
+    if untrusted and sys.platform.startswith("linux"):
+        from openenv_gym.envs._confine import prctl
+
+        prctl(_PR_SET_DUMPABLE, 0)
+
+
 def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None,
                http_port: int | None = None, host: str = "127.0.0.1",
                env_kwargs: dict[str, Any] | None = None, owner_pid: int | None = None,
@@ -202,6 +222,7 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
     release = _isolate_self(env) if isolate else None
+    _not_traceable(env)
     try:
         service = build_service(env, env_kwargs, max_sessions, idle_timeout)
     except BaseException:

@@ -490,3 +490,33 @@ def test_a_worker_containers_log_on_the_host_is_size_capped(provider, client):
         assert kept < 8 << 20, kept  # 24 MiB written, capped to a few MiB
     finally:
         provider.stop_all([worker])
+
+
+PTRACE_THE_SERVER = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+ok = libc.ptrace(16, os.getppid(), 0, 0) == 0          # PTRACE_ATTACH to the worker server
+print("attach=" + ("ok" if ok else os.strerror(ctypes.get_errno())))
+try:
+    open("/proc/%d/mem" % os.getppid(), "rb").close()
+    print("mem=open")
+except OSError as exc:
+    print("mem=" + exc.strerror)
+"""
+
+
+@pytest.mark.docker
+def test_a_step_without_landlock_cannot_ptrace_the_worker_server():
+    """With confine=False only Docker's layer is left, and every process in the container
+    has uid 10001: the step attached to its server with ptrace (and could open its memory),
+    from where it could forge the reward and the replies the trainer decodes."""
+    env = gym.make("OpenEnv/Coding-v0", provider="docker", confine=False, timeout=60)
+    try:
+        env.reset()
+        obs, *_ = env.step({"code": PTRACE_THE_SERVER})
+        assert "attach=Operation not permitted" in obs["stdout"], obs
+        assert "mem=Permission denied" in obs["stdout"], obs
+        obs, reward, *_ = env.step({"code": "print(2 + 2)"})
+        assert obs["stdout"] == "4\n" and reward == 1.0
+    finally:
+        env.close()
