@@ -1,9 +1,28 @@
 """The env server: sessions of one env type served over binary frames and HTTP/JSON.
 
-Nothing here is imported by ``import openenv_gym``: the web stack loads only in workers.
+Nothing here is imported by ``import openenv_gym``, and importing a submodule does not load
+the rest: the trainer imports :mod:`openenv_gym.server.forkserver` (for its message limit)
+when it starts process workers, and must not pay for the service, sessions and pydantic
+models that only workers run.
 """
 
-from openenv_gym.server.main import build_service, run_server
-from openenv_gym.server.service import EnvService
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["EnvService", "build_service", "run_server"]
+
+# Lazily loaded, as in ``openenv_gym/__init__.py``: each pulls in the whole worker stack.
+_LAZY = {
+    "EnvService": "openenv_gym.server.service",
+    "build_service": "openenv_gym.server.main",
+    "run_server": "openenv_gym.server.main",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'openenv_gym.server' has no attribute {name!r}")
