@@ -64,8 +64,9 @@ class Environment(gym.Env):
     action_model: ClassVar[type[Action] | None] = None
     #: Pydantic model of an observation; when set, ``observation_space`` is derived from it.
     observation_model: ClassVar[type[Observation] | None] = None
-    #: Whether actions run untrusted code (``provider="auto"`` warns when not isolated).
-    untrusted: ClassVar[bool] = False
+    # Whether an env runs untrusted code is its catalog entry's fact (``EnvInfo.untrusted``):
+    # the trainer decides isolation before any env code is imported, so it cannot be a
+    # class attribute here.
     #: The plain infos every step reports, key -> ``"int"``, ``"float"`` or ``"bool"`` (as
     #: EnvPool's info spec). A vector env then carries them in shared columns instead of
     #: messages; an info that differs (other keys or types) still arrives, inline.

@@ -80,7 +80,6 @@ class CodingEnv(Environment):
 
     action_model = CodeAction
     observation_model = CodeObservation
-    untrusted = True
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, task: str | None = None, max_attempts: int = 1, step_timeout: float = 10.0,

@@ -58,7 +58,6 @@ class GitEnv(Environment):
 
     action_model = GitAction
     observation_model = GitObservation
-    untrusted = True
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, task: str | None = None, tasks_file: str | None = None,
