@@ -26,6 +26,7 @@ from openenv_gym.cli._args import (
 )
 from openenv_gym.cli._ui import OK, USAGE, console, err_console, error
 from openenv_gym.errors import OpenEnvError
+from openenv_gym.providers import PROVIDERS
 
 __all__ = ["register", "run_bench", "percentiles"]
 
@@ -150,7 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("env", help="name or id, e.g. echo or OpenEnv/Echo-v0")
     p.add_argument("--num-envs", type=positive_int, default=1,
                    help="envs stepped together (default 1)")
-    p.add_argument("--provider", default="process", choices=["auto", "process", "docker", "ray"],
+    p.add_argument("--provider", default="process", choices=["auto", *PROVIDERS],
                    help="where workers run (default process)")
     p.add_argument("--steps", type=positive_int, default=2000, help="timed steps (default 2000)")
     p.add_argument("--warmup", type=non_negative_int, default=100,

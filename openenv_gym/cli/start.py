@@ -32,6 +32,7 @@ from openenv_gym.cli._ui import (
     port_refused,
 )
 from openenv_gym.errors import OpenEnvError
+from openenv_gym.providers import PROVIDERS
 
 __all__ = ["register", "serve_pool_web", "worker_record"]
 
@@ -199,7 +200,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("env", help="name or id, e.g. echo or OpenEnv/Echo-v0")
     p.add_argument("-n", "--num-workers", dest="n", type=positive_int, default=1,
                    help="number of workers (default 1)")
-    p.add_argument("--provider", default="auto", choices=["auto", "process", "docker", "ray"],
+    p.add_argument("--provider", default="auto", choices=["auto", *PROVIDERS],
                    help="where workers run (default auto: docker when an engine is reachable)")
     p.add_argument("--name", help="pool name for ps/stop/logs (default ENV-<random>)")
     add_env_kwargs(p)

@@ -249,7 +249,8 @@ class RemoteEnv(gym.Env):
             return seed
         return int(self._np_random.integers(2**63))
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Start an episode in the worker (replacing a worker that died or hung first).
 
         Returns:
@@ -288,7 +289,7 @@ class RemoteEnv(gym.Env):
             info = {**info, "worker_restarted": True}
         return from_wire(out["obs"], self.observation_space), info
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """Take a step in the worker.
 
         Returns:

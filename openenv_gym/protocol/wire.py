@@ -26,7 +26,12 @@ import numpy as np
 
 from openenv_gym.errors import InvalidRequestError, ProtocolError
 
-__all__ = ["HEADER", "MAX_FRAME", "encode", "decode", "frame_length", "wire_problem"]
+__all__ = ["HEADER", "MAX_FRAME", "PROTOCOL_VERSION", "encode", "decode", "frame_length",
+           "wire_problem"]
+
+#: Version of the request/reply vocabulary (the ops and their fields) that a worker's
+#: ``spec`` reply announces as ``"protocol"``; raise it when a change breaks older peers.
+PROTOCOL_VERSION = 1
 
 #: Frame header: payload length, little-endian uint32.
 HEADER = struct.Struct("<I")

@@ -27,7 +27,7 @@ import weakref
 from typing import Any, Mapping
 
 from openenv_gym.catalog import EnvInfo, get_env_info
-from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError, WorkerError
+from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 from openenv_gym.providers import _docker_owner as owner
 from openenv_gym.providers._docker_hardening import container_options
 from openenv_gym.providers._docker_images import build_image, build_problem, env_code_missing, find_image

@@ -27,13 +27,12 @@ import numpy as np
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError, error_to_wire
 from openenv_gym.protocol.slices import check_info_types, map_shared
+from openenv_gym.protocol.wire import PROTOCOL_VERSION
 from openenv_gym.server.sessions import Session, SessionManager
 from openenv_gym.server.slices import VectorSlice
 from openenv_gym.spaces import space_to_dict
 
-__all__ = ["EnvService", "PROTOCOL_VERSION"]
-
-PROTOCOL_VERSION = 1
+__all__ = ["EnvService"]
 
 
 class EnvService:
