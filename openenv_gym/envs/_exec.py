@@ -153,13 +153,18 @@ def step_timeouts(step_timeout: float, max_timeout: float) -> tuple[float, float
 
 
 def _user_process_count() -> int:
+    """Tasks the kernel counts against this user's RLIMIT_NPROC: every thread of every
+    process of the user, not just the processes (a trainer with torch's or a browser's
+    threads holds hundreds), or the budget added on top would leave a child no fork at all."""
     uid = os.getuid()
     count = 0
     try:
         for entry in os.scandir("/proc"):
             if entry.name.isdigit():
                 try:
-                    count += entry.stat().st_uid == uid
+                    if entry.stat().st_uid == uid:
+                        # /proc/PID/task links one entry per thread, plus . and ..
+                        count += max(1, os.stat(f"/proc/{entry.name}/task").st_nlink - 2)
                 except OSError:
                     pass
     except OSError:

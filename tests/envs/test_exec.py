@@ -65,3 +65,25 @@ def test_sandboxed_envs_check_their_timeouts_and_merge_limits_over_their_own_def
         assert limits.file_size_bytes == Limits().file_size_bytes
     finally:
         env.close()
+
+
+def test_the_process_budget_counts_threads_as_the_kernel_does() -> None:
+    # RLIMIT_NPROC counts every task (thread) of the user. A budget added to the user's
+    # processes alone left a child no fork at all once the user's threads outnumbered it
+    # (16 Coding workers' own threads did; so do torch's or a browser's).
+    import threading
+
+    from openenv_gym.envs import _exec
+
+    before = _exec._user_process_count()
+    release = threading.Event()
+    threads = [threading.Thread(target=release.wait) for _ in range(200)]
+    for t in threads:
+        t.start()
+    try:
+        assert _exec._user_process_count() - before >= 150  # other processes may come and go
+    finally:
+        release.set()
+        for t in threads:
+            t.join()
+
