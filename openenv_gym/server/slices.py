@@ -87,6 +87,7 @@ class VectorSlice:
         self._action_space = env.action_space
         self._bounds = env.enforce_action_bounds
         self._lock = threading.Lock()
+        self._closed = False
         space = env.action_space
         #: [start, end) of a Discrete action space, checked on every step.
         self._discrete = (int(space.start), int(space.start + space.n)) if isinstance(space, spaces.Discrete) else None
@@ -106,7 +107,13 @@ class VectorSlice:
         # One step at a time: a trainer interrupted mid-step reconnects and steps again
         # while the interrupted step may still run on its old connection's thread.
         with self._lock:
-            return self._step(request)
+            if self._closed:
+                raise InvalidRequestError(f"slice {self.id} is closed")
+            try:
+                return self._step(request)
+            finally:
+                if self._closed:  # closed while this step ran: its buffer is released here
+                    self._release_buffer()
 
     def _step(self, request: dict[str, Any]) -> dict[str, Any]:
         cols = self.columns
@@ -219,6 +226,17 @@ class VectorSlice:
                 service.sessions.close(session.id)
             except Exception:  # already closed or expired: nothing left to do
                 pass
+        self._closed = True
+        # A step in flight (its env's step may take a minute) still writes into the columns:
+        # unmapping the buffer under it would crash the worker (numpy views do not pin an
+        # mmap). That step releases it when it ends.
+        if self._lock.acquire(blocking=False):
+            try:
+                self._release_buffer()
+            finally:
+                self._lock.release()
+
+    def _release_buffer(self) -> None:
         if isinstance(self._buffer, mmap.mmap):
             self.columns = {}
             try:

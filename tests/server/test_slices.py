@@ -160,3 +160,53 @@ def test_an_env_declaring_an_info_type_that_has_no_column_fails_at_start() -> No
 
     with pytest.raises(ValueError, match="'count' has type 'int64'.*int, float, bool"):
         EnvService(Bad, env_name="bad", idle_timeout=None)
+
+
+_CLOSE_DURING_STEP = r"""
+import mmap, sys, threading
+import numpy as np
+from openenv_gym.envs.gym.env import GymEnv
+from openenv_gym.protocol.slices import RESET, STEP, SliceLayout, create_shared
+from openenv_gym.server.service import EnvService
+
+entered, release = threading.Event(), threading.Event()
+
+class Slow(GymEnv):
+    def step(self, action):
+        entered.set()
+        release.wait(30)
+        return super().step(action)
+
+svc = EnvService(lambda: Slow("CartPole-v1"), env_name="gym", idle_timeout=None)
+size = SliceLayout(Slow("CartPole-v1").observation_space, Slow("CartPole-v1").action_space, 1, {}).size
+fd, mine = create_shared(size)
+piece = svc.slices[svc.open_slice(1, fd, size)["slice"]]
+piece.columns["cmd"][:] = RESET
+piece.step({"seeds": [0]})
+piece.columns["cmd"][:] = STEP
+piece.columns["action"][:] = 1
+stepper = threading.Thread(target=lambda: piece.step({}))
+stepper.start()
+assert entered.wait(30)
+closer = threading.Thread(target=svc.shutdown)   # what a worker does when its owner leaves
+closer.start()
+while not all(s.closed for s in piece.sessions):  # the slice is closed; its step still runs
+    pass
+release.set()                                     # the step now writes its results
+stepper.join(30)
+closer.join(30)
+print("survived")
+"""
+
+
+def test_closing_a_slice_while_it_steps_does_not_crash_the_worker() -> None:
+    # A worker shuts down (its trainer closed the vector env mid-step, or died) while a
+    # slice step is in flight: the step writes its results into the shared buffer after
+    # the slice was closed. Unmapping the buffer under it was a segfault of the worker,
+    # which then left its Coding/Git sandbox folders in $TMPDIR.
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _CLOSE_DURING_STEP], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "survived" in done.stdout, (done.returncode, done.stderr[-2000:])
