@@ -31,6 +31,7 @@ import threading
 import weakref
 from typing import Any
 
+from openenv_gym.catalog import get_env_info
 from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers import _cgroup, _forks, _tmpfs
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, terminate, wait_ready
@@ -157,6 +158,14 @@ class ProcessWorker(Worker):
         if self.tmpfs:
             os.makedirs(self.tmp_path, mode=0o700, exist_ok=True)  # the mount point (empty here)
             argv += ["--private-tmp", self.tmp_path, "--private-tmp-options", self.tmpfs]
+        elif get_env_info(self.env).untrusted:
+            # No tmpfs (not root): the sandboxes still live in the worker's folder, not loose
+            # in $TMPDIR, so a worker that dies without cleaning up (SIGKILL, the OOM killer,
+            # a stop past its grace) leaves nothing that outlives its pool: stop() and the
+            # sweep of dead owners' folders remove them. What a crashed worker left goes now.
+            remove_folder(self.tmp_path)
+            os.makedirs(self.tmp_path, mode=0o700, exist_ok=True)
+            argv += ["--tmpdir", self.tmp_path]
         environ = _worker_environ()
         # Into its cgroup before it runs anything: a forked worker is held until then; a
         # spawned one spends that time starting Python.

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -326,9 +327,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--private-tmp", help="mount a private tmpfs on this folder and use it as TMPDIR")
     parser.add_argument("--private-tmp-options",
                         help="its Docker tmpfs options (default: the hardening defaults' /tmp)")
+    parser.add_argument("--tmpdir", help="use this existing folder as TMPDIR (no tmpfs mounted)")
     args = parser.parse_args(argv)
     if not (args.unix or args.tcp_port is not None or args.http_port is not None):
         parser.error("give at least one of --unix, --tcp-port, --http-port")
+    if args.tmpdir and not args.private_tmp:
+        os.environ["TMPDIR"] = args.tmpdir
+        tempfile.tempdir = args.tmpdir
     if args.private_tmp:
         # Before any server thread starts: those inherit this thread's mount namespace.
         from openenv_gym.providers._docker_hardening import HARDENING

@@ -111,3 +111,31 @@ def test_a_socket_path_too_long_to_connect_to_is_refused_naming_tmpdir(provider:
                          env=dict(os.environ, TMPDIR=str(tmpdir)))
     assert "longer than the 107 a Unix socket address holds; set TMPDIR" in out.stdout, out.stderr[-2000:]
     assert os.listdir(tmpdir / f"openenv-gym-{os.getuid()}") == []  # nothing left behind
+
+
+def test_sandboxes_of_a_worker_killed_without_a_tmpfs_go_with_its_pool(tmp_path, monkeypatch) -> None:
+    # A non-root trainer gets no private tmpfs (private_tmp=False stands for that here, as
+    # root). A Coding worker killed by SIGKILL (the OOM killer, a stop past its grace)
+    # cleans nothing up: its sandbox folder must not stay in $TMPDIR for good.
+    import gymnasium as gym
+    import tempfile
+
+    import openenv_gym  # noqa: F401
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    env = gym.make("OpenEnv/Coding-v0", provider="process", provider_options={"private_tmp": False})
+    try:
+        env.reset()
+        obs, *_ = env.step({"code": "import os; print(os.getcwd())"})
+        sandbox = obs["stdout"].strip().rsplit("/runs/", 1)[0]  # the env's folder (runs/ is emptied)
+        assert sandbox and os.path.isdir(sandbox)
+        [pid] = workers_of(os.getpid()) - fork_servers_of(os.getpid())
+        os.kill(pid, signal.SIGKILL)
+        assert not wait_gone({pid})
+        env.reset()  # a new worker replaces it
+    finally:
+        env.close()
+    leftover = [p for p in os.listdir(tmp_path) if not p.startswith("openenv-gym-")]
+    assert not leftover, leftover
+    assert not os.path.exists(sandbox)

@@ -64,7 +64,10 @@ def test_trusted_envs_and_private_tmp_false_get_none() -> None:
     [coding] = ProcessProvider(private_tmp=False).start("coding")
     try:
         for worker in (echo, coding):
-            assert worker.tmpfs is None and not os.path.exists(worker.tmp_path)
+            assert worker.tmpfs is None
             assert not [m for m in _mounts(worker.pid) if worker.tmp_path in m]
+        assert not os.path.exists(echo.tmp_path)
+        # Coding's sandboxes stay in its worker's folder all the same (plain disk, no mount).
+        assert os.path.isdir(coding.tmp_path)
     finally:
         provider.stop_all([echo, coding])
