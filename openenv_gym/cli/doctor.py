@@ -86,7 +86,7 @@ def check_packages() -> list[Check]:
         if version and importlib.util.find_spec(module) is not None:
             out.append(Check(f"package {dist}", "ok", f"{version} ({enables})"))
         else:
-            out.append(Check(f"package {dist}", "warn", f"not installed: no {enables}",
+            out.append(Check(f"package {dist}", "warn", f"not installed: needed for {enables}",
                              f"pip install 'openenv-gym[{extra}]'"))
     return out
 
