@@ -106,6 +106,12 @@ def split_actions(batched: spaces.Space, actions: Any) -> list[Any]:
         InvalidActionError: ``actions`` is not batched as ``batched`` is (a list of per-env
             dicts for a Dict space, say).
     """
+    if isinstance(batched, spaces.Dict) and isinstance(actions, dict) and actions:
+        given = {key: space for key, space in batched.spaces.items() if key in actions}
+        if given and len(given) < len(batched.spaces):
+            # Fields left out are left to the env, as a single env's action may leave them
+            # (a model env fills its defaults: Coding's timeout); one that needs them says so.
+            batched = spaces.Dict(given)
     try:
         return list(iterate(batched, actions))
     except (TypeError, KeyError, IndexError, ValueError, AssertionError) as exc:

@@ -9,7 +9,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from openenv_gym.vector.batch import BatchBuffer, _columns, batch_infos
+from openenv_gym.errors import InvalidActionError
+from openenv_gym.vector.batch import BatchBuffer, _columns, batch_infos, split_actions
 
 N = 4
 
@@ -116,3 +117,12 @@ def test_a_batch_buffer_fills_nested_spaces_with_empty_values_not_samples() -> N
     batch = buf.batch()
     assert batch["stdout"] == ("", "", "hi", "") and batch["exit_code"].tolist() == [0, 0, 0, 0]
     assert buf.items[0] is not buf.items[1]  # one placeholder per env, not shared
+
+
+def test_split_actions_leaves_fields_an_action_leaves_out_to_the_env() -> None:
+    # As a single env's action may leave out a field its model defaults (Coding's timeout).
+    single = gym.spaces.Dict({"code": gym.spaces.Text(100), "timeout": gym.spaces.Box(0.0, 60.0, ())})
+    batched = gym.vector.utils.batch_space(single, 2)
+    assert split_actions(batched, {"code": ("a", "b")}) == [{"code": "a"}, {"code": "b"}]
+    with pytest.raises(InvalidActionError, match="do not fit the batched action space"):
+        split_actions(batched, {"cod": ("a", "b")})  # nothing it knows: refused, as before
