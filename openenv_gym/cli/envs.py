@@ -27,6 +27,7 @@ from openenv_gym.cli._ui import (
     port_refused,
 )
 from openenv_gym.errors import OpenEnvError, ProviderUnavailableError
+from openenv_gym.server.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
 
 __all__ = ["register", "runnable_providers"]
 
@@ -101,8 +102,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="binary-protocol TCP port (default: any free port, shown in /health)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     add_env_kwargs(p)
-    p.add_argument("--max-sessions", type=positive_int, default=256,
-                   help="most sessions at once (default 256)")
-    p.add_argument("--idle-timeout", type=non_negative_float, default=600.0,
-                   help="seconds before an idle session closes (default 600; 0: never)")
+    p.add_argument("--max-sessions", type=positive_int, default=DEFAULT_MAX_SESSIONS,
+                   help=f"most sessions at once (default {DEFAULT_MAX_SESSIONS})")
+    p.add_argument("--idle-timeout", type=non_negative_float, default=DEFAULT_IDLE_TIMEOUT,
+                   help=f"seconds before an idle session closes (default {DEFAULT_IDLE_TIMEOUT:g}; 0: never)")
     p.set_defaults(handler=_serve)

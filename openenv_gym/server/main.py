@@ -34,12 +34,14 @@ from openenv_gym.errors import (
 from openenv_gym.protocol.startup import failure_line, ready_line
 from openenv_gym.server.binary import BinaryServer
 from openenv_gym.server.service import EnvService
+from openenv_gym.server.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
 
 __all__ = ["build_service", "run_server", "main"]
 
 
-def build_service(env: str, env_kwargs: dict[str, Any] | None = None, max_sessions: int = 256,
-                  idle_timeout: float | None = 600.0) -> EnvService:
+def build_service(env: str, env_kwargs: dict[str, Any] | None = None,
+                  max_sessions: int = DEFAULT_MAX_SESSIONS,
+                  idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT) -> EnvService:
     """Build the service for a catalog env.
 
     Args:
@@ -189,8 +191,8 @@ def _not_traceable(env: str) -> None:
 def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None,
                http_port: int | None = None, host: str = "127.0.0.1",
                env_kwargs: dict[str, Any] | None = None, owner_pid: int | None = None,
-               owner_dir: str | None = None, max_sessions: int = 256,
-               idle_timeout: float | None = 600.0, isolate: bool = False) -> None:
+               owner_dir: str | None = None, max_sessions: int = DEFAULT_MAX_SESSIONS,
+               idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT, isolate: bool = False) -> None:
     """Serve an env until SIGTERM/SIGINT or until the owner process is gone.
 
     Args:
@@ -321,8 +323,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--env-kwargs", default="{}", help="JSON object of env keyword arguments")
     parser.add_argument("--owner-pid", type=int, help="exit when this process is gone")
     parser.add_argument("--owner-dir", help="folder to remove when the owner is gone")
-    parser.add_argument("--max-sessions", type=int, default=256)
-    parser.add_argument("--idle-timeout", type=float, default=600.0,
+    parser.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS)
+    parser.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT,
                         help="seconds before an idle session closes (0: never)")
     parser.add_argument("--private-tmp", help="mount a private tmpfs on this folder and use it as TMPDIR")
     parser.add_argument("--private-tmp-options",

@@ -28,7 +28,7 @@ from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError, error_to_wire
 from openenv_gym.protocol.slices import check_info_types, map_shared
 from openenv_gym.protocol.wire import PROTOCOL_VERSION
-from openenv_gym.server.sessions import Session, SessionManager
+from openenv_gym.server.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, Session, SessionManager
 from openenv_gym.server.slices import VectorSlice
 from openenv_gym.spaces import space_to_dict
 
@@ -49,8 +49,8 @@ class EnvService:
         self,
         factory: Callable[[], Environment],
         env_name: str = "env",
-        max_sessions: int = 256,
-        idle_timeout: float | None = 600.0,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self.env_name = env_name
         self.sessions = SessionManager(factory, max_sessions=max_sessions, idle_timeout=idle_timeout)

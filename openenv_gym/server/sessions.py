@@ -16,10 +16,10 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-from openenv_gym.envs.base import Environment
+
 from openenv_gym.errors import (
     InvalidRequestError,
     ResetNeededError,
@@ -27,7 +27,15 @@ from openenv_gym.errors import (
     SessionNotFoundError,
 )
 
-__all__ = ["Session", "SessionManager"]
+__all__ = ["Session", "SessionManager", "DEFAULT_MAX_SESSIONS", "DEFAULT_IDLE_TIMEOUT"]
+
+if TYPE_CHECKING:  # the CLI reads the defaults below without loading the env contract
+    from openenv_gym.envs.base import Environment
+
+#: Most sessions one server hosts at once (``--max-sessions``; the CLI and workers share it).
+DEFAULT_MAX_SESSIONS = 256
+#: Seconds after its last call that an idle session closes (``--idle-timeout``).
+DEFAULT_IDLE_TIMEOUT = 600.0
 
 #: How many recent steps each session remembers for ``/web``.
 HISTORY = 50
@@ -172,8 +180,8 @@ class SessionManager:
     def __init__(
         self,
         factory: Callable[[], Environment],
-        max_sessions: int = 256,
-        idle_timeout: float | None = 600.0,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self._factory = factory
         self.max_sessions = max_sessions
