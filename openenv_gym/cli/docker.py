@@ -164,7 +164,7 @@ def _stop(args: argparse.Namespace) -> int:
     if chosen:
         # The sockets the removed containers served in their bind-mounted folders (the owner's
         # watchdog removes them; with both gone, nothing else would until the next trainer).
-        from openenv_gym.providers.process import remove_orphaned_folders, runtime_dir
+        from openenv_gym.providers._runtime import remove_orphaned_folders, runtime_dir
 
         remove_orphaned_folders(runtime_dir())
     if not chosen:

@@ -94,7 +94,7 @@ def check_packages() -> list[Check]:
 def check_runtime_dir() -> list[Check]:
     """The process provider's folder for sockets and logs must be writable."""
     try:
-        from openenv_gym.providers.process import runtime_dir
+        from openenv_gym.providers._runtime import runtime_dir
 
         path = runtime_dir()
         probe = os.path.join(path, f".doctor-{os.getpid()}")

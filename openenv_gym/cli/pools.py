@@ -39,7 +39,7 @@ def valid_name(name: str) -> bool:
 
 def pools_dir() -> str:
     """The folder of pool records (inside the process provider's private runtime folder)."""
-    from openenv_gym.providers.process import runtime_dir
+    from openenv_gym.providers._runtime import runtime_dir
 
     path = os.path.join(runtime_dir(), "pools")
     os.makedirs(path, mode=0o700, exist_ok=True)

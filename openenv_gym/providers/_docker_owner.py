@@ -147,7 +147,7 @@ def ensure_watchdog() -> None:
             return
         # Run by path, not -m: it then imports neither openenv_gym nor gymnasium while it
         # waits (a few MiB), and docker only once the owner is gone.
-        from openenv_gym.providers.process import runtime_dir
+        from openenv_gym.providers._runtime import runtime_dir
 
         cmd = [sys.executable, os.path.abspath(__file__), str(pid), process_start(pid), host_id(),
                runtime_dir()]
@@ -174,7 +174,7 @@ def watch(pid: int, start: str, host: str, runtime: str | None = None) -> None:
         time.sleep(1.0)
     remove_owned(client, pid, start, host)
     if runtime and os.path.isdir(runtime):
-        from openenv_gym.providers.process import remove_folder
+        from openenv_gym.providers._runtime import remove_folder
 
         for entry in os.listdir(runtime):
             if entry.startswith(f"{pid}-") and "-docker-w" in entry:

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import abc
+import atexit
 import contextlib
 import errno
 import json
@@ -38,7 +39,7 @@ from openenv_gym.errors import (
 from openenv_gym.protocol.sockets import connect
 from openenv_gym.protocol.startup import failure_in
 
-__all__ = ["Worker", "Provider", "naming_fd_limit", "wait_ready", "startup_error", "terminate", "env_kwargs_json"]
+__all__ = ["Worker", "Provider", "track", "untrack", "naming_fd_limit", "wait_ready", "startup_error", "terminate", "env_kwargs_json"]
 
 
 class Worker(abc.ABC):
@@ -205,6 +206,40 @@ def _stop_all_quietly(provider: Provider, workers: list[Worker], owner_pid: int)
     except Exception as exc:
         warnings.warn(f"could not stop {len(workers)} {provider.name} worker(s): {exc}; they end "
                       "when this process exits", RuntimeWarning, stacklevel=2)
+
+
+#: Workers of this process that still run; those left at its exit are stopped then.
+_live: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+_exit_hook: list[bool] = []
+
+
+def track(worker: Worker) -> None:
+    """Stop ``worker`` at this process's exit if it still runs then (:func:`untrack` once it
+    stopped). Workers also watch their owner, so this only spares them the wait."""
+    if not _exit_hook:
+        _exit_hook.append(True)
+        # Registered on first use, after the providers' own modules (the fork servers): hooks
+        # run last-registered first, so workers stop while their fork server still reports
+        # how they ended.
+        atexit.register(_stop_leftovers)
+    _live.add(worker)
+
+
+def untrack(worker: Worker) -> None:
+    """Forget a worker that stopped."""
+    _live.discard(worker)
+
+
+def _stop_leftovers() -> None:
+    for worker in list(_live):
+        try:
+            worker.stop()
+        except Exception:  # the engine may be gone at exit; the watchdogs still reap
+            pass
+
+
+# A fork of this process inherits the set, but not the workers: they are this process's.
+os.register_at_fork(after_in_child=_live.clear)
 
 
 @contextlib.contextmanager

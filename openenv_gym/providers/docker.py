@@ -19,11 +19,9 @@ Example:
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import threading
-import weakref
 from typing import Any, Mapping
 
 from openenv_gym.catalog import EnvInfo, get_env_info
@@ -31,8 +29,8 @@ from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 from openenv_gym.providers import _docker_owner as owner
 from openenv_gym.providers._docker_hardening import container_options
 from openenv_gym.providers._docker_images import build_image, build_problem, env_code_missing, find_image
-from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, wait_ready
-from openenv_gym.providers.process import check_socket_path, remove_folder, runtime_dir
+from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, track, untrack, wait_ready
+from openenv_gym.providers._runtime import check_socket_path, remove_folder, runtime_dir
 
 __all__ = ["DockerProvider", "DockerWorker", "SOCKET_DIR"]
 
@@ -42,7 +40,6 @@ logger = logging.getLogger("openenv_gym.docker")
 SOCKET_DIR = "/run/openenv"
 _SOCKET_NAME = "worker.sock"
 
-_live: "weakref.WeakSet[DockerWorker]" = weakref.WeakSet()
 _reaped: list[bool] = []
 
 
@@ -86,7 +83,7 @@ class DockerWorker(Worker):
         self.last_exit: str | None = None
         self._lock = threading.Lock()
         self._spawn()
-        _live.add(self)
+        track(self)
 
     @property
     def container_id(self) -> str | None:
@@ -192,7 +189,7 @@ class DockerWorker(Worker):
             self._remove()
             self.container = None
         remove_folder(self.folder)
-        _live.discard(self)
+        untrack(self)
 
     def logs(self, tail: int = 50) -> str:
         import docker.errors
@@ -348,16 +345,3 @@ def _checked_container_options(options: Mapping[str, Any] | None) -> dict[str, A
                                   f"does not take: {unknown}; e.g. mem_limit, pids_limit, nano_cpus, "
                                   "network_mode, runtime (docker-py's containers.run)")
     return dict(options)
-
-
-# A fork of this process inherits the set, but not the workers: they are this process's.
-os.register_at_fork(after_in_child=_live.clear)
-
-
-@atexit.register
-def _stop_leftovers() -> None:
-    for worker in list(_live):
-        try:
-            worker.stop()
-        except Exception:  # the engine may be gone at exit; the watchdog still reaps
-            pass

@@ -19,90 +19,24 @@ Example:
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
-import weakref
 from typing import Any
 
 from openenv_gym.catalog import get_env_info
-from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers import _cgroup, _forks, _tmpfs
-from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, terminate, wait_ready
+from openenv_gym.providers._runtime import check_socket_path, remove_folder, runtime_dir, worker_environ
+from openenv_gym.providers.base import (
+    Provider, Worker, env_kwargs_json, terminate, track, untrack, wait_ready,
+)
 
-__all__ = ["ProcessProvider", "ProcessWorker", "runtime_dir"]
+__all__ = ["ProcessProvider", "ProcessWorker"]
 
-_live: "weakref.WeakSet[ProcessWorker]" = weakref.WeakSet()
-
-
-def runtime_dir(sweep: bool = True) -> str:
-    """The per-user folder that holds worker sockets and logs (mode 0700).
-
-    Args:
-        sweep: On this process's first call, remove what owners that are gone left there
-            (:func:`sweep_orphans`).
-    """
-    path = os.path.join(tempfile.gettempdir(), f"openenv-gym-{os.getuid()}")
-    if not os.path.isdir(path):
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    elif sweep and not _reaped:
-        _reaped.append(True)
-        sweep_orphans(path)
-    return path
-
-
-_reaped: list[bool] = []
-
-
-#: Longest path a Unix socket address holds (``sun_path`` is 108 bytes with its NUL).
-MAX_SOCKET_PATH = 107
-
-
-def check_socket_path(path: str) -> None:
-    """Refuse a worker socket path too long to connect to, before anything starts.
-
-    Raises:
-        ProviderUnavailableError: It is longer than :data:`MAX_SOCKET_PATH` bytes.
-    """
-    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
-        raise ProviderUnavailableError(
-            f"the worker socket {path} is {len(os.fsencode(path))} bytes, longer than the "
-            f"{MAX_SOCKET_PATH} a Unix socket address holds; set TMPDIR to a shorter folder "
-            "(such as /tmp) or use a shorter pool name")
-
-
-def remove_folder(path: str) -> None:
-    """Remove a pool or worker folder of :func:`runtime_dir` and all it holds.
-
-    A Docker worker's folder is closed to writes (0555) once its worker serves; only root
-    may delete in it then, so it is opened to its owner first.
-    """
-    with contextlib.suppress(OSError):
-        os.chmod(path, 0o700)
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def remove_orphaned_folders(root: str, prefix: str = "") -> None:
-    """Remove the folders in ``root`` named ``<prefix><owner pid>-...`` whose owner no longer
-    runs: an owner killed with SIGKILL (a trainer, a Ray actor) leaves its folder behind,
-    which the next owner started there removes."""
-    for entry in os.listdir(root):
-        pid = entry[len(prefix):].split("-", 1)[0] if entry.startswith(prefix) else ""
-        if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
-            remove_folder(os.path.join(root, entry))
-
-
-def sweep_orphans(path: str) -> None:
-    """Remove what owners that are gone left behind: their pool folders in ``path`` (a
-    :func:`runtime_dir`, folders named ``<owner pid>-<pool>``) and their workers' cgroups."""
-    _cgroup.reap_stale()
-    remove_orphaned_folders(path)
 
 
 class ProcessWorker(Worker):
@@ -148,7 +82,7 @@ class ProcessWorker(Worker):
         except BaseException:
             self.stop()  # one that did not serve in time still runs: end it, and its cgroup
             raise
-        _live.add(self)
+        track(self)
 
     def _spawn(self) -> None:
         if os.path.exists(self.socket_path):
@@ -166,7 +100,7 @@ class ProcessWorker(Worker):
             remove_folder(self.tmp_path)
             os.makedirs(self.tmp_path, mode=0o700, exist_ok=True)
             argv += ["--tmpdir", self.tmp_path]
-        environ = _worker_environ()
+        environ = worker_environ()
         # Into its cgroup before it runs anything: a forked worker is held until then; a
         # spawned one spends that time starting Python.
         place = self.cgroup.place if self.cgroup is not None else None
@@ -225,7 +159,7 @@ class ProcessWorker(Worker):
             if self.cgroup is not None:
                 self.cgroup.remove()
                 self.cgroup = None
-        _live.discard(self)
+        untrack(self)
 
     def logs(self, tail: int = 50) -> str:
         try:
@@ -240,14 +174,6 @@ class ProcessWorker(Worker):
                          f"({limit >> 20} MiB): raise provider_options={{'container_options': "
                          "{'mem_limit': ...}}")
         return "\n".join(lines[-tail:])
-
-
-def _worker_environ() -> dict[str, str]:
-    env = dict(os.environ)
-    # The worker must import this very package, also when it runs from a source checkout.
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    return env
 
 
 class ProcessProvider(Provider):
@@ -300,13 +226,3 @@ class ProcessProvider(Provider):
         super().stop_all(workers)
         for folder in {w.folder for w in workers if isinstance(w, ProcessWorker)}:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-# A fork of this process inherits the set, but not the workers: they are this process's.
-os.register_at_fork(after_in_child=_live.clear)
-
-
-@atexit.register
-def _stop_leftovers() -> None:
-    for worker in list(_live):
-        worker.stop()

@@ -129,7 +129,7 @@ class ServerHost:
         """
         if self.isolation == "docker":
             return self._start_container()
-        from openenv_gym.providers.process import _worker_environ, remove_orphaned_folders
+        from openenv_gym.providers._runtime import remove_orphaned_folders, worker_environ
 
         # A private folder for the Unix socket, named by this actor's pid: Ray kills an
         # actor's children with it, so a lost actor's server cannot remove it; the next
@@ -161,7 +161,7 @@ class ServerHost:
                        if self.cgroups else None)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True,
-                                     env=_worker_environ())
+                                     env=worker_environ())
         if self.cgroup is not None:
             try:
                 self.cgroup.place(self.proc)

@@ -89,7 +89,7 @@ def _clean_up_after(owner_pid: int) -> None:
     deadline = time.monotonic() + 5.0
     while os.path.exists(f"/proc/{owner_pid}") and time.monotonic() < deadline:
         time.sleep(0.05)
-    from openenv_gym.providers.process import runtime_dir, sweep_orphans
+    from openenv_gym.providers._runtime import runtime_dir, sweep_orphans
 
     sweep_orphans(runtime_dir(sweep=False))
 

@@ -145,7 +145,7 @@ def _isolate_self(env: str) -> Callable[[], None]:
         What undoes it at shutdown (after the children are ended).
     """
     from openenv_gym.providers import _cgroup, _tmpfs
-    from openenv_gym.providers.process import runtime_dir
+    from openenv_gym.providers._runtime import runtime_dir
 
     name = get_env_info(env).name
     spec = _tmpfs.spec_for_env(name)

@@ -279,7 +279,7 @@ def test_bad_env_kwargs_raise_the_envs_own_error_typed(provider: str) -> None:
     import os
     import re
 
-    from openenv_gym.providers.process import runtime_dir
+    from openenv_gym.providers._runtime import runtime_dir
 
     # The worker's log says what stopped it; the provider raises that, as the env typed it.
     with pytest.raises(openenv_gym.InvalidRequestError,

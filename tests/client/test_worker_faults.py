@@ -97,7 +97,7 @@ def test_owner_killed_with_sigkill_leaves_no_worker() -> None:
         assert workers_of(owner.pid) == set()
         assert fork_servers_of(owner.pid) == set()
         # Nobody is left to clean the owner's pool folders (sockets, logs): the workers did.
-        from openenv_gym.providers.process import runtime_dir
+        from openenv_gym.providers._runtime import runtime_dir
 
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline and any(

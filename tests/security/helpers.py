@@ -198,7 +198,7 @@ def our_containers(client: Any, owner_pid: int) -> list[Any]:
 
 def owned_runtime_entries(owner_pid: int) -> list[str]:
     """Socket files left in our runtime folder by ``owner_pid``'s pools."""
-    from openenv_gym.providers.process import runtime_dir
+    from openenv_gym.providers._runtime import runtime_dir
 
     root = runtime_dir()
     found = []
