@@ -13,8 +13,7 @@ The import stays light: no server or web stack loads on the client's path.
 
 from __future__ import annotations
 
-from typing import Any
-
+from openenv_gym._lazy import lazy_attributes
 from openenv_gym.catalog import EnvInfo, all_envs, get_env_info
 from openenv_gym.client.env import RemoteEnv
 from openenv_gym.errors import (
@@ -71,13 +70,7 @@ _LAZY = {
     "RemoteVectorEnv": "openenv_gym.vector.env",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'openenv_gym' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 register_envs()

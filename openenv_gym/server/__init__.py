@@ -8,7 +8,7 @@ models that only workers run.
 
 from __future__ import annotations
 
-from typing import Any
+from openenv_gym._lazy import lazy_attributes
 
 __all__ = ["EnvService", "build_service", "run_server"]
 
@@ -19,10 +19,4 @@ _LAZY = {
     "run_server": "openenv_gym.server.main",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'openenv_gym.server' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
