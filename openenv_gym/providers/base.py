@@ -39,7 +39,8 @@ from openenv_gym.errors import (
 from openenv_gym.protocol.sockets import connect
 from openenv_gym.protocol.startup import failure_in
 
-__all__ = ["Worker", "Provider", "track", "untrack", "naming_fd_limit", "wait_ready", "startup_error", "terminate", "env_kwargs_json"]
+__all__ = ["Worker", "Provider", "stop_when_dropped", "track", "untrack", "naming_fd_limit",
+           "wait_ready", "startup_error", "terminate", "env_kwargs_json"]
 
 
 class Worker(abc.ABC):
