@@ -46,6 +46,16 @@ class RemoteVecEnv(VecEnv):
         max_episode_steps: Truncate episodes after this many steps.
         render_mode: Render mode of every sub-env.
         **env_kwargs: Keyword arguments for each sub-env's constructor in the workers.
+
+    Example:
+        >>> venv = RemoteVecEnv("OpenEnv/Gym-v0", num_envs=2, env_id="CartPole-v1", provider="process")
+        >>> _ = venv.seed(0)
+        >>> venv.reset().shape
+        (2, 4)
+        >>> obs, rewards, dones, infos = venv.step(np.array([0, 1]))
+        >>> rewards.tolist(), dones.tolist()
+        ([1.0, 1.0], [False, False])
+        >>> venv.close()
     """
 
     def __init__(self, env: str, num_envs: int = 1, *, provider: str = "auto",

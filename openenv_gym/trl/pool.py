@@ -239,6 +239,12 @@ class EnvPool:
     Attributes:
         stats: Counter of ``"episodes"`` run and of each failure kind.
         failures: The last failed outcomes (newest last, at most 100).
+
+    Example:
+        >>> with EnvPool("echo", num_workers=1, provider="process") as pool:
+        ...     [outcome] = pool.run([EpisodeJob([{"message": "abc"}])])
+        >>> outcome.ok, round(outcome.reward, 1), dict(pool.stats)
+        (True, 0.3, {'episodes': 1})
     """
 
     def __init__(self, env: str, num_workers: int = 4, *, provider: str = "auto",

@@ -40,6 +40,12 @@ class EnvReward:
     Attributes:
         last_outcomes: The :class:`~openenv_gym.trl.outcome.EpisodeOutcome` of each
             completion of the last call (for logging and inspection).
+
+    Example:
+        >>> with EnvPool("echo", num_workers=1, provider="process") as pool:
+        ...     reward = EnvReward(pool)
+        ...     [round(r, 1) for r in reward(prompts=["p"], completions=["abc"])]
+        [0.3]
     """
 
     def __init__(self, pool: EnvPool, *, action_fn: Optional[ActionFn] = None,
