@@ -38,3 +38,40 @@ def test_malformed_requests_leave_nothing_on_the_workers_log(tmp_path, capfd) ->
         server.close()
     out, err = capfd.readouterr()
     assert "Traceback" not in err and "Exception occurred" not in err, err[-2000:]
+
+
+def test_one_envs_git_requests_at_once_are_capped_and_the_others_are_refused(tmp_path) -> None:
+    # Each backend holds processes of the worker until its request ends: a command firing
+    # off pushes by the dozen held most of a container's 128 for up to a minute.
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from openenv_gym.envs.git.server import MAX_BACKENDS
+
+    release, entered = threading.Event(), threading.Semaphore(0)
+
+    def gate(top: str):
+        def run(start):
+            if top == "busy":  # its backends wait here, holding their slots
+                entered.release()
+                release.wait(30)
+            return start()
+        return run
+
+    server = GitHttpServer(str(tmp_path), gate=gate)
+    request = b"GET /%s/info/refs HTTP/1.0\r\n\r\n"
+    try:
+        with ThreadPoolExecutor(MAX_BACKENDS) as pool:
+            held = [pool.submit(_send, server.port, request % b"busy") for _ in range(MAX_BACKENDS)]
+            for _ in range(MAX_BACKENDS):
+                assert entered.acquire(timeout=30)
+            assert _send(server.port, request % b"busy").startswith(b"HTTP/1.0 503")
+            # Another env's repositories are served meanwhile.
+            assert not _send(server.port, request % b"other").startswith(b"HTTP/1.0 503")
+            release.set()
+            assert all(not f.result(30).startswith(b"HTTP/1.0 503") for f in held)
+        # Their slots are free again.
+        assert not _send(server.port, request % b"busy").startswith(b"HTTP/1.0 503")
+    finally:
+        release.set()
+        server.close()

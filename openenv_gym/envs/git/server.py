@@ -24,7 +24,7 @@ import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from openenv_gym.envs._exec import reap_orphans
 
@@ -34,6 +34,10 @@ __all__ = ["GitHttpServer"]
 BACKEND_TIMEOUT = 60.0
 #: Largest request body accepted (a push of the tasks' small repos is far below).
 MAX_BODY = 256 << 20
+#: Backends one env's repositories may have running at once; more requests are refused
+#: (503) rather than queued. Each backend and what it starts hold processes of the worker
+#: (a container's 128) until its request ends, however many pushes a command fires off.
+MAX_BACKENDS = 8
 
 
 class GitHttpServer:
@@ -49,7 +53,8 @@ class GitHttpServer:
 
     def __init__(self, root: str, gate: Gate | None = None) -> None:
         self.root = os.path.realpath(root)
-        handler = type("Handler", (_Handler,), {"project_root": self.root, "gate": staticmethod(gate)})
+        handler = type("Handler", (_Handler,), {"project_root": self.root, "gate": staticmethod(gate),
+                                                "slots": _Slots(MAX_BACKENDS)})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self.port: int = self._httpd.server_address[1]
@@ -70,9 +75,30 @@ class GitHttpServer:
 Gate = Callable[[str], Optional[Callable[[Callable[[], Any]], Any]]]
 
 
+class _Slots:
+    """At most ``n`` holders at once per key (a top folder: one env's repositories)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: str) -> bool:
+        with self._lock:
+            if self._held.get(key, 0) >= self.n:
+                return False
+            self._held[key] = self._held.get(key, 0) + 1
+            return True
+
+    def give_back(self, key: str) -> None:
+        with self._lock:
+            self._held[key] -= 1
+
+
 class _Handler(BaseHTTPRequestHandler):
     project_root = ""
     gate: Gate | None = None
+    slots = _Slots(MAX_BACKENDS)
     protocol_version = "HTTP/1.0"  # one request per connection: no keep-alive bookkeeping
 
     def do_GET(self) -> None:
@@ -115,12 +141,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _backend(self) -> None:
         url = urlsplit(self.path)
+        top = url.path.lstrip("/").split("/", 1)[0]
         run: Callable[[Callable[[], Any]], Any] | None = lambda start: start()
         if self.gate is not None:
-            run = self.gate(url.path.lstrip("/").split("/", 1)[0])
+            run = self.gate(top)
         if run is None:
             self.send_error(404, "no such repository")
             return
+        if not self.slots.take(top):
+            self.send_error(503, f"more than {self.slots.n} git requests at once for one env")
+            return
+        try:
+            self._run_backend(url, run)
+        finally:
+            self.slots.give_back(top)
+
+    def _run_backend(self, url: SplitResult, run: Callable[[Callable[[], Any]], Any]) -> None:
         try:
             body = self._body()
         except ValueError as exc:
