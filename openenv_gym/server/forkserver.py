@@ -62,15 +62,16 @@ def serve(sock: socket.socket, owner_pid: int) -> None:
         sock: The server's end of the socket pair.
         owner_pid: The process that started the server (its parent).
     """
+    server = _Server(sock)
     try:
-        told = _Server(sock).run(owner_pid)
+        told = server.run(owner_pid)
     except (BrokenPipeError, ConnectionResetError):
         told = False  # the owner went away mid-request
     if not told:
-        _clean_up_after(owner_pid)
+        _clean_up_after(owner_pid, server)
 
 
-def _clean_up_after(owner_pid: int) -> None:
+def _clean_up_after(owner_pid: int, server: "_Server") -> None:
     """Once an owner that left without a goodbye is gone, remove what it left: pool folders
     and cgroups of the workers it was still starting.
 
@@ -89,6 +90,11 @@ def _clean_up_after(owner_pid: int) -> None:
     deadline = time.monotonic() + 5.0
     while os.path.exists(f"/proc/{owner_pid}") and time.monotonic() < deadline:
         time.sleep(0.05)
+    # Running workers clean up after their owner themselves: wait for them (this server's
+    # children), and let held ones go, so that the sweep never kills a worker in the middle
+    # of its own clean-up (and leaves the cgroup it was removing).
+    server.close_gates()
+    server.wait_children(timeout=10.0)
     from openenv_gym.providers._runtime import runtime_dir, sweep_orphans
 
     sweep_orphans(runtime_dir(sweep=False))
@@ -171,6 +177,23 @@ class _Server:
     def status(self, request: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
         """A child's wait status, once reaped (each loop reaps before it answers)."""
         return {"status": self.exited.pop(request["pid"], None)}, []
+
+    def close_gates(self) -> None:
+        """Let every held child go: it exits unrun (its owner never released it)."""
+        for gate in self.held.values():
+            os.close(gate)
+        self.held.clear()
+
+    def wait_children(self, timeout: float) -> None:
+        """Reap children until none is left or ``timeout`` seconds passed."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return  # none left
+            if pid == 0:
+                time.sleep(0.05)
 
     def reap(self) -> None:
         while True:
