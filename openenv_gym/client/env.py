@@ -116,6 +116,7 @@ class RemoteEnv(gym.Env):
                  render_mode: str | None = None, timeout: float | None = None,
                  provider_options: dict[str, Any] | None = None, **env_kwargs: Any) -> None:
         self.info = get_env_info(env)
+        first_timeout = call_timeout({}, timeout)  # until the env's spec is known (checked now)
         self._provider: Provider | None = None
         self._worker: Worker | None = None
         self._session = _Session()
@@ -126,7 +127,7 @@ class RemoteEnv(gym.Env):
             if env_kwargs:
                 raise TypeError(f"env arguments {sorted(env_kwargs)} cannot be applied to a running "
                                 f"server at {base_url}; pass them to `openenv-gym serve` instead")
-            address = attach_address(base_url, call_timeout({}, timeout))
+            address = attach_address(base_url, first_timeout)
             self.provider_name = "attached"
         else:
             self._provider = get_provider(provider, untrusted=self.info.untrusted,
@@ -136,7 +137,7 @@ class RemoteEnv(gym.Env):
             [self._worker] = self._provider.start(self.info.name, 1, kwargs)
             self._stop_worker = stop_when_dropped(self, self._provider, [self._worker])
             address = self._worker.address
-        self._client = BinaryClient(address, call_timeout({}, timeout))
+        self._client = BinaryClient(address, first_timeout)
         if self._worker is None:
             # Attached: the server outlives this env, so a dropped env (a notebook cell run
             # again) ends its session when collected, as a started env stops its worker.

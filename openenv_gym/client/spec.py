@@ -17,6 +17,7 @@ from typing import Any
 
 from gymnasium import spaces
 
+from openenv_gym.errors import InvalidRequestError
 from openenv_gym.spaces import space_from_dict
 
 __all__ = ["read_spec", "call_timeout", "DEFAULT_TIMEOUT"]
@@ -27,10 +28,18 @@ DEFAULT_TIMEOUT = 60.0
 _MARGIN = 30.0
 
 
-def call_timeout(spec: dict[str, Any], given: float | None) -> float:
+def call_timeout(spec: dict[str, Any], given: float | None, name: str = "timeout") -> float:
     """The deadline for a worker call: ``given``, else :data:`DEFAULT_TIMEOUT` raised above
     the longest step the env declares (``max_step_seconds``: Git's ``max_timeout`` is 120 s),
     so the env's own limit ends a slow step, not the client giving the worker up.
+
+    Args:
+        spec: A worker's ``spec`` (``{}`` before one is known).
+        given: The caller's deadline, or None.
+        name: The caller's name for ``given``, for the error.
+
+    Raises:
+        InvalidRequestError: ``given`` is not a positive number of seconds.
 
     Example:
         >>> call_timeout({}, None), call_timeout({"max_step_seconds": 120.0}, None)
@@ -39,6 +48,9 @@ def call_timeout(spec: dict[str, Any], given: float | None) -> float:
         5.0
     """
     if given is not None:
+        if isinstance(given, bool) or not isinstance(given, (int, float)) or not given > 0:
+            raise InvalidRequestError(f"{name} must be a positive number of seconds (or None), "
+                                      f"got {given!r}")
         return float(given)
     longest = spec.get("max_step_seconds")
     return DEFAULT_TIMEOUT if longest is None else max(DEFAULT_TIMEOUT, float(longest) + _MARGIN)

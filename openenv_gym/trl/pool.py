@@ -256,11 +256,10 @@ class EnvPool:
             raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
         if not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
-        for name, value in (("episode_timeout", episode_timeout), ("step_timeout", step_timeout)):
-            if name == "step_timeout" and value is None:
-                continue  # the env's spec decides (below)
-            if not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        if not isinstance(episode_timeout, (int, float)) or episode_timeout <= 0:
+            raise ValueError(f"episode_timeout must be a positive number of seconds, got {episode_timeout!r}")
+        # Until the env's spec is known (checked now, before any worker starts).
+        self.step_timeout = call_timeout({}, step_timeout, "step_timeout")
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode={reward_mode!r}; use one of {list(REWARD_MODES)}")
         self.info = get_env_info(env)
@@ -281,7 +280,7 @@ class EnvPool:
         self._next_worker = itertools.count()
         self._executor = ThreadPoolExecutor(max_workers=num_workers * concurrency,
                                             thread_name_prefix="openenv-trl")
-        client = BinaryClient(self.workers[0].address, call_timeout({}, step_timeout))
+        client = BinaryClient(self.workers[0].address, self.step_timeout)
         try:
             spec = client.request({"op": "spec"})["spec"]
         except BaseException:
@@ -291,7 +290,7 @@ class EnvPool:
             client.close()
         self.spec: dict[str, Any] = spec
         #: Cap on one request, in seconds.
-        self.step_timeout = call_timeout(spec, step_timeout)
+        self.step_timeout = call_timeout(spec, step_timeout, "step_timeout")
         self.observation_space, self.action_space, _ = read_spec(spec)
         # One long-lived lane per (worker, slot): its session is reused across episodes.
         self._lanes: "queue.SimpleQueue[Episode]" = queue.SimpleQueue()

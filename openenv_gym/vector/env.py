@@ -143,8 +143,6 @@ class RemoteVectorEnv(VectorEnv):
                                       "single env (gym.make(..., base_url=...))")
         if on_worker_error not in ("restart", "raise"):
             raise InvalidRequestError(f"on_worker_error={on_worker_error!r}; use 'restart' or 'raise'")
-        if step_timeout is not None and (not isinstance(step_timeout, (int, float)) or step_timeout <= 0):
-            raise InvalidRequestError(f"step_timeout must be a positive number of seconds, got {step_timeout!r}")
         self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
         self.info = get_env_info(env)
         if envs_per_worker is None:
@@ -153,7 +151,7 @@ class RemoteVectorEnv(VectorEnv):
         self.envs_per_worker = int(envs_per_worker)
         self.num_envs = num_envs
         self.on_worker_error = on_worker_error
-        self.step_timeout = call_timeout({}, step_timeout)
+        self.step_timeout = call_timeout({}, step_timeout, "step_timeout")
         self.max_episode_steps = max_episode_steps
         self.render_mode = render_mode
         self.copy = copy
@@ -172,7 +170,7 @@ class RemoteVectorEnv(VectorEnv):
             self.close()
             raise
         self.remote_spec: dict[str, Any] = spec
-        self.step_timeout = call_timeout(spec, step_timeout)
+        self.step_timeout = call_timeout(spec, step_timeout, "step_timeout")
         self._pool.set_timeout(self.step_timeout)
         self.single_observation_space, self.single_action_space, metadata = read_spec(spec)
         self.observation_space = batch_space(self.single_observation_space, num_envs)

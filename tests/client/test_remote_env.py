@@ -273,6 +273,8 @@ def test_gym_make_with_module_prefix_works_in_a_fresh_interpreter() -> None:
 def test_unknown_env_name_is_a_clear_error() -> None:
     with pytest.raises(openenv_gym.UnknownEnvironmentError, match="known: echo"):
         openenv_gym.RemoteEnv("nope", provider="process")
+    with pytest.raises(openenv_gym.InvalidRequestError, match="timeout must be a positive number"):
+        openenv_gym.RemoteEnv("echo", provider="process", timeout="soon")
 
 
 def test_bad_env_kwargs_raise_the_envs_own_error_typed(provider: str) -> None:

@@ -131,5 +131,7 @@ def test_env_kwargs_reach_the_env_for_names_the_pool_takes_itself() -> None:
         assert out.ok and out.observations[-1]["timed_out"]
     with EnvPool("echo", num_workers=1, provider="process", step_timeout=7) as pool:
         assert pool.step_timeout == 7.0
+    with pytest.raises(ValueError, match="step_timeout must be a positive number"):
+        EnvPool("echo", num_workers=1, provider="process", step_timeout=-1)
     with pytest.raises(ValueError, match="max_steps given both as keyword and in env_kwargs"):
         EnvPool("echo", num_workers=1, provider="process", max_steps=2, env_kwargs={"max_steps": 3})

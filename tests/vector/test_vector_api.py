@@ -173,6 +173,8 @@ def test_bad_arguments_are_typed_errors() -> None:
         RemoteVectorEnv(2, "gym", provider="process", autoreset_mode="sometimes")
     with pytest.raises(InvalidRequestError, match="on_worker_error"):
         RemoteVectorEnv(2, "gym", provider="process", on_worker_error="ignore")
+    with pytest.raises(InvalidRequestError, match="step_timeout must be a positive number"):
+        RemoteVectorEnv(2, "gym", provider="process", step_timeout=0)
     envs = RemoteVectorEnv(2, "gym", provider="process")
     try:
         with pytest.raises(gym.error.ResetNeeded):
