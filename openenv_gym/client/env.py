@@ -250,6 +250,17 @@ class RemoteEnv(gym.Env):
             return seed
         return int(self._np_random.integers(2**63))
 
+    def _reset_request(self, seed: int | None, options: dict[str, Any] | None,
+                       fresh: bool) -> dict[str, Any]:
+        """The reset request: in this env's session, or, for a fresh served env (a new worker
+        or session), in a new one seeded from the seeds given so far."""
+        if fresh:
+            return {"op": "reset", "seed": self._seed_after_restart(seed), "options": options}
+        request: dict[str, Any] = {"op": "reset", "seed": seed, "options": options}
+        if self._sid is not None:
+            request["sid"] = self._sid
+        return request
+
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Start an episode in the worker (replacing a worker that died or hung first).
@@ -259,28 +270,21 @@ class RemoteEnv(gym.Env):
         """
         self._check_open()
         super().reset(seed=seed)
-        request: dict[str, Any] = {"op": "reset", "seed": seed, "options": options}
         fresh = False  # a new served env (fresh worker or session): its Generator starts anew
         if self._stuck and self._worker is not None:
             # The last call timed out: the worker is hung (paused, deadlocked), not dead.
             self._replace_worker()
             fresh = True
         try:
-            if self._sid is not None:
-                request["sid"] = self._sid
-            if fresh:
-                request["seed"] = self._seed_after_restart(seed)
-            out = self._client.request(request)
+            out = self._client.request(self._reset_request(seed, options, fresh))
         except SessionNotFoundError:
-            request.pop("sid")
-            request["seed"], fresh = self._seed_after_restart(seed), True
-            out = self._client.request(request)
+            fresh = True
+            out = self._client.request(self._reset_request(seed, options, fresh))
         except (WorkerCrashedError, WorkerConnectionError):
             if not self._restart_if_dead():
                 raise
-            request.pop("sid", None)
-            request["seed"], fresh = self._seed_after_restart(seed), True
-            out = self._client.request(request)
+            fresh = True
+            out = self._client.request(self._reset_request(seed, options, fresh))
         except WorkerTimeoutError:
             self._stuck = True
             raise
