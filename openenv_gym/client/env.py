@@ -42,6 +42,7 @@ from openenv_gym.errors import (
     WorkerError,
     WorkerTimeoutError,
 )
+from openenv_gym.protocol import ops
 from openenv_gym.providers import get_provider
 from openenv_gym.providers.base import Provider, Worker, stop_when_dropped
 from openenv_gym.spaces import from_wire
@@ -151,7 +152,7 @@ class RemoteEnv(gym.Env):
         self.render_mode = render_mode
 
     def _load_spec(self) -> None:
-        spec = self._client.request({"op": "spec"})["spec"]
+        spec = self._client.request(ops.spec())["spec"]
         served = spec.get("env")
         if served is not None and served != self.info.name:
             # Attached by base_url to a server of another env: its spaces would pass for ours.
@@ -240,7 +241,7 @@ class RemoteEnv(gym.Env):
         entropy it drew itself after an unseeded first reset), from the first reset on."""
         if self._sid is None:
             return super().np_random_seed
-        return self._session_request({"op": "get_attr", "name": "np_random_seed"})["value"]
+        return self._session_request(ops.get_attr, "np_random_seed")["value"]
 
     def _seed_after_restart(self, seed: int | None) -> int | None:
         """The seed for the first reset on a fresh worker: the caller's, else one drawn from
@@ -255,11 +256,8 @@ class RemoteEnv(gym.Env):
         """The reset request: in this env's session, or, for a fresh served env (a new worker
         or session), in a new one seeded from the seeds given so far."""
         if fresh:
-            return {"op": "reset", "seed": self._seed_after_restart(seed), "options": options}
-        request: dict[str, Any] = {"op": "reset", "seed": seed, "options": options}
-        if self._sid is not None:
-            request["sid"] = self._sid
-        return request
+            return ops.reset(None, self._seed_after_restart(seed), options)
+        return ops.reset(self._sid, seed, options)
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -308,7 +306,7 @@ class RemoteEnv(gym.Env):
         if self._sid is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         try:
-            out = self._client.request({"op": "step", "sid": self._sid, "action": action})
+            out = self._client.request(ops.step(self._sid, action))
         except WorkerTimeoutError:
             self._stuck = True  # the next reset() replaces the worker
             raise
@@ -322,12 +320,12 @@ class RemoteEnv(gym.Env):
         self._check_open()
         if self.render_mode is None or self._sid is None:
             return None
-        frame = self._client.request({"op": "render", "sid": self._sid})["frame"]
+        frame = self._client.request(ops.render(self._sid))["frame"]
         return frame.copy() if hasattr(frame, "copy") else frame
 
     def state(self) -> dict[str, Any]:
         """The session's state (``GET /state``): episode id, step count, env fields."""
-        return self._session_request({"op": "state"})["state"]
+        return self._session_request(ops.state)["state"]
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Call a method of the served env in the worker, or read an attribute (as
@@ -346,8 +344,7 @@ class RemoteEnv(gym.Env):
             7
             >>> env.close()
         """
-        return self._session_request({"op": "call", "name": name, "args": list(args),
-                                      "kwargs": kwargs})["value"]
+        return self._session_request(ops.call, name, args, kwargs)["value"]
 
     def get_wrapper_attr(self, name: str) -> Any:
         """An attribute of this client, else of the served env in the worker (``gravity`` of a
@@ -364,7 +361,7 @@ class RemoteEnv(gym.Env):
         if self._sid is None:
             raise AttributeError(f"{name!r} is not an attribute of this RemoteEnv, and its served "
                                  "env lives from the first reset: call reset() first")
-        return self._session_request({"op": "get_attr", "name": name})["value"]
+        return self._session_request(ops.get_attr, name)["value"]
 
     def set_wrapper_attr(self, name: str, value: Any, *, force: bool = True) -> bool:
         """Set an attribute where :meth:`get_wrapper_attr` reads it: on this client if it
@@ -385,18 +382,20 @@ class RemoteEnv(gym.Env):
                                         "lives from the first reset")
         if not force:
             try:
-                self._session_request({"op": "get_attr", "name": name})
+                self._session_request(ops.get_attr, name)
             except AttributeError:
                 return False
-        self._session_request({"op": "set_attr", "name": name, "value": value})
+        self._session_request(ops.set_attr, name, value)
         return True
 
-    def _session_request(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _session_request(self, build: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+        """Send ``build(sid, *args)`` (a :mod:`~openenv_gym.protocol.ops` builder) in this
+        env's session."""
         self._check_open()
         if self._sid is None:
-            raise gym.error.ResetNeeded(f"call reset() before {request['op']}(): the served env "
+            raise gym.error.ResetNeeded(f"call reset() before {build.__name__}(): the served env "
                                         "lives from the first reset")
-        return self._client.request({**request, "sid": self._sid})
+        return self._client.request(build(self._sid, *args))
 
     def __reduce__(self) -> Any:
         raise not_copyable(self)
@@ -462,7 +461,7 @@ def _end_session(client: BinaryClient, session: _Session, owner_pid: int) -> Non
     if session.sid is None or os.getpid() != owner_pid:
         return
     try:
-        client.request({"op": "close", "sid": session.sid}, timeout=5.0)
+        client.request(ops.close(session.sid), timeout=5.0)
     except (OpenEnvError, OSError):
         pass  # the worker may already be gone; closing must not fail
     session.sid = None

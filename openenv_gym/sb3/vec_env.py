@@ -129,21 +129,17 @@ class RemoteVecEnv(VecEnv):
         targets = self._indices(indices)
         if attr_name == "render_mode":
             return [self._render_mode] * len(targets)
-        subs = self.venv._per_env(lambda i, sid: {"op": "get_attr", "sid": sid, "name": attr_name}, targets)
-        return [s["value"] for s in subs]
+        return list(self.venv.get_attr(attr_name, indices=targets))
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         """Set an attribute of the remote envs in ``indices``."""
-        self.venv._per_env(lambda i, sid: {"op": "set_attr", "sid": sid, "name": attr_name, "value": value},
-                           self._indices(indices))
+        targets = self._indices(indices)
+        self.venv.set_attr(attr_name, [value] * len(targets), indices=targets)
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
         """Call a method of the remote envs in ``indices``; arguments and results cross the wire."""
-        subs = self.venv._per_env(lambda i, sid: {"op": "call", "sid": sid, "name": method_name,
-                                                  "args": list(method_args), "kwargs": method_kwargs},
-                                  self._indices(indices))
-        return [s["value"] for s in subs]
+        return list(self.venv.call(method_name, *method_args, indices=self._indices(indices), **method_kwargs))
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
         """Always False: remote envs are not wrapped on this side (wrap the VecEnv instead)."""

@@ -280,6 +280,7 @@ def pool_source(workers: Sequence[tuple[str, Callable[[], str]]], timeout: float
     """
     from openenv_gym.client.transport import BinaryClient
     from openenv_gym.errors import OpenEnvError
+    from openenv_gym.protocol import ops
 
     lock = threading.Lock()
     clients: dict[str, BinaryClient] = {}
@@ -291,7 +292,7 @@ def pool_source(workers: Sequence[tuple[str, Callable[[], str]]], timeout: float
             client = clients[label] = BinaryClient(address, timeout)
         known = cache.get(label, {}).get("version")
         try:
-            reply = client.request({"op": "web", "known": known})["web"]
+            reply = client.request(ops.web(known))["web"]
         except OpenEnvError as exc:
             client.drop()
             return {"version": f"down:{type(exc).__name__}", "sessions": [], "error": str(exc)}

@@ -43,6 +43,7 @@ from openenv_gym.errors import (
     WorkerError,
     WorkerTimeoutError,
 )
+from openenv_gym.protocol import ops
 from openenv_gym.providers import get_provider
 from openenv_gym.providers.base import Worker, stop_when_dropped
 from openenv_gym.client.kwargs import merge_env_kwargs
@@ -152,17 +153,14 @@ class Episode:
         self._budget = self.pool.episode_timeout
         self._generation = self.pool._generations[self.worker]
         self.outcome = EpisodeOutcome(worker=self.worker)
-        request: dict[str, Any] = {"op": "reset", "seed": seed, "options": options}
-        if self._sid is not None:
-            request["sid"] = self._sid  # reuse the session: no new env on the worker
         try:
             try:
-                reply = self._request(request)
+                # The lane's session is reused: no new env on the worker.
+                reply = self._request(ops.reset(self._sid, seed, options))
             except _Failure as failure:
-                if "sid" not in request or failure.kind != "crash":
+                if self._sid is None or failure.kind != "crash":
                     raise
-                request.pop("sid")
-                reply = self._request(request)
+                reply = self._request(ops.reset(None, seed, options))
         except _Failure as failure:
             return self._fail(failure)
         self._sid = reply["sid"]
@@ -184,7 +182,7 @@ class Episode:
             return self._fail(_Failure("env_error", "step() before a successful reset()"))
         out.actions.append(action)
         try:
-            reply = self._request({"op": "step", "sid": self._sid, "action": action})
+            reply = self._request(ops.step(self._sid, action))
         except _Failure as failure:
             return self._fail(failure)
         out.rewards.append(float(reply["reward"]))
@@ -206,7 +204,7 @@ class Episode:
         """Close the session on the worker and the connection (safe to call twice)."""
         if self._sid is not None and self._generation == self.pool._generations[self.worker]:
             try:
-                self._client.request({"op": "close", "sid": self._sid}, timeout=5.0)
+                self._client.request(ops.close(self._sid), timeout=5.0)
             except (OpenEnvError, OSError):
                 pass  # the worker may be gone; closing must not fail
         self._sid = None
@@ -282,7 +280,7 @@ class EnvPool:
                                             thread_name_prefix="openenv-trl")
         client = BinaryClient(self.workers[0].address, self.step_timeout)
         try:
-            spec = client.request({"op": "spec"})["spec"]
+            spec = client.request(ops.spec())["spec"]
         except BaseException:
             self.close()
             raise

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -46,7 +46,7 @@ from openenv_gym.errors import (
     WorkerTimeoutError,
     error_from_wire,
 )
-from openenv_gym.providers import get_provider
+from openenv_gym.protocol import ops
 from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.protocol.slices import (
     RESET,
@@ -56,6 +56,7 @@ from openenv_gym.protocol.slices import (
     STEP_THEN_RESET,
     is_flat,
 )
+from openenv_gym.providers import get_provider
 from openenv_gym.spaces import from_wire
 from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
@@ -165,7 +166,7 @@ class RemoteVectorEnv(VectorEnv):
         self._pool = WorkerPool(provider_obj, self.info.name, num_envs, envs_per_worker, kwargs,
                                 timeout=self.step_timeout)
         try:
-            spec = self._pool.request(0, {"op": "spec"})["spec"]
+            spec = self._pool.request(0, ops.spec())["spec"]
         except BaseException:
             self.close()
             raise
@@ -518,8 +519,7 @@ class RemoteVectorEnv(VectorEnv):
         """Each sub-env's ``np_random`` (as ``SyncVectorEnv``'s): draws run in its worker."""
         def draw(i: int) -> Any:
             return lambda method, args, kwargs: self._per_env(
-                lambda j, sid: {"op": "call", "sid": sid, "name": "np_random_call",
-                                "args": [method, *args], "kwargs": kwargs}, [i])[0]["value"]
+                lambda j, sid: ops.call(sid, "np_random_call", [method, *args], kwargs), [i])[0]["value"]
         return tuple(ServedGenerator(draw(i)) for i in range(self.num_envs))
 
     # -- the slice exchange -----------------------------------------------------------
@@ -681,8 +681,10 @@ class RemoteVectorEnv(VectorEnv):
         return lost
 
     # -- call / attributes / render ---------------------------------------------------
-    def _per_env(self, make: Any, indices: Sequence[int] | None = None) -> tuple[Any, ...]:
-        """Send ``make(i, sid)`` to each env (all, or ``indices``), one batch per worker.
+    def _per_env(self, make: Callable[[int, str], dict[str, Any]],
+                 indices: Sequence[int] | None = None) -> tuple[Any, ...]:
+        """Send ``make(i, sid)`` (a :mod:`~openenv_gym.protocol.ops` request) to each env (all,
+        or ``indices``), one batch per worker.
 
         Returns:
             The sub-replies, in the order of ``indices`` (env order by default).
@@ -706,41 +708,52 @@ class RemoteVectorEnv(VectorEnv):
                 values[i] = sub
         return tuple(values[i] for i in targets)
 
-    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    def call(self, name: str, *args: Any, indices: Sequence[int] | None = None,
+             **kwargs: Any) -> tuple[Any, ...]:
         """Call a method (or read an attribute) of every sub-env in its worker.
 
         Args and results must cross the wire (numbers, text, lists, dicts, arrays).
 
+        Args:
+            name: The method or attribute.
+            *args: Positional arguments of the call.
+            indices: Only these sub-envs (all by default). The name is taken here, as SB3's
+                ``env_method`` takes it: a served method's own ``indices`` argument cannot
+                be passed through.
+            **kwargs: Keyword arguments of the call.
+
         Returns:
-            One result per sub-env.
+            One result per sub-env (in ``indices``).
         """
-        subs = self._per_env(lambda i, sid: {"op": "call", "sid": sid, "name": name,
-                                             "args": list(args), "kwargs": kwargs})
+        subs = self._per_env(lambda i, sid: ops.call(sid, name, args, kwargs), indices)
         return tuple(s["value"] for s in subs)
 
-    def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Read an attribute of every sub-env.
+    def get_attr(self, name: str, *, indices: Sequence[int] | None = None) -> tuple[Any, ...]:
+        """Read an attribute of every sub-env (or of those in ``indices``).
 
         Returns:
             One value per sub-env.
         """
-        return tuple(s["value"] for s in self._per_env(
-            lambda i, sid: {"op": "get_attr", "sid": sid, "name": name}))
+        return tuple(s["value"] for s in self._per_env(lambda i, sid: ops.get_attr(sid, name), indices))
 
-    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
-        """Set an attribute of every sub-env: one value for all, or a list/tuple of one per env."""
+    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any, *,
+                 indices: Sequence[int] | None = None) -> None:
+        """Set an attribute of every sub-env (or of those in ``indices``): one value for all,
+        or a list/tuple of one per env."""
+        targets = list(range(self.num_envs)) if indices is None else [int(i) for i in indices]
         if not isinstance(values, (list, tuple)):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
+            values = [values] * len(targets)
+        if len(values) != len(targets):
             raise ValueError("Values must be a list or tuple with length equal to the number of "
-                             f"environments. Got `{len(values)}` values for {self.num_envs} environments.")
-        self._per_env(lambda i, sid: {"op": "set_attr", "sid": sid, "name": name, "value": values[i]})
+                             f"environments. Got `{len(values)}` values for {len(targets)} environments.")
+        value_of = dict(zip(targets, values))
+        self._per_env(lambda i, sid: ops.set_attr(sid, name, value_of[i]), targets)
 
     def render(self) -> tuple[Any, ...] | None:
         """Every sub-env's frame (``rgb_array``) or text (``ansi``); None without a render mode."""
         if self.render_mode is None:
             return None
-        return tuple(s["frame"] for s in self._per_env(lambda i, sid: {"op": "render", "sid": sid}))
+        return tuple(s["frame"] for s in self._per_env(lambda i, sid: ops.render(sid)))
 
     # -- lifecycle --------------------------------------------------------------------
     def __reduce__(self) -> Any:

@@ -73,6 +73,14 @@ def test_call_get_set_attr_render_and_bad_action(provider: str) -> None:
         assert envs.get_attr("tag") == (1, 2, 3)
         envs.set_attr("tag", "same")
         assert envs.call("tag") == ("same",) * 3
+        # indices= picks sub-envs, in the order given (as SB3's env_method does).
+        envs.set_attr("tag", ["b", "a"], indices=[2, 0])
+        assert envs.get_attr("tag") == ("a", "same", "b")
+        assert envs.get_attr("tag", indices=[2, 1]) == ("b", "same")
+        assert envs.call("get_wrapper_attr", "tag", indices=[0]) == ("a",)
+        with pytest.raises(ValueError, match="Got `3` values for 2"):
+            envs.set_attr("tag", [1, 2, 3], indices=[0, 1])
+        envs.set_attr("tag", "same")
         envs.reset(seed=1)
         frames = envs.render()
         assert len(frames) == 3 and frames[0].shape == (400, 600, 3) and frames[0].dtype == np.uint8

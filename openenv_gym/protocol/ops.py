@@ -1,0 +1,81 @@
+"""The requests a client sends an env server over the binary path: one builder per operation.
+
+Every client of a served env builds its requests here (:class:`~openenv_gym.RemoteEnv`, the
+vector env's per-env calls, the SB3 adapter, TRL's :class:`~openenv_gym.trl.Episode`), and
+:meth:`EnvService.handle <openenv_gym.server.service.EnvService.handle>` serves them, so the
+vocabulary of the protocol is written down once on each side. A request is a plain dict:
+msgpack carries it as it is. Values must already be in wire form (``to_wire``).
+
+The vector env's step does not use these: it goes through a slice's shared buffer
+(:mod:`openenv_gym.protocol.slices`).
+
+Example:
+    >>> step("s1", {"message": "hi"})
+    {'op': 'step', 'sid': 's1', 'action': {'message': 'hi'}}
+    >>> reset(seed=3)
+    {'op': 'reset', 'seed': 3, 'options': None}
+    >>> reset("s1", seed=3)["sid"]           # the same session: no new env on the worker
+    's1'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+__all__ = ["call", "close", "get_attr", "render", "reset", "set_attr", "spec", "state", "step", "web"]
+
+Request = dict[str, Any]
+
+
+def spec() -> Request:
+    """Ask for the served env's spec (spaces, metadata, catalog name)."""
+    return {"op": "spec"}
+
+
+def reset(sid: str | None = None, seed: int | None = None,
+          options: Mapping[str, Any] | None = None) -> Request:
+    """Start an episode: in session ``sid``, or in a new session when ``sid`` is None."""
+    request: Request = {"op": "reset", "seed": seed, "options": options}
+    if sid is not None:
+        request["sid"] = sid
+    return request
+
+
+def step(sid: str, action: Any) -> Request:
+    """Take one step in session ``sid``."""
+    return {"op": "step", "sid": sid, "action": action}
+
+
+def state(sid: str) -> Request:
+    """Read session ``sid``'s state (episode id, step count, env fields)."""
+    return {"op": "state", "sid": sid}
+
+
+def render(sid: str) -> Request:
+    """Render session ``sid``'s env."""
+    return {"op": "render", "sid": sid}
+
+
+def close(sid: str) -> Request:
+    """End session ``sid`` (its env is closed on the worker)."""
+    return {"op": "close", "sid": sid}
+
+
+def call(sid: str, name: str, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None) -> Request:
+    """Call method ``name`` of session ``sid``'s env (or read it, if not callable)."""
+    return {"op": "call", "sid": sid, "name": name, "args": list(args), "kwargs": dict(kwargs or {})}
+
+
+def get_attr(sid: str, name: str) -> Request:
+    """Read attribute ``name`` of session ``sid``'s env."""
+    return {"op": "get_attr", "sid": sid, "name": name}
+
+
+def set_attr(sid: str, name: str, value: Any) -> Request:
+    """Set attribute ``name`` of session ``sid``'s env."""
+    return {"op": "set_attr", "sid": sid, "name": name, "value": value}
+
+
+def web(known: str | None = None) -> Request:
+    """Ask for what the live web view shows; ``known`` is the version already shown."""
+    return {"op": "web", "known": known}
