@@ -33,23 +33,16 @@ import os
 # machine refuse to start on some platforms).
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
-import collections  # noqa: E402
-import json  # noqa: E402
 import logging  # noqa: E402
 import re  # noqa: E402
-import shutil  # noqa: E402
-import socket  # noqa: E402
 import stat  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from typing import Any, Sequence  # noqa: E402
 
 try:
     import ray  # noqa: E402
-    from ray.exceptions import GetTimeoutError, RayActorError, RayError  # noqa: E402
+    from ray.exceptions import GetTimeoutError, RayError  # noqa: E402
     from ray.util.placement_group import placement_group, remove_placement_group  # noqa: E402
     from ray.util.scheduling_strategies import (  # noqa: E402
         NodeAffinitySchedulingStrategy,
@@ -59,14 +52,9 @@ except ImportError as _exc:  # the registry turns this into "pip install 'openen
     raise ImportError(f"the ray provider needs Ray: {_exc}") from None
 
 from openenv_gym.errors import OpenEnvError, ProviderUnavailableError, WorkerError  # noqa: E402
-from openenv_gym.protocol.startup import parse_ready  # noqa: E402
-from openenv_gym.providers.base import (  # noqa: E402
-    Provider,
-    Worker,
-    env_kwargs_json,
-    startup_error,
-    terminate,
-)
+from openenv_gym.providers._ray_connection import acquire_ray, cause, release_ray  # noqa: E402
+from openenv_gym.providers._ray_host import ServerHost  # noqa: E402
+from openenv_gym.providers.base import Provider, Worker, env_kwargs_json  # noqa: E402
 
 __all__ = ["RayProvider", "RayWorker", "ServerHost", "STRATEGIES"]
 
@@ -75,243 +63,6 @@ __all__ = ["RayProvider", "RayWorker", "ServerHost", "STRATEGIES"]
 STRATEGIES = ("SPREAD", "DEFAULT", "PACK", "STRICT_PACK", "STRICT_SPREAD")
 _GROUP_STRATEGIES = ("PACK", "STRICT_PACK", "STRICT_SPREAD")
 logger = logging.getLogger("openenv_gym.ray")
-
-
-class ServerHost:
-    """The actor side of a worker: owns one env server process on its node.
-
-    Runs inside a Ray worker process. The server watches this actor's pid
-    (``--owner-pid``), so it exits within a fraction of a second when the actor is killed
-    or its node goes away, even by SIGKILL.
-
-    With ``isolation="docker"`` it starts a hardened container on its node through the
-    Docker provider instead; that container serves on a Unix socket (``network_mode="none"``),
-    which a small TCP relay in this actor exposes to the trainer.
-
-    Args:
-        env: Catalog name.
-        kwargs_json: Env keyword arguments as JSON.
-        host: Interface to bind (``"127.0.0.1"``, or ``"node"`` for the node's IP).
-        isolation: ``"process"`` (a child process) or ``"docker"`` (a hardened container).
-        docker_options: Keyword arguments for :class:`~openenv_gym.providers.docker.DockerProvider`.
-        cgroups: With ``isolation="process"``, an untrusted env's server gets a cgroup
-            (:func:`openenv_gym.providers._cgroup.for_env`) where the node allows it.
-        private_tmp: With ``isolation="process"``, an untrusted env's server gets a private
-            tmpfs as its temp folder (:func:`openenv_gym.providers._tmpfs.spec_for_env`).
-    """
-
-    def __init__(self, env: str, kwargs_json: str, host: str, isolation: str = "process",
-                 docker_options: dict[str, Any] | None = None, cgroups: bool = True,
-                 private_tmp: bool = True) -> None:
-        self.env = env
-        self.kwargs_json = kwargs_json
-        self.host = ray.util.get_node_ip_address() if host == "node" else host
-        self.isolation = isolation
-        self.docker_options = dict(docker_options or {})
-        self.container: Any = None
-        self.relay: _TcpRelay | None = None
-        self.proc: subprocess.Popen | None = None
-        self.lines: collections.deque[str] = collections.deque(maxlen=200)
-        self.address: str | None = None
-        self.local_address: str | None = None
-        self.folder: str | None = None
-        self.cgroups = cgroups
-        self.private_tmp = private_tmp
-        self.cgroup: Any = None
-        self._ready = threading.Event()
-
-    def start(self, timeout: float) -> dict[str, Any]:
-        """Start the server and wait until it serves.
-
-        Returns:
-            ``address`` (TCP), ``local_address`` (the Unix socket on this node),
-            ``node_id``, ``node_ip``, ``actor_pid``, ``server_pid``.
-        """
-        if self.isolation == "docker":
-            return self._start_container()
-        from openenv_gym.providers._runtime import remove_orphaned_folders, worker_environ
-
-        # A private folder for the Unix socket, named by this actor's pid: Ray kills an
-        # actor's children with it, so a lost actor's server cannot remove it; the next
-        # server started on the node does.
-        remove_orphaned_folders(tempfile.gettempdir(), _FOLDER_PREFIX)
-        self.folder = tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
-        sock = os.path.join(self.folder, "worker.sock")
-        # A socket path longer than the kernel takes (108 bytes; a long TMPDIR) would fail
-        # the bind and so the worker: serve TCP alone then.
-        unix = ["--unix", sock, "--owner-dir", self.folder] if len(sock.encode()) < 100 else []
-        cmd = [sys.executable, "-m", "openenv_gym.server", self.env, *unix, "--tcp-port", "0",
-               "--host", self.host, "--env-kwargs", self.kwargs_json,
-               "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
-        from openenv_gym.providers import _cgroup, _tmpfs
-
-        # The same hardening overrides as a container's (``docker_options["container_options"]``).
-        overrides = self.docker_options.get("container_options")
-        tmpfs = _tmpfs.spec_for_env(self.env, overrides) if self.private_tmp else None
-        if tmpfs:
-            os.mkdir(os.path.join(self.folder, "tmp"), 0o700)
-            cmd += ["--private-tmp", os.path.join(self.folder, "tmp"), "--private-tmp-options", tmpfs]
-
-        # As on the process provider: an untrusted env's server gets Docker's pids and
-        # memory limits, and stopping it ends whatever it left. Ray kills an actor's
-        # children with it, so a lost actor's server cannot remove its own cgroup: the next
-        # server started on the node does.
-        _cgroup.reap_stale()
-        self.cgroup = (_cgroup.for_env(self.env, f"ray-{os.path.basename(self.folder)}", overrides)
-                       if self.cgroups else None)
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                     env=worker_environ())
-        if self.cgroup is not None:
-            try:
-                self.cgroup.place(self.proc)
-            except WorkerError:
-                self.stop()  # the cgroup and the socket folder too
-                raise
-        threading.Thread(target=self._pump, daemon=True).start()
-        if not self._ready.wait(timeout) or self.address is None:
-            try:  # its output ended: it is exiting, give it a moment to say with what code
-                code = self.proc.wait(2.0) if self._ready.is_set() else None
-            except subprocess.TimeoutExpired:
-                code = None
-            self.stop()
-            where = f"on node {ray.util.get_node_ip_address()}"
-            if code is not None:
-                raise startup_error(f"env server for {self.env!r} exited during startup (code {code}) "
-                                    f"{where}", self.logs())
-            raise WorkerError(f"env server for {self.env!r} did not start within {timeout:.0f} s "
-                              f"{where}.\n{self.logs()}")
-        ctx = ray.get_runtime_context()
-        return {"address": self.address, "local_address": self.local_address, "node_id": ctx.get_node_id(),
-                "node_ip": ray.util.get_node_ip_address(), "actor_pid": os.getpid(),
-                "server_pid": self.proc.pid}
-
-    def _start_container(self) -> dict[str, Any]:
-        from openenv_gym.providers.docker import DockerProvider
-
-        docker = DockerProvider(**self.docker_options)
-        [self.container] = docker.start(self.env, 1, json.loads(self.kwargs_json))
-        self.relay = _TcpRelay(self.host, self.container.address)
-        self.address = self.relay.address
-        return {"address": self.address, "local_address": self.container.address,
-                "node_id": ray.get_runtime_context().get_node_id(),
-                "node_ip": ray.util.get_node_ip_address(), "actor_pid": os.getpid(),
-                "server_pid": 0, "container_id": self.container.container_id}
-
-    def _pump(self) -> None:
-        # A pipe, not a log file: nothing is left behind on the node when the actor dies.
-        assert self.proc is not None and self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            line = raw.decode(errors="replace").rstrip()
-            self.lines.append(line)
-            ready = parse_ready(line)
-            if ready and self.address is None:
-                first, also = ready
-                for found in ([first] if first else []) + also:
-                    if found.startswith("unix://"):
-                        self.local_address = found
-                    else:
-                        self.address = found
-                self._ready.set()
-        self._ready.set()  # the server exited: stop waiting
-
-    def alive(self, grace: float = 0.1) -> bool:
-        """Whether the server process runs.
-
-        Callers ask right after a call failed; a process killed a moment ago may still be
-        tearing down, so give it ``grace`` seconds to finish dying before calling it alive.
-        """
-        if self.container is not None:
-            return bool(self.container.alive())
-        if self.proc is None:
-            return False
-        try:
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            return True
-        return False
-
-    def logs(self, tail: int = 50) -> str:
-        """The server's last output lines."""
-        if self.container is not None:
-            return str(self.container.logs(tail))
-        return "\n".join(list(self.lines)[-tail:])
-
-    def stop(self) -> None:
-        """Terminate the server (SIGTERM, then SIGKILL after 2 s) or remove its container."""
-        if self.relay is not None:
-            self.relay.close()
-        if self.container is not None:
-            self.container.stop()
-        if self.proc is not None:
-            terminate(self.proc)
-        if self.cgroup is not None:
-            self.cgroup.close()
-            self.cgroup = None
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-
-
-#: Socket folders of ray workers: ``<tmp>/openenv-ray-<actor pid>-<random>``.
-_FOLDER_PREFIX = "openenv-ray-"
-
-
-class _TcpRelay:
-    """Forwards TCP connections on ``host`` to a Unix socket (a container's, on this node).
-
-    Bytes are copied as they come; framing stays end to end between client and server.
-    """
-
-    def __init__(self, host: str, target: str) -> None:
-        import socket
-
-        self.target = target[len("unix://"):]
-        self.listener = socket.create_server((host, 0))
-        self.address = f"tcp://{host}:{self.listener.getsockname()[1]}"
-        self._conns: list[Any] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        import socket
-
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return  # closed
-            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                upstream.connect(self.target)
-            except OSError:
-                client.close()  # the container is gone: the client sees a closed connection
-                continue
-            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._copy, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _copy(src: Any, dst: Any) -> None:
-        import socket
-
-        try:
-            while data := src.recv(1 << 20):
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        self.listener.close()
-        for conn in self._conns:
-            try:
-                conn.close()
-            except OSError:
-                pass
 
 
 _ServerHostActor = ray.remote(ServerHost)
@@ -394,7 +145,7 @@ class RayWorker(Worker):
             if isinstance(cause, OpenEnvError) and not isinstance(cause, WorkerError):
                 raise cause from None  # the env could not be made: its own error, typed
             raise WorkerError(f"worker {self.index} of {self.env!r} failed to start on Ray: "
-                              f"{_cause(exc)}") from None
+                              f"{cause(exc)}") from None
         self.tcp_address = info["address"]
         local = info.get("local_address")
         self.address = local if p.local_sockets and local and _on_this_host(local) else self.tcp_address
@@ -454,87 +205,6 @@ def _on_this_host(address: str) -> bool:
         return stat.S_ISSOCK(os.stat(address[len("unix://"):]).st_mode)
     except OSError:
         return False
-
-
-def _cause(exc: BaseException) -> str:
-    # RayTaskError wraps the actor's exception; show the user the original message.
-    cause = getattr(exc, "cause", None)
-    return str(cause) if cause is not None else str(exc).strip().splitlines()[-1]
-
-
-_connection_lock = threading.Lock()
-_connection_users = 0
-_connected_by_us = False
-
-
-def _acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> bool:
-    """Connect to (or start) Ray once per process; returns whether this call counted a user.
-
-    Raises:
-        ProviderUnavailableError: Nothing answers at ``address``.
-    """
-    global _connection_users, _connected_by_us
-    with _connection_lock:
-        if not ray.is_initialized():
-            _check_reachable(address)
-            kwargs = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
-            try:
-                ray.init(address=address, **kwargs)
-            except ConnectionError as exc:  # address="auto" with no cluster running
-                raise ProviderUnavailableError(
-                    f"cannot connect to the Ray cluster at {address!r}: {exc}; start it "
-                    "(`ray start --head`), or pass address=None to start a local one") from None
-            _connected_by_us = True
-        elif not _connected_by_us:
-            return False  # the user's own ray.init: never shut it down for them
-        _connection_users += 1
-        return True
-
-
-def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
-    """Refuse at once a ``host:port`` (or ``ray://host:port``) nothing listens on: Ray itself
-    retries such an address for minutes before it gives up."""
-    match = re.fullmatch(r"(?:ray://)?\[?([\w.:-]+?)\]?:(\d+)", address or "")
-    if match is None:
-        return  # None, "auto", "local": Ray's own lookups answer at once
-    try:
-        socket.create_connection((match[1], int(match[2])), timeout=timeout).close()
-    except OSError as exc:
-        raise ProviderUnavailableError(
-            f"no Ray cluster answers at {address!r}: {exc}; start one there (`ray start "
-            "--head`), or pass address=None to start a local one") from None
-
-
-def _others_use_ray(wait: float = 2.0) -> bool:
-    """Whether something besides our workers holds resources on the cluster (an RLlib
-    algorithm built on the Ray we started). Ray reports freed resources a little late, so
-    a busy answer is re-checked for up to ``wait`` seconds."""
-    deadline = time.monotonic() + wait
-    while True:
-        total, free = ray.cluster_resources(), ray.available_resources()
-        busy = [k for k, v in total.items()
-                if not k.startswith("node:") and "memory" not in k and free.get(k, 0.0) < v - 1e-6]
-        if not busy or time.monotonic() > deadline:
-            return bool(busy)
-        time.sleep(0.05)
-
-
-def _release_ray() -> None:
-    global _connection_users, _connected_by_us
-    with _connection_lock:
-        _connection_users -= 1
-        if _connection_users == 0 and _connected_by_us:
-            if not ray.is_initialized():  # the user shut it down already
-                _connected_by_us = False
-                return
-            if _others_use_ray():
-                # Shutting down would kill that work; Ray ends with this process instead.
-                logger.warning("openenv-gym: leaving running the Ray it started: other work "
-                               "still holds resources on it; ray.shutdown() ends it")
-                return
-            # Terminates a local Ray we started; only disconnects from a running cluster.
-            ray.shutdown()
-            _connected_by_us = False
 
 
 class RayProvider(Provider):
@@ -627,7 +297,7 @@ class RayProvider(Provider):
         """Connect to the cluster (or start a local one). Called by :meth:`start`."""
         with self._lock:
             if not self._connected:
-                self._holds_ray = _acquire_ray(self.address, self.init_kwargs)
+                self._holds_ray = acquire_ray(self.address, self.init_kwargs)
                 self._connected = True
 
     def demand(self) -> dict[str, float]:
@@ -745,7 +415,7 @@ class RayProvider(Provider):
         with self._lock:
             holds, self._holds_ray, self._connected = self._holds_ray, False, False
         if holds:
-            _release_ray()
+            release_ray()
 
     def __enter__(self) -> "RayProvider":
         return self

@@ -1,0 +1,102 @@
+"""This process's connection to Ray, shared by every :class:`~openenv_gym.providers.ray.RayProvider`
+in it: connected (or a local Ray started) by the first, and shut down after the last only
+if we started it and nothing else of the user's runs on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import threading
+import time
+from typing import Any
+
+import ray
+
+from openenv_gym.errors import ProviderUnavailableError
+
+__all__ = ["acquire_ray", "cause", "release_ray"]
+
+logger = logging.getLogger("openenv_gym.ray")
+
+
+def cause(exc: BaseException) -> str:
+    # RayTaskError wraps the actor's exception; show the user the original message.
+    cause = getattr(exc, "cause", None)
+    return str(cause) if cause is not None else str(exc).strip().splitlines()[-1]
+
+
+_connection_lock = threading.Lock()
+_connection_users = 0
+_connected_by_us = False
+
+
+def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> bool:
+    """Connect to (or start) Ray once per process; returns whether this call counted a user.
+
+    Raises:
+        ProviderUnavailableError: Nothing answers at ``address``.
+    """
+    global _connection_users, _connected_by_us
+    with _connection_lock:
+        if not ray.is_initialized():
+            _check_reachable(address)
+            kwargs = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
+            try:
+                ray.init(address=address, **kwargs)
+            except ConnectionError as exc:  # address="auto" with no cluster running
+                raise ProviderUnavailableError(
+                    f"cannot connect to the Ray cluster at {address!r}: {exc}; start it "
+                    "(`ray start --head`), or pass address=None to start a local one") from None
+            _connected_by_us = True
+        elif not _connected_by_us:
+            return False  # the user's own ray.init: never shut it down for them
+        _connection_users += 1
+        return True
+
+
+def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
+    """Refuse at once a ``host:port`` (or ``ray://host:port``) nothing listens on: Ray itself
+    retries such an address for minutes before it gives up."""
+    match = re.fullmatch(r"(?:ray://)?\[?([\w.:-]+?)\]?:(\d+)", address or "")
+    if match is None:
+        return  # None, "auto", "local": Ray's own lookups answer at once
+    try:
+        socket.create_connection((match[1], int(match[2])), timeout=timeout).close()
+    except OSError as exc:
+        raise ProviderUnavailableError(
+            f"no Ray cluster answers at {address!r}: {exc}; start one there (`ray start "
+            "--head`), or pass address=None to start a local one") from None
+
+
+def _others_use_ray(wait: float = 2.0) -> bool:
+    """Whether something besides our workers holds resources on the cluster (an RLlib
+    algorithm built on the Ray we started). Ray reports freed resources a little late, so
+    a busy answer is re-checked for up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        total, free = ray.cluster_resources(), ray.available_resources()
+        busy = [k for k, v in total.items()
+                if not k.startswith("node:") and "memory" not in k and free.get(k, 0.0) < v - 1e-6]
+        if not busy or time.monotonic() > deadline:
+            return bool(busy)
+        time.sleep(0.05)
+
+
+def release_ray() -> None:
+    global _connection_users, _connected_by_us
+    with _connection_lock:
+        _connection_users -= 1
+        if _connection_users == 0 and _connected_by_us:
+            if not ray.is_initialized():  # the user shut it down already
+                _connected_by_us = False
+                return
+            if _others_use_ray():
+                # Shutting down would kill that work; Ray ends with this process instead.
+                logger.warning("openenv-gym: leaving running the Ray it started: other work "
+                               "still holds resources on it; ray.shutdown() ends it")
+                return
+            # Terminates a local Ray we started; only disconnects from a running cluster.
+            ray.shutdown()
+            _connected_by_us = False
