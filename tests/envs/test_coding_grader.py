@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
 from typing import Iterator
 
 import msgpack
@@ -91,3 +93,33 @@ def test_numpy_scalars_count_as_the_numbers_they_hold(box: Sandbox) -> None:
     array = problem.prompt + "    import numpy as np\n    return np.array([number % 1.0])\n"
     result, passed = grade(box, array, problem, timeout=20.0, per_check=5.0)
     assert not passed and "numpy.ndarray" in result.stderr
+
+
+_OPTIMIZED_GRADE = """
+from openenv_gym.envs.coding.grader import grade
+from openenv_gym.envs.coding.humaneval import get_problem
+from openenv_gym.envs.coding.sandbox import Sandbox
+assert False, "unreachable"  # stripped when optimized: proves this interpreter is
+box = Sandbox()
+try:
+    problem = get_problem(0)
+    _, failed = grade(box, problem.prompt + "    return None\\n", problem, timeout=20.0, per_check=5.0)
+    _, passed = grade(box, problem.prompt + problem.canonical_solution, problem, timeout=20.0, per_check=5.0)
+    print(len(failed), len(passed), problem.num_checks)
+finally:
+    box.close()
+"""
+
+
+@pytest.mark.parametrize("how", ["-O", "-OO", "PYTHONOPTIMIZE"])
+def test_checks_are_judged_in_an_optimized_worker(how: str) -> None:
+    # The checks are asserts: compiled at the worker's own optimization level (python -O,
+    # PYTHONOPTIMIZE in the trainer's environment, which process workers inherit), they were
+    # stripped, and every completion earned 1.0.
+    env = dict(os.environ, **({"PYTHONOPTIMIZE": "1"} if how == "PYTHONOPTIMIZE" else {}))
+    flags = [how] if how.startswith("-") else []
+    out = subprocess.run([sys.executable, *flags, "-c", _OPTIMIZED_GRADE], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    failed, passed, total = map(int, out.stdout.split())
+    assert (failed, passed) == (0, total)

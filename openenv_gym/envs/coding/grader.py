@@ -130,8 +130,12 @@ class _Candidate:
 
 @lru_cache(maxsize=256)
 def _compiled(problem: Problem) -> tuple[CodeType, tuple[tuple[CodeType, bool, str], ...]]:
-    setup = compile(problem.prompt + "\n" + problem.preamble, f"<{problem.task_id} prompt and test>", "exec")
-    plan = tuple((compile(source, "<test>", "exec"), is_check, source) for source, is_check in problem.plan)
+    # optimize=0: the checks are assert statements, which the worker's own optimization
+    # level (python -O, PYTHONOPTIMIZE) would strip, passing every completion.
+    setup = compile(problem.prompt + "\n" + problem.preamble, f"<{problem.task_id} prompt and test>", "exec",
+                    optimize=0)
+    plan = tuple((compile(source, "<test>", "exec", optimize=0), is_check, source)
+                 for source, is_check in problem.plan)
     return setup, plan
 
 
