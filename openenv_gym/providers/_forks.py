@@ -37,6 +37,7 @@ import sys
 import threading
 from typing import Any, Callable
 
+from openenv_gym.providers._runtime import python_command
 from openenv_gym.server.forkserver import MAX_MESSAGE
 
 __all__ = ["ForkedProcess", "available", "spawn", "shutdown"]
@@ -61,7 +62,7 @@ class ForkServer:
         self._lock = threading.Lock()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "openenv_gym.server.forkserver", "--fd", str(theirs.fileno()),
+                [*python_command(), "-m", "openenv_gym.server.forkserver", "--fd", str(theirs.fileno()),
                  "--owner-pid", str(os.getpid()), "--room", " " * COMMAND_LINE_ROOM],
                 # stdout to /dev/null: a caller reading the trainer's output until EOF must
                 # not wait on the server; stderr stays, for what would stop it starting.

@@ -19,12 +19,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 
 from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers import _cgroup
 
-__all__ = ["runtime_dir", "MAX_SOCKET_PATH", "check_socket_path", "remove_folder",
+__all__ = ["runtime_dir", "MAX_SOCKET_PATH", "check_socket_path", "python_command", "remove_folder",
            "remove_orphaned_folders", "sweep_orphans", "worker_environ"]
 
 
@@ -92,10 +93,44 @@ def sweep_orphans(path: str) -> None:
     remove_orphaned_folders(path)
 
 
-def worker_environ() -> dict[str, str]:
-    """The environment a local worker runs with: this one, with this package importable."""
+def worker_environ(trainer_path: bool = False) -> dict[str, str]:
+    """The environment a local worker runs with: this one, with this package importable.
+
+    Args:
+        trainer_path: Also the folder Python put first on this process's ``sys.path`` (the
+            trainer's script folder, else its current one; :func:`_path_head`), for a worker
+            started with :func:`python_command`: it then imports what the trainer imports from
+            there (an env module beside the script), and nothing that merely sits in the
+            current folder.
+    """
     env = dict(os.environ)
     # The worker must import this very package, also when it runs from a source checkout.
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    entries = (root, _path_head() if trainer_path else None, env.get("PYTHONPATH"))
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in entries if p))
     return env
+
+
+def python_command() -> list[str]:
+    """How a local worker's interpreter starts (``+ ["-m", module, ...]``).
+
+    ``-P`` (Python 3.11+): ``-m`` would put the worker's current folder (the trainer's) first
+    on its ``sys.path``, where a ``numpy.py`` or ``queue.py`` that the trainer never imports
+    would shadow the real module in every worker. What the trainer does import from its own
+    first folder reaches the worker through ``worker_environ(trainer_path=True)`` instead.
+    """
+    return [sys.executable, "-P"] if sys.version_info >= (3, 11) else [sys.executable]
+
+
+def _path_head() -> str | None:
+    """The folder Python put first on this process's ``sys.path``: the script's folder
+    (``python train.py``), else the current one (``-m``, ``-c``, a notebook); None under
+    ``-P`` or ``-I``, where it put none."""
+    if getattr(sys.flags, "safe_path", False) or sys.flags.isolated:
+        return None
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path and getattr(main, "__spec__", None) is None:  # run as a script, not with -m
+        return os.path.dirname(os.path.realpath(path))
+    head = sys.path[0] if sys.path else ""
+    return os.path.abspath(head or os.curdir)  # -m: the folder it started in; '': the current one

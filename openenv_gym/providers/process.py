@@ -24,13 +24,18 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 from typing import Any
 
 from openenv_gym.catalog import get_env_info
 from openenv_gym.providers import _cgroup, _forks, _tmpfs
-from openenv_gym.providers._runtime import check_socket_path, remove_folder, runtime_dir, worker_environ
+from openenv_gym.providers._runtime import (
+    check_socket_path,
+    python_command,
+    remove_folder,
+    runtime_dir,
+    worker_environ,
+)
 from openenv_gym.providers.base import (
     Provider, Worker, env_kwargs_json, terminate, track, untrack, wait_ready,
 )
@@ -100,7 +105,7 @@ class ProcessWorker(Worker):
             remove_folder(self.tmp_path)
             os.makedirs(self.tmp_path, mode=0o700, exist_ok=True)
             argv += ["--tmpdir", self.tmp_path]
-        environ = worker_environ()
+        environ = worker_environ(trainer_path=True)  # started with python_command()'s -P
         # Into its cgroup before it runs anything: a forked worker is held until then; a
         # spawned one spends that time starting Python.
         place = self.cgroup.place if self.cgroup is not None else None
@@ -109,7 +114,7 @@ class ProcessWorker(Worker):
             with open(self.log_path, "ab") as log:
                 # A session of its own: Ctrl-C in the trainer's terminal does not kill workers
                 # mid-step; the trainer closes them, or they notice the owner is gone.
-                self.proc = subprocess.Popen([sys.executable, "-m", "openenv_gym.server", *argv],
+                self.proc = subprocess.Popen([*python_command(), "-m", "openenv_gym.server", *argv],
                                              stdin=subprocess.DEVNULL, stdout=log,
                                              stderr=subprocess.STDOUT, start_new_session=True,
                                              env=environ)

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import textwrap
+import time
+from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
-from openenv_gym.errors import WorkerError
+import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.errors import InvalidRequestError, WorkerError
+from openenv_gym.providers._runtime import runtime_dir
 from openenv_gym.providers.process import ProcessProvider
 from tests.conftest import ctrl_c_after
 from tests.providers.conftest import descendants, wait_gone
@@ -139,3 +148,54 @@ def test_sandboxes_of_a_worker_killed_without_a_tmpfs_go_with_its_pool(tmp_path,
     leftover = [p for p in os.listdir(tmp_path) if not p.startswith("openenv-gym-")]
     assert not leftover, leftover
     assert not os.path.exists(sandbox)
+
+
+_TRAIN = textwrap.dedent("""
+    import gymnasium as gym
+    import openenv_gym
+    for fork in (True, False):
+        env = gym.make("OpenEnv/Gym-v0", env_id="beside_script:Const", provider="process",
+                       provider_options={"fork": fork})
+        obs, info = env.reset(seed=0)
+        print("ok", float(obs[0]))
+        env.close()
+""")
+
+_BESIDE = textwrap.dedent("""
+    import gymnasium as gym
+    import numpy as np
+    from gymnasium import spaces
+
+    class Const(gym.Env):
+        observation_space = spaces.Box(0, 2, (1,), np.float32)
+        action_space = spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return np.full(1, 1.5, np.float32), {}
+
+        def step(self, action):
+            return np.zeros(1, np.float32), 0.0, True, False, {}
+
+    gym.register("Const", entry_point=Const)
+""")
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (safe path) is 3.11+")
+@pytest.mark.parametrize("shadowed", ["numpy", "queue"])
+def test_a_worker_imports_from_the_trainer_s_script_folder_not_its_current_one(
+        tmp_path: Path, shadowed: str) -> None:
+    # python -m put the trainer's current folder first on every worker's path: a numpy.py
+    # lying there (that the trainer, run as a script from elsewhere, never imports) killed
+    # every worker at start, or ran as the trainer's user; and an env module beside the
+    # script imported in the trainer but not in its workers.
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "train.py").write_text(_TRAIN)
+    (project / "beside_script.py").write_text(_BESIDE)
+    (elsewhere / f"{shadowed}.py").write_text("raise SystemExit('imported from the current folder')\n")
+    out = subprocess.run([sys.executable, str(project / "train.py")], cwd=elsewhere,
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["ok", "1.5", "ok", "1.5"]

@@ -38,7 +38,9 @@ class GymEnv(Environment):
                  info_types: dict[str, str] | None = None, **kwargs: Any) -> None:
         if info_types:
             self.info_types = info_types  # the served env's own declaration, checked at start
-        self.inner = gym.make(env_id, render_mode=render_mode, disable_env_checker=True, **kwargs)
+        if render_mode is not None:  # as locally: an env without the argument is made without it
+            kwargs["render_mode"] = render_mode
+        self.inner = gym.make(env_id, disable_env_checker=True, **kwargs)
         self.metadata = dict(self.inner.metadata)
         self.action_space = self.inner.action_space
         self.observation_space = self.inner.observation_space
