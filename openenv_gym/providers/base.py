@@ -334,12 +334,18 @@ def terminate(proc: subprocess.Popen, grace: float = 2.0) -> None:
     """
     if proc.poll() is not None:
         return
-    proc.terminate()
     try:
+        proc.terminate()
         proc.wait(grace)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(5.0)
+    except BaseException:
+        # Interrupted (Ctrl-C, often pressed because a stuck worker makes close() wait):
+        # the SIGKILL due after the grace must not be skipped, or a worker that ignores
+        # SIGTERM runs on with no one left to stop it (close() has run its finalizer).
+        proc.kill()
+        raise
 
 
 def env_kwargs_json(env_kwargs: dict[str, Any]) -> str:

@@ -185,10 +185,14 @@ class DockerWorker(Worker):
             os.unlink(self.socket_path)
 
     def stop(self) -> None:
-        with self._lock:
-            self._remove()
-            self.container = None
-        remove_folder(self.folder)
+        try:
+            with self._lock:
+                self._remove()
+                self.container = None
+        finally:
+            # Also when interrupted (Ctrl-C in a slow close): the folder goes now; the
+            # container, if the removal was cut short, at exit (still tracked) or by the watchdog.
+            remove_folder(self.folder)
         untrack(self)
 
     def logs(self, tail: int = 50) -> str:

@@ -90,6 +90,9 @@ class ProcessWorker(Worker):
         track(self)
 
     def _spawn(self) -> None:
+        # Again on a restart: the folder may have gone meanwhile (rm -rf /tmp/*, a tmp
+        # cleaner), and the log opened in it would fail every restart from then on.
+        os.makedirs(self.folder, mode=0o700, exist_ok=True)
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)
         argv = [self.env, "--unix", self.socket_path, "--env-kwargs", self._kwargs_json,
@@ -150,12 +153,14 @@ class ProcessWorker(Worker):
             self._spawn()
 
     def _terminate(self) -> None:
-        if self.proc is not None:
-            terminate(self.proc)
-        if self.cgroup is not None:
-            self.cgroup.kill()  # what the worker left: daemons, or a crashed worker's children
-        if os.path.exists(self.socket_path):
-            os.unlink(self.socket_path)
+        try:
+            if self.proc is not None:
+                terminate(self.proc)
+        finally:  # also when interrupted: the worker got its SIGKILL, clear what it leaves
+            if self.cgroup is not None:
+                self.cgroup.kill()  # what the worker left: daemons, or a crashed worker's children
+            if os.path.exists(self.socket_path):
+                os.unlink(self.socket_path)
 
     def stop(self) -> None:
         with self._lock:
@@ -223,11 +228,14 @@ class ProcessProvider(Provider):
             for leftover in (f"w{index}.log", f"w{index}.sock"):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(folder, leftover))
+            remove_folder(os.path.join(folder, f"w{index}.tmp"))  # an untrusted env's temp folder
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
             raise
 
     def stop_all(self, workers: Any) -> None:
-        super().stop_all(workers)
-        for folder in {w.folder for w in workers if isinstance(w, ProcessWorker)}:
-            shutil.rmtree(folder, ignore_errors=True)
+        try:
+            super().stop_all(workers)
+        finally:  # an interrupted close() runs the finalizer once: nothing else removes them
+            for folder in {w.folder for w in workers if isinstance(w, ProcessWorker)}:
+                shutil.rmtree(folder, ignore_errors=True)

@@ -150,6 +150,60 @@ def test_sandboxes_of_a_worker_killed_without_a_tmpfs_go_with_its_pool(tmp_path,
     assert not os.path.exists(sandbox)
 
 
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+def test_ctrl_c_while_stop_waits_for_a_stuck_worker_still_kills_it(fork: bool) -> None:
+    # close() on a worker that ignores SIGTERM (a deadlocked env; here: stopped) waits its
+    # grace, then SIGKILLs it. A user who presses Ctrl-C during that wait must not be left
+    # with a worker no close() will ever stop again (the finalizer ran), nor its folder.
+    provider = ProcessProvider(fork=fork)
+    [worker] = provider.start("echo")
+    pid, folder = worker.pid, worker.folder
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.5):
+            provider.stop_all([worker])  # grace: 2 s
+        assert not wait_gone({pid}, 10), "the stuck worker still runs after an interrupted stop"
+        assert not os.path.exists(folder)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+        worker.stop()
+
+
+@pytest.mark.parametrize("env", ["coding", "git"])
+def test_an_untrusted_worker_that_fails_to_start_leaves_no_folder(env: str) -> None:
+    # Its temp folder (w0.tmp) kept the pool folder from being removed: one more per retry.
+    def mine() -> set[str]:
+        return {e for e in os.listdir(runtime_dir()) if e.startswith(f"{os.getpid()}-")}
+
+    before = mine()
+    with pytest.raises(InvalidRequestError):
+        ProcessProvider().start(env, 1, {"no_such_argument": 1})
+    assert mine() - before == set()
+
+
+def test_a_worker_restarts_after_its_folder_was_removed() -> None:
+    # rm -rf /tmp/* or a tmp cleaner took the pool folder while workers ran: each restart
+    # then failed on the log file it opens there, and training stopped.
+    envs = gym.make_vec("OpenEnv/Gym-v0", 2, env_id="CartPole-v1", provider="process",
+                        envs_per_worker=1, on_worker_error="restart")
+    try:
+        envs.reset(seed=0)
+        worker = envs.unwrapped.workers[0]
+        shutil.rmtree(worker.folder)
+        os.kill(worker.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while worker.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _, _, _, truncated, infos = envs.step(np.zeros(2, dtype=np.int64))
+        assert truncated[0] and infos["worker_restarted"][0]
+        envs.step(np.zeros(2, dtype=np.int64))  # next-step autoreset of the fresh episode
+        _, rewards, _, _, infos = envs.step(np.zeros(2, dtype=np.int64))  # the fresh worker serves
+        assert rewards.tolist() == [1.0, 1.0] and "worker_error" not in infos
+    finally:
+        envs.close()
+
+
 _TRAIN = textwrap.dedent("""
     import gymnasium as gym
     import openenv_gym
