@@ -296,7 +296,8 @@ def main() -> None:
     parser.add_argument("--owner-pid", type=int, required=True, help="exit when this process is gone")
     parser.add_argument("--room", default="", help="blank space for the workers' command lines")
     args = parser.parse_args()
-    serve(socket.socket(fileno=args.fd), args.owner_pid)
+    with socket.socket(fileno=args.fd) as sock:  # closed on the way out: no ResourceWarning
+        serve(sock, args.owner_pid)
 
 
 if __name__ == "__main__":

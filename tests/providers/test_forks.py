@@ -262,3 +262,15 @@ def test_an_owner_killed_while_its_worker_starts_leaves_no_folder(procs, tmp_pat
     assert not os.path.exists(folder)
     assert procs.wait_gone({int(worker)}) == set()
 
+
+
+def test_no_resource_warning_from_the_fork_server_in_dev_mode() -> None:
+    # The fork server inherits the trainer's PYTHONDEVMODE: its unclosed socket printed a
+    # ResourceWarning on the trainer's terminal at every exit.
+    train = ("import gymnasium as gym, openenv_gym\n"
+             "env = gym.make('OpenEnv/Echo-v0', provider='process')\n"
+             "env.reset(seed=0); env.step({'message': 'hi'}); env.close(); print('done')\n")
+    out = subprocess.run([sys.executable, "-c", train], env=dict(os.environ, PYTHONDEVMODE="1"),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["done"], out.stderr[-3000:]
+    assert "ResourceWarning" not in out.stderr, out.stderr[-3000:]
