@@ -107,8 +107,12 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None,
 def _missing_package(info: EnvInfo, what: str, exc: ModuleNotFoundError) -> ProviderUnavailableError:
     """The error for an env whose code imports a package the worker's Python lacks: it names
     the extra that installs it (``pip install 'openenv-gym[atari]'``), as ``doctor`` does."""
-    fix = (f"pip install 'openenv-gym[{info.extra}]'" if info.extra
-           else f"install the package that provides {exc.name or 'it'!r}")
+    if info.extra:
+        fix = f"pip install 'openenv-gym[{info.extra}]'"
+    elif exc.name:
+        fix = f"install the package that provides {exc.name!r}"
+    else:  # Gymnasium re-raises a failed "module:Env" import without the module's name
+        fix = "make that module importable: install it, or put its folder on PYTHONPATH"
     return ProviderUnavailableError(f"{what}: {exc}; {fix} (in the worker's Python; for the "
                                     "docker provider, in its image)")
 

@@ -44,6 +44,13 @@ def test_a_gymnasium_env_whose_package_is_missing_names_the_install() -> None:
         build_service("gym", {"env_id": "LunarLander-v3"})
 
 
+def test_a_gymnasium_env_whose_module_is_missing_says_how_to_make_it_importable() -> None:
+    with pytest.raises(ProviderUnavailableError, match=r"No module named 'nosuch_env_module'.*make that "
+                                                       r"module importable.*PYTHONPATH") as raised:
+        build_service("gym", {"env_id": "nosuch_env_module:Const-v0"})
+    assert "'it'" not in str(raised.value)
+
+
 def test_any_other_exception_is_an_env_server_error_and_still_that_exception() -> None:
     # CartPole takes no `bogus`: Gymnasium's make raises a TypeError, as it would locally.
     with pytest.raises(EnvServerError, match=re.escape("cannot make env 'gym' with")) as raised:
