@@ -92,18 +92,24 @@ def check_packages() -> list[Check]:
 
 
 def check_runtime_dir() -> list[Check]:
-    """The process provider's folder for sockets and logs must be writable."""
-    try:
-        from openenv_gym.providers._runtime import runtime_dir
+    """The process provider's folder for sockets and logs must be writable, and short enough
+    for a worker's socket path."""
+    from openenv_gym.errors import ProviderUnavailableError
+    from openenv_gym.providers._runtime import check_socket_path, runtime_dir
 
+    try:
         path = runtime_dir()
         probe = os.path.join(path, f".doctor-{os.getpid()}")
         with open(probe, "w"):
             pass
         os.unlink(probe)
+        # A worker's socket as a pool names it (pid, a default pool name, worker number).
+        check_socket_path(os.path.join(path, f"{os.getpid()}-p{'0' * 9}", "w99.sock"))
     except OSError as exc:
         return [Check("runtime folder", "fail", str(exc),
                       "set TMPDIR to a writable folder (workers keep sockets and logs there)")]
+    except ProviderUnavailableError as exc:
+        return [Check("runtime folder", "fail", str(exc), "set TMPDIR to a shorter folder, such as /tmp")]
     return [Check("runtime folder", "ok", path)]
 
 

@@ -83,6 +83,17 @@ def test_doctor_names_the_fix_when_no_docker_engine_answers() -> None:
     assert check["status"] == "warn" and "dockerd" in check["fix"]
 
 
+def test_doctor_fails_a_tmpdir_too_long_for_worker_sockets(tmp_path) -> None:
+    # gym.make refuses it (check_socket_path): doctor said "ok".
+    long = tmp_path / ("d" * 60) / ("e" * 60)
+    long.mkdir(parents=True)
+    out = run("doctor", "--json", env={"TMPDIR": str(long)})
+    import json
+
+    check = next(f for f in json.loads(out.stdout) if f["area"] == "runtime folder")
+    assert check["status"] == "fail" and "TMPDIR" in check["fix"] and "bytes" in check["detail"]
+
+
 def test_bench_prints_steps_per_second_and_latency_percentiles(provider: str) -> None:
     result = run_json("bench", "echo", "--provider", provider, "--steps", "60", "--warmup", "5",
                       "--action", '{"message": "hi"}', "--json")
