@@ -278,7 +278,9 @@ class RemoteEnv(gym.Env):
         except SessionNotFoundError:
             fresh = True
             out = self._client.request(self._reset_request(seed, options, fresh))
-        except (WorkerCrashedError, WorkerConnectionError):
+        except (WorkerCrashedError, WorkerConnectionError) as exc:
+            if self._closed:  # close() ran meanwhile, on another thread
+                raise self._closed_error() from exc
             if not self._restart_if_dead():
                 raise
             fresh = True
@@ -311,6 +313,8 @@ class RemoteEnv(gym.Env):
             self._stuck = True  # the next reset() replaces the worker
             raise
         except (WorkerCrashedError, WorkerConnectionError) as exc:
+            if self._closed:  # close() ran meanwhile, on another thread
+                raise self._closed_error() from exc
             raise self._explained(exc) from exc
         obs = from_wire(out["obs"], self.observation_space)
         return obs, out["reward"], out["terminated"], out["truncated"], out["info"]
@@ -400,23 +404,38 @@ class RemoteEnv(gym.Env):
     def __reduce__(self) -> Any:
         raise not_copyable(self)
 
+    def _closed_error(self) -> gym.error.ClosedEnvironmentError:
+        return gym.error.ClosedEnvironmentError(
+            f"this RemoteEnv ({self.info.name}) is closed; make a new one with gym.make")
+
     def _check_open(self) -> None:
         if self._closed:
             # Its worker is stopped: a call would fail on a missing socket, or start nothing.
-            raise gym.error.ClosedEnvironmentError(
-                f"this RemoteEnv ({self.info.name}) is closed; make a new one with gym.make")
+            raise self._closed_error()
 
     def close(self) -> None:
-        """Close the session and stop the worker this env started. Safe to call twice."""
+        """Close the session and stop the worker this env started. Safe to call twice, and
+        from another thread while a call is in flight (that call raises
+        ``ClosedEnvironmentError``)."""
         self._closed = True
         client = getattr(self, "_client", None)
-        if client is not None:
-            _end_session(client, self._session, self._owner_pid)  # not a fork's copy's
-            client.drop()
-        if self._worker is not None:
-            self._stop_worker()
-            self._worker = None
-        super().close()
+        try:
+            if client is not None:
+                if client.lock.acquire(blocking=False):
+                    try:
+                        _end_session(client, self._session, self._owner_pid)  # not a fork's copy's
+                        client.drop()
+                    finally:
+                        client.lock.release()
+                else:
+                    # Another thread's call is in flight: end it now; stopping the worker
+                    # ends the session (an attached server's expires, or goes at collection).
+                    client.interrupt()
+        finally:
+            if self._worker is not None:
+                self._stop_worker()
+                self._worker = None
+            super().close()
 
 
 class ServedGenerator:

@@ -16,8 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import threading
 import time
 import weakref
 from typing import Any
@@ -57,6 +59,9 @@ class BinaryClient:
         self._sock: socket.socket | None = None
         self._reader: FrameReader | None = None
         self._deadline = 0.0
+        #: Held by :meth:`request` from send to reply: calls from several threads take turns
+        #: instead of reading each other's replies.
+        self.lock = threading.RLock()
         _clients.add(self)
 
     def _connected(self, timeout: float) -> socket.socket:
@@ -134,9 +139,19 @@ class BinaryClient:
         return reply
 
     def request(self, message: Any, timeout: float | None = None, fds: tuple[int, ...] = ()) -> dict[str, Any]:
-        """Send a request and wait for its reply (see :meth:`receive`)."""
-        self.send(message, timeout, fds)
-        return self.receive()
+        """Send a request and wait for its reply (see :meth:`receive`). Safe to call from
+        several threads: one call at a time goes over the connection."""
+        with self.lock:
+            self.send(message, timeout, fds)
+            return self.receive()
+
+    def interrupt(self) -> None:
+        """Make a call in flight on another thread fail now, as if the worker had closed the
+        connection, without closing the descriptor under it (that thread drops it)."""
+        sock = self._sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def drop(self) -> None:
         """Close the connection; the next call reconnects."""
@@ -158,6 +173,7 @@ def _forget_connections_after_fork() -> None:
     # would take the other's reply. Closing the child's copies leaves the parent's open; the
     # child's next call connects anew.
     for client in list(_clients):
+        client.lock = threading.RLock()  # another thread may have held it at the fork
         client.drop()
 
 

@@ -1,0 +1,72 @@
+"""One RemoteEnv used from several threads: calls take turns, and close() from another
+thread ends a call in flight instead of failing itself."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import gymnasium as gym
+import pytest
+
+import openenv_gym  # noqa: F401  (registers the ids)
+from tests.security.helpers import wait_until
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rsplit(b")", 1)[1].split()[0].decode()
+
+
+def test_two_threads_stepping_one_env_each_get_their_own_reply() -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider="process", max_steps=10**6)
+    env.reset(seed=0)
+    wrong: list[tuple[str, str]] = []
+
+    def steps(tag: str) -> None:
+        for k in range(300):
+            obs, *_ = env.step({"message": f"{tag}{k}"})
+            if obs["echo"] != f"{tag}{k}":
+                wrong.append((f"{tag}{k}", obs["echo"]))
+
+    try:
+        threads = [threading.Thread(target=steps, args=(tag,)) for tag in "AB"]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not wrong, wrong[:5]  # was: most replies went to the other thread
+    finally:
+        env.close()
+
+
+def test_close_from_another_thread_ends_a_step_in_flight() -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider="process")
+    env.reset(seed=0)
+    worker = env.unwrapped._worker
+    os.kill(worker.pid, signal.SIGSTOP)  # the step in flight hangs until something ends it
+    assert wait_until(lambda: _state(worker.pid) == "T", 10, 0.01)
+    outcome: list[BaseException | None] = []
+
+    def step() -> None:
+        try:
+            env.step({"message": "hi"})
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001
+            outcome.append(exc)
+
+    thread = threading.Thread(target=step)
+    thread.start()
+    time.sleep(0.5)
+    try:
+        env.close()  # was: RuntimeError("concurrent poll() invocation"), the worker left running
+    finally:
+        os.kill(worker.pid, signal.SIGCONT) if worker.alive() else None
+    thread.join(30)
+    assert not thread.is_alive()
+    assert isinstance(outcome[0], gym.error.ClosedEnvironmentError)
+    assert not worker.alive() and env.unwrapped._worker is None
+    with pytest.raises(gym.error.ClosedEnvironmentError):
+        env.step({"message": "again"})
