@@ -108,8 +108,9 @@ def check_runtime_dir() -> list[Check]:
     except OSError as exc:
         return [Check("runtime folder", "fail", str(exc),
                       "set TMPDIR to a writable folder (workers keep sockets and logs there)")]
-    except ProviderUnavailableError as exc:
-        return [Check("runtime folder", "fail", str(exc), "set TMPDIR to a shorter folder, such as /tmp")]
+    except ProviderUnavailableError as exc:  # too long a path, or a folder another user made
+        return [Check("runtime folder", "fail", str(exc), "set TMPDIR to a private folder with a short path, "
+                      "such as /tmp/<you>")]
     return [Check("runtime folder", "ok", path)]
 
 

@@ -32,12 +32,25 @@ import signal
 import time
 from typing import Any, Mapping
 
+from openenv_gym.providers._docker_owner import pid_namespace
+
 __all__ = ["PREFIX", "WorkerCgroup", "for_env", "leave", "limits", "reap_stale", "support"]
 
 _ROOT = "/sys/fs/cgroup"
 
-#: Every cgroup the project makes is named ``openenv-gym-<owner pid>-<name>``.
+#: Every cgroup the project makes is named ``openenv-gym-<owner pid>@<owner's PID namespace>-<name>``
+#: (``openenv-gym-<owner pid>-<name>`` before the namespace was named): the cgroup tree is shared
+#: by every PID namespace that sees it (a container, ``unshare --pid``), while a pid names a
+#: process only in its own, so an owner is judged only from its own namespace.
 PREFIX = "openenv-gym-"
+
+
+def _owner(entry: str) -> tuple[int, str] | None:
+    """``(owner pid, its PID namespace or '')`` from a cgroup's name, None if not ours."""
+    owner = entry[len(PREFIX):].split("-", 1)[0]
+    pid, _, namespace = owner.partition("@")
+    return (int(pid), namespace) if pid.isdigit() else None
+
 
 #: The controllers a worker's cgroup limits with.
 _CONTROLLERS = ("pids", "memory")
@@ -187,7 +200,8 @@ class WorkerCgroup:
             version, bases = _writable_bases(enable=True)
         except OSError:  # none here: support() says why
             return None
-        folders = {c: os.path.join(base, f"{PREFIX}{os.getpid()}-{name}") for c, base in bases.items()}
+        owner = f"{os.getpid()}@{pid_namespace()}"
+        folders = {c: os.path.join(base, f"{PREFIX}{owner}-{name}") for c, base in bases.items()}
         group = cls(version, folders)
         try:
             for folder in set(folders.values()):
@@ -347,6 +361,23 @@ def _zombie(pid: int) -> bool:
         return True  # already gone
 
 
+def _foreign(bases: dict[str, str], entry: str, here: str) -> bool:
+    """Whether a cgroup named without its owner's namespace (an older version's) holds
+    processes of another PID namespace than ``here`` (its owner lived there)."""
+    try:
+        with open(os.path.join(bases["pids"], entry, "cgroup.procs")) as f:
+            pids = f.read().split()
+    except OSError:
+        return False
+    for pid in pids:
+        try:
+            if here and str(os.stat(f"/proc/{pid}/ns/pid").st_ino) != here:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def reap_stale() -> int:
     """Empty and remove the cgroups of owners that are gone (killed before they could).
 
@@ -364,12 +395,18 @@ def reap_stale() -> int:
         except OSError:
             continue
     removed = 0
+    here = pid_namespace()
     for entry in entries:
-        owner = entry[len(PREFIX):].split("-", 1)[0]
-        if not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
+        owner = _owner(entry)
+        if owner is None or os.path.exists(f"/proc/{owner[0]}"):
             continue
+        if owner[1] != here and (owner[1] or _foreign(bases, entry, here)):
+            continue  # its owner's pid means another process here: not ours to judge
         group = WorkerCgroup(version, {c: os.path.join(base, entry) for c, base in bases.items()})
-        group.kill(timeout=1.0)
+        try:
+            group.kill(timeout=1.0)
+        except OSError:
+            continue  # another user's (root's): not ours to end, and no reason to fail a start
         group.remove()
         removed += not any(os.path.exists(folder) for folder in group.folders.values())
     return removed

@@ -1,5 +1,9 @@
 """Ownership of worker containers: labels, owner identity, the reaper and the watchdog.
 
+The owner identity (:func:`host_id`, :func:`process_start`, :func:`owner_alive`) also names
+the owners of process workers' pool folders and cgroups. It lives here, in a module that
+imports nothing of the package, because the watchdog runs this file by path.
+
 Every worker container carries labels naming the project, the owning process (pid, its
 start time, and the host/pid namespace it lives in), the pool and the env. Containers whose
 owner is gone are removed by
@@ -27,8 +31,8 @@ import time
 from typing import Any
 
 __all__ = ["LABEL_PROJECT", "LABEL_OWNER_PID", "LABEL_OWNER_START", "LABEL_HOST", "LABEL_POOL",
-           "LABEL_ENV", "project_filter", "owner_labels", "owner_alive", "host_id",
-           "reap_stale", "remove_owned", "ensure_watchdog"]
+           "LABEL_ENV", "project_filter", "owner_labels", "owner_alive", "host_id", "pid_namespace",
+           "process_start", "reap_stale", "remove_owned", "ensure_watchdog"]
 
 LABEL_PROJECT = "openenv-gym.project"
 LABEL_OWNER_PID = "openenv-gym.owner-pid"
@@ -40,17 +44,22 @@ LABEL_ENV = "openenv-gym.env"
 _POLL_SECONDS = 0.5
 
 
+def pid_namespace() -> str:
+    """This process's PID namespace (the inode of ``/proc/self/ns/pid``), '0' when unknown."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
 def host_id() -> str:
     """Where owner pids mean something: host name plus pid namespace.
 
-    Engines can be shared (a Docker socket mounted into several dev containers); pids of
-    another namespace must never be judged dead from here.
+    Engines, /tmp and the cgroup tree can be shared (a Docker socket mounted into several dev
+    containers, ``unshare --pid``); pids of another namespace must never be judged dead from
+    here.
     """
-    try:
-        ns = os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        ns = 0
-    return f"{socket.gethostname()}:{ns}"
+    return f"{socket.gethostname()}:{pid_namespace()}"
 
 
 def process_start(pid: int) -> str:

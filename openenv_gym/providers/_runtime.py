@@ -17,16 +17,23 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
+import threading
 
 from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers import _cgroup
+from openenv_gym.providers._docker_owner import host_id, owner_alive, process_start
 
-__all__ = ["runtime_dir", "MAX_SOCKET_PATH", "check_socket_path", "python_command", "remove_folder",
-           "remove_orphaned_folders", "sweep_orphans", "worker_environ"]
+__all__ = ["runtime_dir", "MAX_SOCKET_PATH", "check_socket_path", "make_owned_folder", "python_command",
+           "remove_folder", "remove_orphaned_folders", "sweep_orphans", "worker_environ"]
+
+#: The file in each pool folder that names its owner: pid, start time and PID namespace.
+OWNER_FILE = ".owner"
 
 
 def runtime_dir(sweep: bool = True) -> str:
@@ -37,15 +44,32 @@ def runtime_dir(sweep: bool = True) -> str:
             (:func:`sweep_orphans`).
     """
     path = os.path.join(tempfile.gettempdir(), f"openenv-gym-{os.getuid()}")
-    if not os.path.isdir(path):
+    created = not os.path.isdir(path)
+    if created:
         os.makedirs(path, mode=0o700, exist_ok=True)
-    elif sweep and not _reaped:
+    _check_private(path)
+    if not created and sweep and not _reaped:
         _reaped.append(True)
         sweep_orphans(path)
     return path
 
 
 _reaped: list[bool] = []
+
+
+def _check_private(path: str) -> None:
+    """Refuse a runtime folder that is not this user's own (its name is predictable: another
+    local user can make it first, then move, replace or read what lives in it: the workers'
+    sockets, the pool records that ``stop`` signals, links that the sweep follows); close one
+    that is ours but open to others."""
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise ProviderUnavailableError(
+            f"the runtime folder {path} is not a folder of yours (owner uid {st.st_uid}, you are "
+            f"{os.getuid()}): another user may have made it to take over your workers' sockets. "
+            "Remove it (as its owner or root), or set TMPDIR to a private folder")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
 
 
 #: Longest path a Unix socket address holds (``sun_path`` is 108 bytes with its NUL).
@@ -76,14 +100,51 @@ def remove_folder(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def make_owned_folder(path: str) -> None:
+    """Create a pool folder (``<runtime_dir>/<owner pid>-...``) for this process, with the
+    :data:`OWNER_FILE` that lets :func:`remove_orphaned_folders` judge its owner: a pid alone
+    names another process in another PID namespace (a container or ``unshare --pid`` sharing
+    this /tmp) or after the pid is reused."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    owner = os.path.join(path, OWNER_FILE)
+    if os.path.exists(owner):  # another worker of the pool made it
+        return
+    pid = os.getpid()
+    tmp = f"{owner}.{pid}.{threading.get_ident()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({"pid": pid, "start": process_start(pid), "host": host_id()}, f)
+    os.replace(tmp, owner)  # whole: a sweep never reads half of it
+
+
+def _owner_gone(folder: str, pid: int) -> bool:
+    """Whether the owner of a pool folder (``pid`` from its name) is gone, as far as this
+    process can tell: an owner of another PID namespace never is."""
+    try:
+        with open(os.path.join(folder, OWNER_FILE), encoding="utf-8") as f:
+            owner = json.load(f)
+        host, start = owner["host"], str(owner.get("start", ""))
+    except (OSError, ValueError, TypeError, KeyError):
+        # No owner file (a folder of an older version, a Ray actor's): judge by the pid.
+        return not os.path.exists(f"/proc/{pid}")
+    if host != host_id():
+        return False  # its pid means another process here: not ours to judge
+    return not owner_alive(pid, start)
+
+
 def remove_orphaned_folders(root: str, prefix: str = "") -> None:
     """Remove the folders in ``root`` named ``<prefix><owner pid>-...`` whose owner no longer
     runs: an owner killed with SIGKILL (a trainer, a Ray actor) leaves its folder behind,
-    which the next owner started there removes."""
+    which the next owner started there removes. Only real folders (a link is left alone),
+    and only of owners of this PID namespace (see :func:`make_owned_folder`)."""
     for entry in os.listdir(root):
         pid = entry[len(prefix):].split("-", 1)[0] if entry.startswith(prefix) else ""
-        if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
-            remove_folder(os.path.join(root, entry))
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        folder = os.path.join(root, entry)
+        if not os.path.isdir(folder) or os.path.islink(folder):
+            continue
+        if _owner_gone(folder, int(pid)):
+            remove_folder(folder)
 
 
 def sweep_orphans(path: str) -> None:

@@ -30,7 +30,7 @@ from openenv_gym.providers import _docker_owner as owner
 from openenv_gym.providers._docker_hardening import container_options
 from openenv_gym.providers._docker_images import build_image, build_problem, env_code_missing, find_image
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, track, untrack, wait_ready
-from openenv_gym.providers._runtime import check_socket_path, remove_folder, runtime_dir
+from openenv_gym.providers._runtime import check_socket_path, make_owned_folder, remove_folder, runtime_dir
 
 __all__ = ["DockerProvider", "DockerWorker", "SOCKET_DIR"]
 
@@ -319,7 +319,7 @@ class DockerProvider(Provider):
         info = get_env_info(env)
         stem = f"{os.getpid()}-{pool}-docker-w{index}"
         folder = os.path.join(runtime_dir(), stem)
-        os.makedirs(folder, exist_ok=True)
+        make_owned_folder(folder)
         try:
             return DockerWorker(self.client, info.name, env_kwargs, self.image_for(info), folder,
                                 f"openenv-gym-{stem}", owner.owner_labels(pool, info.name),

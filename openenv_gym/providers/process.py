@@ -30,7 +30,9 @@ from typing import Any
 from openenv_gym.catalog import get_env_info
 from openenv_gym.providers import _cgroup, _forks, _tmpfs
 from openenv_gym.providers._runtime import (
+    OWNER_FILE,
     check_socket_path,
+    make_owned_folder,
     python_command,
     remove_folder,
     runtime_dir,
@@ -219,7 +221,7 @@ class ProcessProvider(Provider):
 
     def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
         folder = os.path.join(runtime_dir(), f"{os.getpid()}-{pool}")
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        make_owned_folder(folder)
         try:
             return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout, self.cgroups,
                                  self.private_tmp, self.container_options, self.fork)
@@ -230,6 +232,8 @@ class ProcessProvider(Provider):
                     os.unlink(os.path.join(folder, leftover))
             remove_folder(os.path.join(folder, f"w{index}.tmp"))  # an untrusted env's temp folder
             with contextlib.suppress(OSError):
+                if os.listdir(folder) == [OWNER_FILE]:  # no other worker of the pool in it
+                    os.unlink(os.path.join(folder, OWNER_FILE))
                 os.rmdir(folder)
             raise
 

@@ -149,7 +149,7 @@ def _isolate_self(env: str) -> Callable[[], None]:
         What undoes it at shutdown (after the children are ended).
     """
     from openenv_gym.providers import _cgroup, _tmpfs
-    from openenv_gym.providers._runtime import runtime_dir
+    from openenv_gym.providers._runtime import make_owned_folder, remove_folder, runtime_dir
 
     name = get_env_info(env).name
     spec = _tmpfs.spec_for_env(name)
@@ -157,7 +157,7 @@ def _isolate_self(env: str) -> Callable[[], None]:
     if spec:
         # Named like a pool folder, so a server killed before cleaning up is swept later.
         tmp = os.path.join(runtime_dir(), f"{os.getpid()}-serve")
-        os.makedirs(tmp, mode=0o700, exist_ok=True)
+        make_owned_folder(tmp)
         _tmpfs.mount_private_tmp(tmp, spec)
     group = _cgroup.for_env(name, "serve")
     if group is not None:
@@ -168,6 +168,7 @@ def _isolate_self(env: str) -> Callable[[], None]:
             _cgroup.leave()
         if tmp is not None:
             _tmpfs.unmount_private_tmp(tmp)
+            remove_folder(tmp)  # and the owner file the mount covered
 
     return release
 

@@ -174,7 +174,8 @@ def test_serve_of_an_untrusted_env_isolates_itself_and_cleans_up_on_sigterm(tmp_
             mounts = [m for m in f.read().splitlines() if f"/{proc.pid}-serve " in m]
         assert len(mounts) == 1 and " - tmpfs " in mounts[0] and "size=65536k" in mounts[0], mounts
         with open(f"/proc/{proc.pid}/cgroup") as f:
-            groups = [line for line in f.read().splitlines() if f"{_cgroup.PREFIX}{proc.pid}-serve" in line]
+            groups = [line for line in f.read().splitlines()
+                      if f"{_cgroup.PREFIX}{proc.pid}@" in line and line.endswith("-serve")]
         assert len(groups) == (2 if _cgroup.support()[0] else 0), groups  # pids and memory (v1)
         body = json.dumps({}).encode()
         req = urllib.request.Request(f"{http}/reset", body, {"content-type": "application/json"})
@@ -188,7 +189,8 @@ def test_serve_of_an_untrusted_env_isolates_itself_and_cleans_up_on_sigterm(tmp_
     assert code == 0  # a clean shutdown, not uvicorn's re-raised SIGTERM
     runtime = cwd.split(f"/{proc.pid}-serve/")[0]  # the runtime folder holds its mount point
     leftovers = [os.path.join(root, entry) for root in ("/sys/fs/cgroup/pids", runtime)
-                 if os.path.isdir(root) for entry in os.listdir(root) if f"{proc.pid}-serve" in entry]
+                 if os.path.isdir(root) for entry in os.listdir(root)
+                 if entry.startswith((f"{proc.pid}-serve", f"{_cgroup.PREFIX}{proc.pid}"))]
     assert not leftovers, leftovers
 
 

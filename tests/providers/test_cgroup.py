@@ -227,3 +227,72 @@ def test_limits_reads_docker_notation() -> None:
 
 def _zombie(pid: int) -> bool:
     return _cgroup._zombie(pid)
+
+
+def test_a_worker_cgroup_names_its_owners_pid_namespace() -> None:
+    group = _cgroup.WorkerCgroup.create("ptest-ns", pids=8, memory_bytes=None)
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+        assert os.path.basename(group.folders["pids"]).startswith(
+            f"{_cgroup.PREFIX}{os.getpid()}@{namespace}-")
+    finally:
+        group.remove()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="unshare --pid needs root")
+def test_the_cgroup_of_an_owner_in_another_pid_namespace_is_not_reaped() -> None:
+    # An owner in a container or under `unshare --pid` sharing this cgroup tree: its pid names
+    # no process here, yet its workers run. Named the old way (pid only), its cgroup is known
+    # by its processes' namespace; named the new way, by its name.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    version, bases = _cgroup._bases()
+    sleeper = subprocess.Popen(["unshare", "--pid", "--fork", "sleep", "600"])
+    groups = []
+    try:
+        for name in (f"{_cgroup.PREFIX}{gone.pid}-ptest-w0", f"{_cgroup.PREFIX}{gone.pid}@1-ptest-w1"):
+            group = _cgroup.WorkerCgroup(version, {c: os.path.join(base, name) for c, base in bases.items()})
+            for folder in set(group.folders.values()):
+                os.makedirs(folder)
+            groups.append(group)
+        assert wait_until(lambda: len(subprocess.run(["pgrep", "-P", str(sleeper.pid)], capture_output=True,
+                                                     text=True).stdout.split()) == 1, 10, 0.02)
+        inner = int(subprocess.run(["pgrep", "-P", str(sleeper.pid)], capture_output=True, text=True).stdout)
+        groups[0].add(inner)
+        _cgroup.reap_stale()
+        assert sleeper.poll() is None and groups[0].pids() == [inner]
+        assert all(os.path.isdir(f) for g in groups for f in g.folders.values())
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for group in groups:
+            group.kill()
+            group.remove()
+
+
+def test_a_stale_cgroup_this_user_may_not_end_does_not_fail_the_sweep(monkeypatch) -> None:
+    # Root's stale cgroup seen by another user's trainer: kill() is refused (EPERM).
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    version, bases = _cgroup._bases()
+    name = f"{_cgroup.PREFIX}{gone.pid}-ptest-eperm"
+    group = _cgroup.WorkerCgroup(version, {c: os.path.join(base, name) for c, base in bases.items()})
+    for folder in set(group.folders.values()):
+        os.makedirs(folder)
+    orphan = subprocess.Popen(["sleep", "600"])
+    try:
+        group.add(orphan.pid)
+
+        def refuse(*_):
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr(_cgroup.os, "kill", refuse)
+        monkeypatch.setattr(_cgroup.os.path, "exists", lambda p, real=os.path.exists: (
+            False if p.endswith("cgroup.kill") else real(p)))
+        _cgroup.reap_stale()  # raised PermissionError
+    finally:
+        monkeypatch.undo()
+        orphan.kill()
+        orphan.wait()
+        group.kill()
+        group.remove()

@@ -217,8 +217,8 @@ def owned_cgroups(owner_pid: int) -> list[str]:
         _, bases = _cgroup._bases()
     except OSError:  # no cgroups here: none can be left
         return []
-    stem = f"{_cgroup.PREFIX}{owner_pid}-"
-    return sorted({os.path.join(base, e) for base in bases.values() for e in os.listdir(base) if e.startswith(stem)})
+    stems = (f"{_cgroup.PREFIX}{owner_pid}-", f"{_cgroup.PREFIX}{owner_pid}@")  # with its PID namespace
+    return sorted({os.path.join(base, e) for base in bases.values() for e in os.listdir(base) if e.startswith(stems)})
 
 
 def fork_bomb_skip(why: str) -> str | None:
