@@ -141,7 +141,7 @@ def _ps(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from openenv_gym.providers._docker_owner import stale
+    from openenv_gym.providers._docker_owner import remove, stale
 
     console = Console()
     client = _client()
@@ -159,8 +159,8 @@ def _stop(args: argparse.Namespace) -> int:
     else:
         chosen = [c for c in ours if stale(c)]
     for c in chosen:
-        c.remove(force=True)
-        console.print(f"removed {c.name}")
+        if remove(c):  # False: removed meanwhile (its owner's watchdog, another `docker stop`)
+            console.print(f"removed {c.name}")
     if chosen:
         # The sockets the removed containers served in their bind-mounted folders (the owner's
         # watchdog removes them; with both gone, nothing else would until the next trainer).

@@ -32,7 +32,7 @@ from typing import Any
 
 __all__ = ["LABEL_PROJECT", "LABEL_OWNER_PID", "LABEL_OWNER_START", "LABEL_HOST", "LABEL_POOL",
            "LABEL_ENV", "project_filter", "owner_labels", "owner_alive", "host_id", "pid_namespace",
-           "process_start", "reap_stale", "remove_owned", "ensure_watchdog"]
+           "process_start", "reap_stale", "remove", "remove_owned", "ensure_watchdog"]
 
 LABEL_PROJECT = "openenv-gym.project"
 LABEL_OWNER_PID = "openenv-gym.owner-pid"
@@ -101,20 +101,24 @@ def project_filter(**labels: str) -> dict[str, Any]:
     return {"label": [f"{LABEL_PROJECT}=1", *(f"{k}={v}" for k, v in labels.items())]}
 
 
-def _remove(containers: list[Any]) -> int:
+def remove(container: Any) -> bool:
+    """Remove a container by force; False when it was gone or going already (its owner's
+    watchdog and ``openenv-gym docker stop`` can race for it)."""
     import docker.errors
 
-    removed = 0
-    for container in containers:
-        try:
-            container.remove(force=True)
-            removed += 1
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.APIError as exc:
-            if "already in progress" not in str(exc):
-                raise
-    return removed
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        return False
+    except docker.errors.APIError as exc:
+        if "already in progress" not in str(exc):
+            raise
+        return False
+    return True
+
+
+def _remove(containers: list[Any]) -> int:
+    return sum(remove(c) for c in containers)
 
 
 def remove_owned(client: Any, pid: int, start: str, host: str) -> int:

@@ -492,6 +492,20 @@ def test_a_worker_containers_log_on_the_host_is_size_capped(provider, client):
         provider.stop_all([worker])
 
 
+def test_removing_a_container_removed_meanwhile_is_no_error(provider, client) -> None:
+    # `openenv-gym docker stop` right after a trainer died races the owner's watchdog (or
+    # another `stop`) for the same containers: it crashed on NotFound.
+    from openenv_gym.providers._docker_owner import remove
+
+    [worker] = provider.start("echo")
+    try:
+        held = client.containers.get(worker.container_id)
+        assert remove(held)
+        assert not remove(held)  # gone already: no error, not counted
+    finally:
+        provider.stop_all([worker])
+
+
 PTRACE_THE_SERVER = """
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
