@@ -4,7 +4,10 @@ Local workers (the process provider's, a Docker worker's bind-mounted socket fol
 actor's server) serve on Unix sockets in folders of :func:`runtime_dir`, named
 ``<owner pid>-<pool>``. An owner killed with SIGKILL cannot remove its folders; the next
 owner's first use of the folder, the fork server of an owner that died, and
-``openenv-gym docker stop`` sweep them (:func:`sweep_orphans`).
+``openenv-gym docker stop`` sweep them (:func:`sweep_orphans`). Each pool folder names its
+owner in an :data:`OWNER_FILE` (pid, start time, PID namespace), so a sweep never takes a live
+owner of another PID namespace, or a reused pid, for a dead one; and the runtime folder must be
+the user's own (:func:`runtime_dir` refuses one another user made first).
 
 Example:
     >>> import os
@@ -29,8 +32,8 @@ from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers import _cgroup
 from openenv_gym.providers._docker_owner import host_id, owner_alive, process_start
 
-__all__ = ["runtime_dir", "MAX_SOCKET_PATH", "check_socket_path", "make_owned_folder", "python_command",
-           "remove_folder", "remove_orphaned_folders", "sweep_orphans", "worker_environ"]
+__all__ = ["runtime_dir", "MAX_SOCKET_PATH", "OWNER_FILE", "check_socket_path", "make_owned_folder",
+           "python_command", "remove_folder", "remove_orphaned_folders", "sweep_orphans", "worker_environ"]
 
 #: The file in each pool folder that names its owner: pid, start time and PID namespace.
 OWNER_FILE = ".owner"
