@@ -36,6 +36,7 @@ from openenv_gym.errors import (
     InvalidRequestError,
     OpenEnvError,
     ProviderUnavailableError,
+    ResetNeededError,
     SessionNotFoundError,
     WorkerConnectionError,
     WorkerCrashedError,
@@ -306,7 +307,12 @@ class RemoteEnv(gym.Env):
         """
         self._check_open()
         if self._sid is None:
-            raise gym.error.ResetNeeded("call reset() before step()")
+            raise ResetNeededError("call reset() before step()")
+        if self._stuck and self._worker is not None:
+            # The worker may still be busy with the call that timed out: a step would only
+            # wait out its timeout again behind it.
+            raise ResetNeededError("the last call timed out (the worker is hung, or still busy with "
+                                   "it); call reset(), which replaces the worker")
         try:
             out = self._client.request(ops.step(self._sid, action))
         except WorkerTimeoutError:
@@ -382,8 +388,8 @@ class RemoteEnv(gym.Env):
         if self._sid is None:
             if not force:
                 return False
-            raise gym.error.ResetNeeded(f"cannot set {name!r} before reset(): the served env "
-                                        "lives from the first reset")
+            raise ResetNeededError(f"cannot set {name!r} before reset(): the served env "
+                                   "lives from the first reset")
         if not force:
             try:
                 self._session_request(ops.get_attr, name)
@@ -397,8 +403,8 @@ class RemoteEnv(gym.Env):
         env's session."""
         self._check_open()
         if self._sid is None:
-            raise gym.error.ResetNeeded(f"call reset() before {build.__name__}(): the served env "
-                                        "lives from the first reset")
+            raise ResetNeededError(f"call reset() before {build.__name__}(): the served env "
+                                   "lives from the first reset")
         return self._client.request(build(self._sid, *args))
 
     def __reduce__(self) -> Any:

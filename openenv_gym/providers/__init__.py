@@ -12,7 +12,7 @@ import inspect
 import warnings
 from typing import Any
 
-from openenv_gym.errors import ProviderUnavailableError
+from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 from openenv_gym.providers.base import Provider, Worker
 
 __all__ = ["Provider", "Worker", "get_provider", "PROVIDERS", "resolve_provider_name"]
@@ -29,11 +29,11 @@ def provider_class(name: str) -> type[Provider]:
     """The class of a provider by name.
 
     Raises:
-        ValueError: Unknown name.
+        InvalidRequestError: Unknown name (a ``ValueError``).
         ProviderUnavailableError: Its module cannot be imported (extra not installed).
     """
     if name not in PROVIDERS:
-        raise ValueError(f"unknown provider {name!r}; use one of auto, {', '.join(PROVIDERS)}")
+        raise InvalidRequestError(f"unknown provider {name!r}; use one of auto, {', '.join(PROVIDERS)}")
     module, _, attr = PROVIDERS[name].partition(":")
     try:
         return getattr(importlib.import_module(module), attr)

@@ -336,7 +336,7 @@ class RemoteVectorEnv(VectorEnv):
             raise gym.error.AlreadyPendingCallError("step_async called twice without step_wait",
                                                     "step")
         if self._reset_needed is not None:
-            raise gym.error.ResetNeeded(self._reset_needed)
+            raise ResetNeededError(self._reset_needed)
         acts = self._action_batch(actions)
         mode = self.autoreset_mode
         cmd = self._step_cmd

@@ -161,6 +161,9 @@ def test_hung_worker_is_replaced_by_the_next_reset(provider: str) -> None:
         _freeze(env)
         with pytest.raises(openenv_gym.WorkerTimeoutError):
             env.step({"message": "x"})
+        # A step now would only wait out its timeout again behind the hung call: it says so.
+        with pytest.raises(openenv_gym.ResetNeededError, match="timed out"):
+            env.step({"message": "y"})
         obs, _ = env.reset(seed=0)  # replaces the hung worker instead of timing out again
         assert obs["echo"] == "" and env._worker.restarts == 1
         assert env.step({"message": "fresh"})[0]["echo"] == "fresh"
