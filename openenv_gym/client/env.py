@@ -368,10 +368,23 @@ class RemoteEnv(gym.Env):
         """
         if hasattr(self, name):
             return getattr(self, name)
+        if name.startswith("_"):
+            # The worker serves public names only: a private one is nobody's, as locally.
+            raise AttributeError(f"{name!r} is not an attribute of this RemoteEnv (a served env's "
+                                 "private attributes are not reachable)")
         if self._sid is None:
             raise AttributeError(f"{name!r} is not an attribute of this RemoteEnv, and its served "
                                  "env lives from the first reset: call reset() first")
         return self._session_request(ops.get_attr, name)["value"]
+
+    def has_wrapper_attr(self, name: str) -> bool:
+        """Whether :meth:`get_wrapper_attr` finds ``name`` (on this client, or on the served
+        env once it lives), so Gymnasium's ``has_wrapper_attr`` agrees with it."""
+        try:
+            self.get_wrapper_attr(name)
+        except AttributeError:
+            return False
+        return True
 
     def set_wrapper_attr(self, name: str, value: Any, *, force: bool = True) -> bool:
         """Set an attribute where :meth:`get_wrapper_attr` reads it: on this client if it
@@ -383,7 +396,8 @@ class RemoteEnv(gym.Env):
         Raises:
             gym.error.ResetNeeded: ``force`` and no served env yet (before a reset).
         """
-        if hasattr(self, name):
+        if hasattr(self, name) or name.startswith("_"):
+            # A private name is the client's own (the worker serves public names only).
             return super().set_wrapper_attr(name, value, force=force)
         if self._sid is None:
             if not force:

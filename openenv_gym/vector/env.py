@@ -681,8 +681,27 @@ class RemoteVectorEnv(VectorEnv):
         return lost
 
     # -- call / attributes / render ---------------------------------------------------
+    def _targets(self, indices: int | Sequence[int] | None) -> list[int]:
+        """The envs ``indices`` names, as SB3's ``VecEnv`` takes them: None (all), one int,
+        or a sequence of ints; a negative index counts from the end, as in a list.
+
+        Raises:
+            IndexError: An index outside ``range(-num_envs, num_envs)``.
+        """
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, (int, np.integer)) and not isinstance(indices, bool):
+            indices = [indices]
+        targets = []
+        for i in indices:
+            j = int(i)
+            if not -self.num_envs <= j < self.num_envs:
+                raise IndexError(f"env index {j} is out of range for {self.num_envs} envs")
+            targets.append(j % self.num_envs)
+        return targets
+
     def _per_env(self, make: Callable[[int, str], dict[str, Any]],
-                 indices: Sequence[int] | None = None) -> tuple[Any, ...]:
+                 indices: int | Sequence[int] | None = None) -> tuple[Any, ...]:
         """Send ``make(i, sid)`` (a :mod:`~openenv_gym.protocol.ops` request) to each env (all,
         or ``indices``), one batch per worker.
 
@@ -691,7 +710,7 @@ class RemoteVectorEnv(VectorEnv):
         """
         self._discard_pending()
         pool = self.pool
-        targets = list(range(self.num_envs)) if indices is None else [int(i) for i in indices]
+        targets = self._targets(indices)
         order: dict[int, list[int]] = {}
         for i in targets:
             order.setdefault(pool.worker_of[i], []).append(i)
@@ -708,7 +727,7 @@ class RemoteVectorEnv(VectorEnv):
                 values[i] = sub
         return tuple(values[i] for i in targets)
 
-    def call(self, name: str, *args: Any, indices: Sequence[int] | None = None,
+    def call(self, name: str, *args: Any, indices: int | Sequence[int] | None = None,
              **kwargs: Any) -> tuple[Any, ...]:
         """Call a method (or read an attribute) of every sub-env in its worker.
 
@@ -728,7 +747,7 @@ class RemoteVectorEnv(VectorEnv):
         subs = self._per_env(lambda i, sid: ops.call(sid, name, args, kwargs), indices)
         return tuple(s["value"] for s in subs)
 
-    def get_attr(self, name: str, *, indices: Sequence[int] | None = None) -> tuple[Any, ...]:
+    def get_attr(self, name: str, *, indices: int | Sequence[int] | None = None) -> tuple[Any, ...]:
         """Read an attribute of every sub-env (or of those in ``indices``).
 
         Returns:
@@ -737,10 +756,10 @@ class RemoteVectorEnv(VectorEnv):
         return tuple(s["value"] for s in self._per_env(lambda i, sid: ops.get_attr(sid, name), indices))
 
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any, *,
-                 indices: Sequence[int] | None = None) -> None:
+                 indices: int | Sequence[int] | None = None) -> None:
         """Set an attribute of every sub-env (or of those in ``indices``): one value for all,
         or a list/tuple of one per env."""
-        targets = list(range(self.num_envs)) if indices is None else [int(i) for i in indices]
+        targets = self._targets(indices)
         if not isinstance(values, (list, tuple)):
             values = [values] * len(targets)
         if len(values) != len(targets):

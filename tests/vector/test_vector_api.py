@@ -278,3 +278,23 @@ def test_running_out_of_file_descriptors_is_a_typed_error_naming_the_limit() -> 
     last = (out.stdout.strip().splitlines() or [""])[-1]
     assert last.startswith("TYPED out of file descriptors"), out.stdout + out.stderr
     assert "48 (ulimit -n)" in last
+
+
+def test_indices_take_an_int_a_negative_index_and_refuse_one_out_of_range() -> None:
+    # As SB3's VecEnv takes them; a negative index reached the wrong worker's env list.
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=4, env_id="CartPole-v1", provider="process",
+                        envs_per_worker=2)
+    try:
+        envs.reset(seed=0)
+        envs.set_attr("gravity", [1.0, 2.0, 3.0, 4.0])
+        assert envs.get_attr("gravity", indices=2) == (3.0,)
+        assert envs.call("get_wrapper_attr", "gravity", indices=1) == (2.0,)
+        assert envs.get_attr("gravity", indices=[-1, 0]) == (4.0, 1.0)
+        envs.set_attr("gravity", 7.0, indices=3)
+        envs.set_attr("gravity", 8.0, indices=[-4])
+        assert envs.get_attr("gravity") == (8.0, 2.0, 3.0, 7.0)
+        for bad in (4, [-5]):
+            with pytest.raises(IndexError, match="out of range for 4 envs"):
+                envs.get_attr("gravity", indices=bad)
+    finally:
+        envs.close()

@@ -1,0 +1,29 @@
+"""Gymnasium's wrapper-attribute trio on a served env agrees with itself and with a local env:
+``has_wrapper_attr`` is true where ``get_wrapper_attr`` finds a name, and a name nobody has
+(a private one included) is an ``AttributeError``, which Gymnasium's wrappers rely on."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from gymnasium.wrappers import RecordEpisodeStatistics
+
+import openenv_gym  # noqa: F401  (registers the ids)
+
+
+def test_has_get_set_wrapper_attr_agree_through_wrappers() -> None:
+    env = RecordEpisodeStatistics(gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider="process"))
+    try:
+        assert not env.has_wrapper_attr("gravity")       # no served env yet
+        env.reset(seed=0)
+        assert env.get_wrapper_attr("gravity") == 9.8
+        assert env.has_wrapper_attr("gravity")           # the served CartPole's, as locally
+        assert not env.has_wrapper_attr("no_such_attribute")
+        for name in ("no_such_attribute", "_max_episode_steps"):
+            with pytest.raises(AttributeError):
+                env.get_wrapper_attr(name)
+        # A private name ends on the outermost wrapper, as locally, instead of a worker error.
+        assert env.set_wrapper_attr("_tag", 1)
+        assert env.get_wrapper_attr("_tag") == 1
+    finally:
+        env.close()
