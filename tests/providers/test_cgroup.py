@@ -132,14 +132,21 @@ def test_a_restart_ends_what_the_old_worker_left() -> None:
         provider.stop_all([worker])
 
 
-def test_the_cgroup_of_an_owner_killed_before_it_could_clean_up_is_reaped() -> None:
+def _dead_owners_cgroup(name: str) -> _cgroup.WorkerCgroup:
+    """A cgroup named for an owner that no longer runs (as one killed before it cleaned up):
+    ``name`` is what follows the owner in the name (``-ptest-w0``, or ``@<pidns>-...``)."""
     gone = subprocess.Popen(["true"])
-    gone.wait()  # a pid that no longer runs: the owner that was killed
+    gone.wait()
     version, bases = _cgroup._bases()
-    name = f"{_cgroup.PREFIX}{gone.pid}-ptest-w0"
-    group = _cgroup.WorkerCgroup(version, {c: os.path.join(base, name) for c, base in bases.items()})
+    entry = f"{_cgroup.PREFIX}{gone.pid}{name}"
+    group = _cgroup.WorkerCgroup(version, {c: os.path.join(base, entry) for c, base in bases.items()})
     for folder in set(group.folders.values()):
         os.makedirs(folder)
+    return group
+
+
+def test_the_cgroup_of_an_owner_killed_before_it_could_clean_up_is_reaped() -> None:
+    group = _dead_owners_cgroup("-ptest-w0")
     orphan = subprocess.Popen(["sleep", "600"])
     try:
         group.add(orphan.pid)
@@ -244,17 +251,10 @@ def test_the_cgroup_of_an_owner_in_another_pid_namespace_is_not_reaped() -> None
     # An owner in a container or under `unshare --pid` sharing this cgroup tree: its pid names
     # no process here, yet its workers run. Named the old way (pid only), its cgroup is known
     # by its processes' namespace; named the new way, by its name.
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    version, bases = _cgroup._bases()
     sleeper = subprocess.Popen(["unshare", "--pid", "--fork", "sleep", "600"])
     groups = []
     try:
-        for name in (f"{_cgroup.PREFIX}{gone.pid}-ptest-w0", f"{_cgroup.PREFIX}{gone.pid}@1-ptest-w1"):
-            group = _cgroup.WorkerCgroup(version, {c: os.path.join(base, name) for c, base in bases.items()})
-            for folder in set(group.folders.values()):
-                os.makedirs(folder)
-            groups.append(group)
+        groups += [_dead_owners_cgroup("-ptest-w0"), _dead_owners_cgroup("@1-ptest-w1")]
         assert wait_until(lambda: len(subprocess.run(["pgrep", "-P", str(sleeper.pid)], capture_output=True,
                                                      text=True).stdout.split()) == 1, 10, 0.02)
         inner = int(subprocess.run(["pgrep", "-P", str(sleeper.pid)], capture_output=True, text=True).stdout)
@@ -272,13 +272,7 @@ def test_the_cgroup_of_an_owner_in_another_pid_namespace_is_not_reaped() -> None
 
 def test_a_stale_cgroup_this_user_may_not_end_does_not_fail_the_sweep(monkeypatch) -> None:
     # Root's stale cgroup seen by another user's trainer: kill() is refused (EPERM).
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    version, bases = _cgroup._bases()
-    name = f"{_cgroup.PREFIX}{gone.pid}-ptest-eperm"
-    group = _cgroup.WorkerCgroup(version, {c: os.path.join(base, name) for c, base in bases.items()})
-    for folder in set(group.folders.values()):
-        os.makedirs(folder)
+    group = _dead_owners_cgroup("-ptest-eperm")
     orphan = subprocess.Popen(["sleep", "600"])
     try:
         group.add(orphan.pid)
