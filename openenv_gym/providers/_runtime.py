@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -147,7 +148,28 @@ def remove_orphaned_folders(root: str, prefix: str = "") -> None:
         if not os.path.isdir(folder) or os.path.islink(folder):
             continue
         if _owner_gone(folder, int(pid)):
+            _kill_workers_of(folder)
             remove_folder(folder)
+
+
+def _kill_workers_of(folder: str) -> None:
+    """SIGKILL this user's processes still serving from ``folder`` (``--owner-dir folder``):
+    a worker of a dead owner that could not notice it is gone, being stopped (SIGSTOP) or hung
+    in native code that holds the GIL, would otherwise run on for good."""
+    target = os.fsencode(folder)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != os.getuid():
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        if any(a == b"--owner-dir" and v == target for a, v in zip(argv, argv[1:])):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry), signal.SIGKILL)
 
 
 def sweep_orphans(path: str) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -13,6 +15,7 @@ from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers import _runtime
 from openenv_gym.providers._docker_owner import host_id
 from openenv_gym.providers._runtime import OWNER_FILE, remove_orphaned_folders, runtime_dir
+from tests.providers.conftest import wait_gone
 
 
 @pytest.fixture
@@ -86,3 +89,29 @@ def test_a_runtime_folder_another_user_made_first_is_refused(tmpdir_env) -> None
     os.chown(path, 65534, 65534)  # made by someone else before this user's first trainer
     with pytest.raises(ProviderUnavailableError, match="not a folder of yours"):
         runtime_dir()
+
+
+def test_a_dead_owner_s_worker_that_could_not_notice_is_ended_by_the_sweep() -> None:
+    # A worker stopped (SIGSTOP), or hung in native code holding the GIL, cannot see its owner
+    # die: the sweep that removes the owner's folder ends it too, or it would run for good.
+    code = ("import gymnasium as gym, openenv_gym, sys, time\n"
+            "env = gym.make('OpenEnv/Echo-v0', provider='process', provider_options={'fork': False})\n"
+            "env.reset()\n"
+            "w = env.unwrapped._worker\n"
+            "print(w.pid, w.folder, flush=True)\n"
+            "time.sleep(120)\n")
+    trainer = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    worker = 0
+    try:
+        worker_pid, folder = trainer.stdout.readline().split()
+        worker = int(worker_pid)
+        os.kill(worker, signal.SIGSTOP)
+        trainer.kill()
+        trainer.wait()
+        remove_orphaned_folders(runtime_dir())
+        assert wait_gone({worker}, 10) == set(), "the stopped worker of a dead owner still runs"
+        assert not os.path.exists(folder)
+    finally:
+        trainer.kill()
+        if worker and os.path.exists(f"/proc/{worker}"):
+            os.kill(worker, signal.SIGKILL)
