@@ -275,17 +275,15 @@ class RemoteEnv(gym.Env):
             self._replace_worker()
             fresh = True
         try:
-            out = self._client.request(self._reset_request(seed, options, fresh))
+            out = self._request(self._reset_request(seed, options, fresh))
         except SessionNotFoundError:
             fresh = True
-            out = self._client.request(self._reset_request(seed, options, fresh))
-        except (WorkerCrashedError, WorkerConnectionError) as exc:
-            if self._closed:  # close() ran meanwhile, on another thread
-                raise self._closed_error() from exc
+            out = self._request(self._reset_request(seed, options, fresh))
+        except (WorkerCrashedError, WorkerConnectionError):
             if not self._restart_if_dead():
                 raise
             fresh = True
-            out = self._client.request(self._reset_request(seed, options, fresh))
+            out = self._request(self._reset_request(seed, options, fresh))
         except WorkerTimeoutError:
             self._stuck = True
             raise
@@ -314,13 +312,11 @@ class RemoteEnv(gym.Env):
             raise ResetNeededError("the last call timed out (the worker is hung, or still busy with "
                                    "it); call reset(), which replaces the worker")
         try:
-            out = self._client.request(ops.step(self._sid, action))
+            out = self._request(ops.step(self._sid, action))
         except WorkerTimeoutError:
             self._stuck = True  # the next reset() replaces the worker
             raise
         except (WorkerCrashedError, WorkerConnectionError) as exc:
-            if self._closed:  # close() ran meanwhile, on another thread
-                raise self._closed_error() from exc
             raise self._explained(exc) from exc
         obs = from_wire(out["obs"], self.observation_space)
         return obs, out["reward"], out["terminated"], out["truncated"], out["info"]
@@ -330,7 +326,7 @@ class RemoteEnv(gym.Env):
         self._check_open()
         if self.render_mode is None or self._sid is None:
             return None
-        frame = self._client.request(ops.render(self._sid))["frame"]
+        frame = self._request(ops.render(self._sid))["frame"]
         return frame.copy() if hasattr(frame, "copy") else frame
 
     def state(self) -> dict[str, Any]:
@@ -419,7 +415,18 @@ class RemoteEnv(gym.Env):
         if self._sid is None:
             raise ResetNeededError(f"call reset() before {build.__name__}(): the served env "
                                    "lives from the first reset")
-        return self._client.request(build(self._sid, *args))
+        return self._request(build(self._sid, *args))
+
+    def _request(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send ``message`` (every call of this env goes through here); a call that
+        :meth:`close` on another thread ended raises ``ClosedEnvironmentError``, not a worker
+        error."""
+        try:
+            return self._client.request(message)
+        except (WorkerCrashedError, WorkerConnectionError) as exc:
+            if self._closed:  # close() ran meanwhile, on another thread
+                raise self._closed_error() from exc
+            raise
 
     def __reduce__(self) -> Any:
         raise not_copyable(self)

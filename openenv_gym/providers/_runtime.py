@@ -34,7 +34,8 @@ from openenv_gym.providers import _cgroup
 from openenv_gym.providers._docker_owner import host_id, owner_alive, process_start
 
 __all__ = ["runtime_dir", "MAX_SOCKET_PATH", "OWNER_FILE", "check_socket_path", "make_owned_folder",
-           "python_command", "remove_folder", "remove_orphaned_folders", "sweep_orphans", "worker_environ"]
+           "TRAINER_PATH", "apply_trainer_path", "python_command",
+           "remove_folder", "remove_orphaned_folders", "sweep_orphans", "worker_environ"]
 
 #: The file in each pool folder that names its owner: pid, start time and PID namespace.
 OWNER_FILE = ".owner"
@@ -183,18 +184,40 @@ def worker_environ(trainer_path: bool = False) -> dict[str, str]:
     """The environment a local worker runs with: this one, with this package importable.
 
     Args:
-        trainer_path: Also the folder Python put first on this process's ``sys.path`` (the
-            trainer's script folder, else its current one; :func:`_path_head`), for a worker
-            started with :func:`python_command`: it then imports what the trainer imports from
-            there (an env module beside the script), and nothing that merely sits in the
-            current folder.
+        trainer_path: Also this process's own ``sys.path`` folders (:func:`_trainer_path`:
+            the script's folder, pytest's rootdir, what a script put there itself), in
+            :data:`TRAINER_PATH`, for a worker started with :func:`python_command` that calls
+            :func:`apply_trainer_path`: it then imports what the trainer imports, and nothing
+            that merely sits in the current folder. Not on ``PYTHONPATH``: Python imports
+            from there already at startup (``site`` and ``.pth`` files import ``random``,
+            ``types``, ``enum``...), where the trainer's own first folder is not yet on its
+            path, so a ``random.py`` beside the script would kill every worker.
     """
     env = dict(os.environ)
     # The worker must import this very package, also when it runs from a source checkout.
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    entries = (root, _path_head() if trainer_path else None, env.get("PYTHONPATH"))
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in entries if p))
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in (root, env.get("PYTHONPATH")) if p))
+    if trainer_path:
+        env[TRAINER_PATH] = json.dumps(_trainer_path())
+    else:
+        env.pop(TRAINER_PATH, None)
     return env
+
+
+#: The variable that carries the trainer's ``sys.path`` to its workers (:func:`worker_environ`).
+TRAINER_PATH = "OPENENV_GYM_TRAINER_PATH"
+
+
+def apply_trainer_path() -> None:
+    """In a worker (after Python's startup): put the trainer's folders on ``sys.path`` where
+    they are on the trainer's: those ahead of the standard library first, the ones it
+    appended last (:data:`TRAINER_PATH`)."""
+    try:
+        front, tail = json.loads(os.environ.get(TRAINER_PATH) or "[[], []]")
+    except ValueError:
+        return
+    sys.path[:0] = [p for p in dict.fromkeys(front) if p not in sys.path]
+    sys.path.extend(p for p in dict.fromkeys(tail) if p not in sys.path)
 
 
 def python_command() -> list[str]:
@@ -203,20 +226,21 @@ def python_command() -> list[str]:
     ``-P`` (Python 3.11+): ``-m`` would put the worker's current folder (the trainer's) first
     on its ``sys.path``, where a ``numpy.py`` or ``queue.py`` that the trainer never imports
     would shadow the real module in every worker. What the trainer does import from its own
-    first folder reaches the worker through ``worker_environ(trainer_path=True)`` instead.
+    ``sys.path`` reaches the worker through ``worker_environ(trainer_path=True)`` instead.
     """
     return [sys.executable, "-P"] if sys.version_info >= (3, 11) else [sys.executable]
 
 
-def _path_head() -> str | None:
-    """The folder Python put first on this process's ``sys.path``: the script's folder
-    (``python train.py``), else the current one (``-m``, ``-c``, a notebook); None under
-    ``-P`` or ``-I``, where it put none."""
-    if getattr(sys.flags, "safe_path", False) or sys.flags.isolated:
-        return None
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    if path and getattr(main, "__spec__", None) is None:  # run as a script, not with -m
-        return os.path.dirname(os.path.realpath(path))
-    head = sys.path[0] if sys.path else ""
-    return os.path.abspath(head or os.curdir)  # -m: the folder it started in; '': the current one
+def _trainer_path() -> tuple[list[str], list[str]]:
+    """This process's ``sys.path``, made absolute, split where the standard library starts:
+    ahead of it Python's first folder (the script's, else the current one; none under
+    ``-P``/``-I``), ``PYTHONPATH`` and what was put first since (pytest's rootdir and test
+    folders, ``sys.path.insert(0, ...)``); after it the installed packages and what was
+    appended since."""
+    path = [os.path.abspath(p or os.curdir) for p in sys.path if isinstance(p, str)]
+    stdlib = os.path.dirname(os.__file__)
+    zipped = f"python{sys.version_info[0]}{sys.version_info[1]}.zip"
+    start = next((i for i, p in enumerate(path) if p == stdlib or os.path.basename(p) == zipped), None)
+    if start is None:  # an interpreter without the usual layout: its first folder only
+        return path[:1], []
+    return path[:start], path[start:]

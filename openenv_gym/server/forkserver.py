@@ -296,6 +296,9 @@ def main() -> None:
     parser.add_argument("--owner-pid", type=int, required=True, help="exit when this process is gone")
     parser.add_argument("--room", default="", help="blank space for the workers' command lines")
     args = parser.parse_args()
+    from openenv_gym.providers._runtime import apply_trainer_path
+
+    apply_trainer_path()  # the workers it forks import what the trainer imports (worker_environ)
     with socket.socket(fileno=args.fd) as sock:  # closed on the way out: no ResourceWarning
         serve(sock, args.owner_pid)
 

@@ -1,5 +1,6 @@
 """One RemoteEnv used from several threads: calls take turns, and close() from another
-thread ends a call in flight instead of failing itself."""
+thread ends a call in flight (any call: reset, step, call, get_wrapper_attr, state) instead of
+failing itself."""
 
 from __future__ import annotations
 
@@ -70,3 +71,35 @@ def test_close_from_another_thread_ends_a_step_in_flight() -> None:
     assert not worker.alive() and env.unwrapped._worker is None
     with pytest.raises(gym.error.ClosedEnvironmentError):
         env.step({"message": "again"})
+
+
+@pytest.mark.parametrize("how", ["call", "get_wrapper_attr", "state"])
+def test_close_from_another_thread_ends_a_served_call_in_flight(how: str) -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider="process")
+    env.reset(seed=0)
+    worker = env.unwrapped._worker
+    os.kill(worker.pid, signal.SIGSTOP)  # the call in flight hangs until something ends it
+    assert wait_until(lambda: _state(worker.pid) == "T", 10, 0.01)
+    outcome: list[BaseException | None] = []
+    calls = {"call": lambda: env.unwrapped.call("state"),
+             "get_wrapper_attr": lambda: env.unwrapped.get_wrapper_attr("no_such_client_attribute"),
+             "state": lambda: env.unwrapped.state()}
+
+    def run() -> None:
+        try:
+            calls[how]()
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(0.5)
+    try:
+        env.close()
+    finally:
+        os.kill(worker.pid, signal.SIGCONT) if worker.alive() else None
+    thread.join(30)
+    assert not thread.is_alive()
+    # was: WorkerCrashedError ("closed the connection mid-call (it died or was killed)")
+    assert isinstance(outcome[0], gym.error.ClosedEnvironmentError), repr(outcome[0])

@@ -145,7 +145,7 @@ def test_a_request_too_large_for_one_message_is_spawned_and_spares_the_server(tm
         server = _ppid(worker.pid)
         huge = ["echo", "--unix", str(tmp_path / "w.sock"), "--env-kwargs", '{"x": "' + "x" * (100 << 10) + '"}']
         servers = dict(_forks._servers)
-        assert _forks.spawn(huge, str(tmp_path / "w.log"), worker_environ()) is None  # the caller spawns
+        assert _forks.spawn(huge, str(tmp_path / "w.log"), worker_environ(trainer_path=True)) is None  # the caller spawns
         assert _forks._servers == servers
         [after] = provider.start("echo")
         try:
@@ -182,7 +182,7 @@ def test_a_held_worker_runs_nothing_until_released(tmp_path) -> None:
     def held(name: str, while_held: Callable[[_forks.ForkedProcess], None]) -> tuple[_forks.ForkedProcess, Path]:
         sock = tmp_path / f"{name}.sock"
         argv = ["echo", "--unix", str(sock), "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
-        proc = _forks.spawn(argv, str(tmp_path / f"{name}.log"), worker_environ(), before_run=while_held)
+        proc = _forks.spawn(argv, str(tmp_path / f"{name}.log"), worker_environ(trainer_path=True), before_run=while_held)
         assert proc is not None
         return proc, sock
 
@@ -211,7 +211,7 @@ def test_a_worker_that_cannot_be_prepared_is_killed_unrun_and_the_server_works_o
         raise RuntimeError("no cgroup")
 
     with pytest.raises(RuntimeError, match="no cgroup"):
-        _forks.spawn(argv, str(tmp_path / "w.log"), worker_environ(), before_run=refuse)
+        _forks.spawn(argv, str(tmp_path / "w.log"), worker_environ(trainer_path=True), before_run=refuse)
     assert seen[0].wait(10) == -signal.SIGKILL and not (tmp_path / "w.sock").exists()
 
     def die(proc: _forks.ForkedProcess) -> None:  # it dies while held: its gate has no reader left
@@ -219,7 +219,7 @@ def test_a_worker_that_cannot_be_prepared_is_killed_unrun_and_the_server_works_o
         proc.kill()
         assert proc.wait(10) == -signal.SIGKILL
 
-    assert _forks.spawn(argv, str(tmp_path / "w.log"), worker_environ(), before_run=die) is seen[1]
+    assert _forks.spawn(argv, str(tmp_path / "w.log"), worker_environ(trainer_path=True), before_run=die) is seen[1]
     provider = ProcessProvider()
     [worker] = provider.start("echo")
     try:
@@ -241,7 +241,7 @@ def die(worker):  # while the worker is held for its cgroup, before any of its c
     print(folder, worker.pid, flush=True)
     os.kill(os.getpid(), signal.SIGKILL)
 
-_forks.spawn(argv, os.path.join(folder, "w0.log"), worker_environ(), before_run=die)
+_forks.spawn(argv, os.path.join(folder, "w0.log"), worker_environ(trainer_path=True), before_run=die)
 """
 
 

@@ -253,3 +253,84 @@ def test_a_worker_imports_from_the_trainer_s_script_folder_not_its_current_one(
                          capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["ok", "1.5", "ok", "1.5"]
+
+
+_TRAIN_PATHS = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {front!r})   # as pytest's rootdir conftest, or a script finding its project
+    sys.path.append({tail!r})
+    import front_env, tail_env      # the trainer imports both
+    import gymnasium as gym
+    import openenv_gym
+    for module in ("front_env", "tail_env"):
+        for fork in (True, False):
+            env = gym.make("OpenEnv/Gym-v0", env_id=module + ":Const", provider="process",
+                           provider_options={{"fork": fork}})
+            obs, info = env.reset(seed=0)
+            print("ok", float(obs[0]))
+            env.close()
+""")
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (safe path) is 3.11+")
+def test_a_worker_imports_from_the_folders_the_trainer_put_on_its_path(tmp_path: Path) -> None:
+    scripts, front, tail, elsewhere = (tmp_path / n for n in ("scripts", "front", "tail", "elsewhere"))
+    for folder in (scripts, front, tail, elsewhere):
+        folder.mkdir()
+    (front / "front_env.py").write_text(_BESIDE)
+    (tail / "tail_env.py").write_text(_BESIDE)
+    (scripts / "train.py").write_text(_TRAIN_PATHS.format(front=str(front), tail=str(tail)))
+    # Still nothing from the folder the trainer merely started in.
+    (elsewhere / "numpy.py").write_text("raise SystemExit('imported from the current folder')\n")
+    out = subprocess.run([sys.executable, str(scripts / "train.py")], cwd=elsewhere,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["ok", "1.5"] * 4
+
+
+def test_pytest_run_trainer_s_rootdir_reaches_its_workers(tmp_path: Path) -> None:
+    # `pytest` from a project root whose conftest.py makes the root importable: the tests
+    # import the project's env module, and so must the workers they start.
+    (tmp_path / "conftest.py").write_text("")
+    (tmp_path / "myenvs.py").write_text(_BESIDE)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_it.py").write_text(textwrap.dedent("""
+        import gymnasium as gym
+        import openenv_gym
+
+        def test_it():
+            import myenvs  # noqa: F401
+            env = gym.make("OpenEnv/Gym-v0", env_id="myenvs:Const", provider="process")
+            try:
+                assert float(env.reset(seed=0)[0][0]) == 1.5
+            finally:
+                env.close()
+    """))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "tests/test_it.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+
+
+_TRAIN_ECHO = textwrap.dedent("""
+    import gymnasium as gym
+    import openenv_gym
+    for fork in (True, False):
+        env = gym.make("OpenEnv/Echo-v0", provider="process", provider_options={"fork": fork})
+        env.reset(seed=0)
+        print("ok")
+        env.close()
+""")
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (safe path) is 3.11+")
+@pytest.mark.parametrize("module", ["random", "types", "enum"])
+def test_a_stdlib_named_module_beside_the_script_does_not_kill_workers(tmp_path: Path, module: str) -> None:
+    # Python puts a script's folder on sys.path after its startup (site, .pth files), which
+    # imports random, types, enum...: the trainer runs with a random.py beside train.py, and
+    # so must its workers (a folder on PYTHONPATH is searched during that startup already).
+    (tmp_path / "train.py").write_text(_TRAIN_ECHO)
+    (tmp_path / f"{module}.py").write_text(f"raise SystemExit('imported the script folder\\'s {module}.py')\n")
+    out = subprocess.run([sys.executable, str(tmp_path / "train.py")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["ok", "ok"]
