@@ -69,10 +69,12 @@ def _check_private(path: str) -> None:
     that is ours but open to others."""
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        what = ("a link or a file, not a folder" if not stat.S_ISDIR(st.st_mode)
+                else f"owned by uid {st.st_uid}, not by you ({os.getuid()})")
         raise ProviderUnavailableError(
-            f"the runtime folder {path} is not a folder of yours (owner uid {st.st_uid}, you are "
-            f"{os.getuid()}): another user may have made it to take over your workers' sockets. "
-            "Remove it (as its owner or root), or set TMPDIR to a private folder")
+            f"the runtime folder {path} is not a folder of yours ({what}): another user may have "
+            "made it to take over your workers' sockets. Remove it (as its owner or root), or set "
+            "TMPDIR to a private folder")
     if st.st_mode & 0o077:
         os.chmod(path, 0o700)
 

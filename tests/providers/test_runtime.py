@@ -115,3 +115,11 @@ def test_a_dead_owner_s_worker_that_could_not_notice_is_ended_by_the_sweep() -> 
         trainer.kill()
         if worker and os.path.exists(f"/proc/{worker}"):
             os.kill(worker, signal.SIGKILL)
+
+
+def test_a_runtime_folder_that_is_a_link_is_refused_as_one(tmpdir_env) -> None:
+    target = tmpdir_env / "elsewhere"
+    target.mkdir(mode=0o700)
+    os.symlink(target, tmpdir_env / f"openenv-gym-{os.getuid()}")
+    with pytest.raises(ProviderUnavailableError, match="a link or a file, not a folder"):
+        runtime_dir()
