@@ -94,7 +94,7 @@ class ProcessWorker(Worker):
     def _spawn(self) -> None:
         # Again on a restart: the folder may have gone meanwhile (rm -rf /tmp/*, a tmp
         # cleaner), and the log opened in it would fail every restart from then on.
-        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        make_owned_folder(self.folder)
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)
         argv = [self.env, "--unix", self.socket_path, "--env-kwargs", self._kwargs_json,

@@ -19,7 +19,7 @@ import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.errors import InvalidRequestError, WorkerError
-from openenv_gym.providers._runtime import runtime_dir
+from openenv_gym.providers._runtime import OWNER_FILE, runtime_dir
 from openenv_gym.providers.process import ProcessProvider
 from tests.conftest import ctrl_c_after
 from tests.providers.conftest import descendants, wait_gone
@@ -200,6 +200,8 @@ def test_a_worker_restarts_after_its_folder_was_removed() -> None:
         envs.step(np.zeros(2, dtype=np.int64))  # next-step autoreset of the fresh episode
         _, rewards, _, _, infos = envs.step(np.zeros(2, dtype=np.int64))  # the fresh worker serves
         assert rewards.tolist() == [1.0, 1.0] and "worker_error" not in infos
+        # With its owner file: a sweep judges the folder by its owner, not by a bare pid.
+        assert os.path.exists(os.path.join(worker.folder, OWNER_FILE))
     finally:
         envs.close()
 
