@@ -711,21 +711,21 @@ class RemoteVectorEnv(VectorEnv):
         self._discard_pending()
         pool = self.pool
         targets = self._targets(indices)
-        order: dict[int, list[int]] = {}
-        for i in targets:
-            order.setdefault(pool.worker_of[i], []).append(i)
-        calls = {w: [make(i, pool.sid(i)) for i in envs] for w, envs in order.items()}
-        values: dict[int, Any] = {}
+        order: dict[int, list[int]] = {}  # worker -> positions in targets (an env may repeat)
+        for k, i in enumerate(targets):
+            order.setdefault(pool.worker_of[i], []).append(k)
+        calls = {w: [make(targets[k], pool.sid(targets[k])) for k in ks] for w, ks in order.items()}
+        values: list[Any] = [None] * len(targets)
         for w, reply in pool.exchange(calls).items():
             if isinstance(reply, WorkerFailure):
                 error = self._worker_error(reply)
                 self._handle_failure(reply)
                 raise error
-            for i, sub in zip(order[w], reply):
+            for k, sub in zip(order[w], reply):
                 if not sub["ok"]:
-                    raise _env_error(i, sub)
-                values[i] = sub
-        return tuple(values[i] for i in targets)
+                    raise _env_error(targets[k], sub)
+                values[k] = sub
+        return tuple(values)
 
     def call(self, name: str, *args: Any, indices: int | Sequence[int] | None = None,
              **kwargs: Any) -> tuple[Any, ...]:

@@ -296,5 +296,9 @@ def test_indices_take_an_int_a_negative_index_and_refuse_one_out_of_range() -> N
         for bad in (4, [-5]):
             with pytest.raises(IndexError, match="out of range for 4 envs"):
                 envs.get_attr("gravity", indices=bad)
+        # An env named twice is called twice, each call with its own result (two draws of its
+        # Generator), as SB3's env_method does; the second result stood for both.
+        first, second = envs.call("np_random_call", "integers", 0, 2**31, indices=[1, 1])
+        assert first != second
     finally:
         envs.close()
