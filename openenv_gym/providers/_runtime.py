@@ -143,23 +143,26 @@ def remove_orphaned_folders(root: str, prefix: str = "") -> None:
     runs: an owner killed with SIGKILL (a trainer, a Ray actor) leaves its folder behind,
     which the next owner started there removes. Only real folders (a link is left alone),
     and only of owners of this PID namespace (see :func:`make_owned_folder`)."""
+    orphaned = []
     for entry in os.listdir(root):
         pid = entry[len(prefix):].split("-", 1)[0] if entry.startswith(prefix) else ""
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
         folder = os.path.join(root, entry)
-        if not os.path.isdir(folder) or os.path.islink(folder):
-            continue
-        if _owner_gone(folder, int(pid)):
-            _kill_workers_of(folder)
-            remove_folder(folder)
+        if os.path.isdir(folder) and not os.path.islink(folder) and _owner_gone(folder, int(pid)):
+            orphaned.append(folder)
+    if orphaned:
+        _kill_workers_of(orphaned)
+    for folder in orphaned:
+        remove_folder(folder)
 
 
-def _kill_workers_of(folder: str) -> None:
-    """SIGKILL this user's processes still serving from ``folder`` (``--owner-dir folder``):
-    a worker of a dead owner that could not notice it is gone, being stopped (SIGSTOP) or hung
-    in native code that holds the GIL, would otherwise run on for good."""
-    target = os.fsencode(folder)
+def _kill_workers_of(folders: list[str]) -> None:
+    """SIGKILL this user's processes still serving from one of ``folders`` (``--owner-dir
+    FOLDER``), in one pass over ``/proc``: a worker of a dead owner that could not notice it is
+    gone, being stopped (SIGSTOP) or hung in native code that holds the GIL, would otherwise
+    run on for good."""
+    targets = {os.fsencode(folder) for folder in folders}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -170,7 +173,7 @@ def _kill_workers_of(folder: str) -> None:
                 argv = f.read().split(b"\0")
         except OSError:
             continue  # gone meanwhile, or not ours to read
-        if any(a == b"--owner-dir" and v == target for a, v in zip(argv, argv[1:])):
+        if any(a == b"--owner-dir" and v in targets for a, v in zip(argv, argv[1:])):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(int(entry), signal.SIGKILL)
 
