@@ -13,12 +13,7 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
-from tests.security.helpers import wait_until
-
-
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        return f.read().rsplit(b")", 1)[1].split()[0].decode()
+from tests.security.helpers import proc_status, wait_until
 
 
 def test_two_threads_stepping_one_env_each_get_their_own_reply() -> None:
@@ -57,7 +52,7 @@ def test_close_from_another_thread_ends_a_call_in_flight(how: str) -> None:
     env.reset(seed=0)
     worker = env.unwrapped._worker
     os.kill(worker.pid, signal.SIGSTOP)  # the call in flight hangs until something ends it
-    assert wait_until(lambda: _state(worker.pid) == "T", 10, 0.01)
+    assert wait_until(lambda: proc_status(worker.pid).get("State", "").startswith("T"), 10, 0.01)
     outcome: list[BaseException | None] = []
 
     def run() -> None:
