@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from openenv_gym.providers._docker_owner import owner_alive, process_start
+from openenv_gym.providers._runtime import runtime_dir, write_json
 
 __all__ = ["PoolRecord", "pools_dir", "claim", "save", "remove", "load_all", "find", "stop",
            "worker_logs", "valid_name", "process_start"]
@@ -39,8 +40,6 @@ def valid_name(name: str) -> bool:
 
 def pools_dir() -> str:
     """The folder of pool records (inside the process provider's private runtime folder)."""
-    from openenv_gym.providers._runtime import runtime_dir
-
     path = os.path.join(runtime_dir(), "pools")
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
@@ -96,10 +95,7 @@ class PoolRecord:
 
 def save(record: PoolRecord) -> None:
     """Write (or rewrite) a record atomically."""
-    tmp = f"{record.path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(asdict(record), f, indent=1)
-    os.replace(tmp, record.path)
+    write_json(record.path, asdict(record), indent=1)
 
 
 def claim(record: PoolRecord) -> bool:

@@ -28,6 +28,7 @@ import stat
 import sys
 import tempfile
 import threading
+from typing import Any
 
 from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers import _cgroup
@@ -35,7 +36,7 @@ from openenv_gym.providers._docker_owner import host_id, owner_alive, process_st
 
 __all__ = ["runtime_dir", "MAX_SOCKET_PATH", "OWNER_FILE", "check_socket_path", "make_owned_folder",
            "TRAINER_PATH", "apply_trainer_path", "python_command",
-           "remove_folder", "remove_orphaned_folders", "sweep_orphans", "worker_environ"]
+           "remove_folder", "remove_orphaned_folders", "sweep_orphans", "worker_environ", "write_json"]
 
 #: The file in each pool folder that names its owner: pid, start time and PID namespace.
 OWNER_FILE = ".owner"
@@ -117,10 +118,16 @@ def make_owned_folder(path: str) -> None:
     if os.path.exists(owner):  # another worker of the pool made it
         return
     pid = os.getpid()
-    tmp = f"{owner}.{pid}.{threading.get_ident()}"
+    write_json(owner, {"pid": pid, "start": process_start(pid), "host": host_id()})
+
+
+def write_json(path: str, data: Any, indent: int | None = None) -> None:
+    """Write ``data`` as JSON to ``path`` whole (a temp file, then a rename): a reader, a
+    sweep or ``openenv-gym ps``, never sees half of it."""
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"pid": pid, "start": process_start(pid), "host": host_id()}, f)
-    os.replace(tmp, owner)  # whole: a sweep never reads half of it
+        json.dump(data, f, indent=indent)
+    os.replace(tmp, path)
 
 
 def _owner_gone(folder: str, pid: int) -> bool:
