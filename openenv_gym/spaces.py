@@ -171,25 +171,27 @@ def space_from_dict(d: dict[str, Any]) -> spaces.Space:
     raise ValueError(f"unknown space type {kind!r} in spec")
 
 
-def from_wire(value: Any, space: spaces.Space) -> Any:
+def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
     """Turn a decoded wire value into the Python type ``space`` holds.
 
     msgpack brings back lists for tuples; this makes them ``tuple``, discrete values Python
     ``int`` (as Gymnasium's own discrete envs return them, so ``json.dumps(obs)`` works) and
-    arrays of the space's dtype, so ``space.contains`` holds.
+    arrays of the space's dtype, so ``space.contains`` holds (and holds without warning:
+    ``Box.contains`` warns about any value that is not an array).
     Values that do not fit are returned as they are, for the caller's ``contains`` check.
 
     Args:
         value: The decoded value.
         space: The space it belongs to.
+        copy: Copy arrays (wire arrays are read-only views of the frame, and users expect
+            writable ones); ``False`` for a value only checked, as a worker checks its env's.
 
     Returns:
         The normalized value.
     """
     try:
         if isinstance(space, spaces.Box):
-            # A copy: wire arrays are read-only views of the frame, users expect writable ones.
-            arr = np.array(value, dtype=space.dtype)
+            arr = np.array(value, dtype=space.dtype) if copy else np.asarray(value, dtype=space.dtype)
             return arr.reshape(space.shape) if arr.size == int(np.prod(space.shape)) else arr
         if isinstance(space, spaces.Discrete):
             if isinstance(value, (bool, int, np.integer, np.bool_)):
@@ -200,11 +202,11 @@ def from_wire(value: Any, space: spaces.Space) -> Any:
         if isinstance(space, spaces.Dict):
             if not isinstance(value, dict):
                 return value
-            return {k: from_wire(v, space.spaces[k]) if k in space.spaces else v for k, v in value.items()}
+            return {k: from_wire(v, space.spaces[k], copy) if k in space.spaces else v for k, v in value.items()}
         if isinstance(space, spaces.Tuple):
             if not isinstance(value, (list, tuple)) or len(value) != len(space.spaces):
                 return value
-            return tuple(from_wire(v, s) for v, s in zip(value, space.spaces))
+            return tuple(from_wire(v, s, copy) for v, s in zip(value, space.spaces))
     except (TypeError, ValueError, OverflowError):
         return value
     return value

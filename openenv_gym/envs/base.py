@@ -207,7 +207,7 @@ class Environment(gym.Env):
         else:
             problem = wire_problem(info, "info") if info else None
         if problem is None and self.check_observations \
-                and not self.observation_space.contains(_boxes_as_arrays(obs, self.observation_space)):
+                and not self.observation_space.contains(from_wire(obs, self.observation_space, copy=False)):
             kind = ValueError
             problem = f"an observation outside its observation space {self.observation_space}: {_short(obs, 120)}"
         if problem is None:
@@ -235,26 +235,6 @@ class Environment(gym.Env):
 #: routing itself (``call("get_wrapper_attr", name)``): answered by the wrapper, not the inner env.
 _CLIENT_VIEW = frozenset({"metadata", "action_space", "observation_space", "render_mode", "spec",
                           "unwrapped", "get_wrapper_attr", "set_wrapper_attr"})
-
-
-def _boxes_as_arrays(value: Any, space: gym.spaces.Space) -> Any:
-    """``value`` with each ``Box`` leaf cast as ``Box.contains`` casts it, without the warning
-    it gives first ("Casting input x to numpy array"): a model's ``int`` or ``float`` field is a
-    Python number, so every check warned in the worker's log, and a worker run with
-    ``PYTHONWARNINGS=error`` failed every reset."""
-    if isinstance(space, gym.spaces.Box):
-        if isinstance(value, np.ndarray):
-            return value
-        try:
-            return np.asarray(value, dtype=space.dtype)
-        except (ValueError, TypeError, OverflowError):
-            return np.empty(0, dtype=object)  # what contains() refuses, as it would refuse this
-    if isinstance(space, gym.spaces.Dict) and isinstance(value, dict):
-        return {k: _boxes_as_arrays(v, space.spaces[k]) if k in space.spaces else v for k, v in value.items()}
-    if isinstance(space, gym.spaces.Tuple) and isinstance(value, (list, tuple)) \
-            and len(value) == len(space.spaces):
-        return tuple(_boxes_as_arrays(v, s) for v, s in zip(value, space.spaces))
-    return value
 
 
 def _short(value: Any, limit: int = 80) -> str:
