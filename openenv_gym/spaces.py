@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import string
 from typing import Any
 
@@ -192,7 +193,9 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
     try:
         if isinstance(space, spaces.Box):
             arr = np.array(value, dtype=space.dtype) if copy else np.asarray(value, dtype=space.dtype)
-            return arr.reshape(space.shape) if arr.size == int(np.prod(space.shape)) else arr
+            if arr.shape == space.shape:  # the usual case: no np.prod, ~1.5 µs a call
+                return arr
+            return arr.reshape(space.shape) if arr.size == math.prod(space.shape) else arr
         if isinstance(space, spaces.Discrete):
             if isinstance(value, (bool, int, np.integer, np.bool_)):
                 return int(value)
