@@ -101,9 +101,15 @@ def get_provider(name: str = "auto", untrusted: bool = False, **options: Any) ->
     unknown = sorted(set(options) - accepted) if accepted is not None else []
     if unknown and name == "auto":
         # Written for whichever provider auto picks: an option of the other one is not an error.
-        elsewhere = _options_of("process" if cls.name == "docker" else "docker") or set()
+        other = "process" if cls.name == "docker" else "docker"
+        elsewhere = _options_of(other) or set()
         options = {k: v for k, v in options.items() if k in accepted}  # type: ignore[operator]
         unknown = [k for k in unknown if k not in elsewhere]
+        if unknown:
+            raise TypeError(
+                f"provider_options {unknown} are options of neither provider 'auto' can pick; "
+                f"{cls.name} (picked here) takes: {', '.join(sorted(accepted or ()))}; "
+                f"{other} takes: {', '.join(sorted(elsewhere))}")
     if unknown:
         raise TypeError(f"provider_options {unknown} are not options of the {cls.name} provider; "
                         f"it takes: {', '.join(sorted(accepted or ()))}")
