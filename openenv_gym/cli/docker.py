@@ -159,8 +159,10 @@ def _stop(args: argparse.Namespace) -> int:
     else:
         chosen = [c for c in ours if stale(c)]
     for c in chosen:
-        if remove(c):  # False: removed meanwhile (its owner's watchdog, another `docker stop`)
+        if remove(c):
             console.print(f"removed {c.name}")
+        else:  # its owner's watchdog or another `docker stop` was first
+            console.print(f"{c.name} was removed meanwhile")
     if chosen:
         # The sockets the removed containers served in their bind-mounted folders (the owner's
         # watchdog removes them; with both gone, nothing else would until the next trainer).

@@ -506,6 +506,26 @@ def test_removing_a_container_removed_meanwhile_is_no_error(provider, client) ->
         provider.stop_all([worker])
 
 
+def test_docker_stop_says_which_containers_were_removed_meanwhile(provider, client, monkeypatch,
+                                                                   capsys) -> None:
+    # The race seen from the CLI: `stop` listed the container, then its owner removed it. It
+    # printed nothing at all for it before, as if the name had not been chosen.
+    import argparse
+
+    from openenv_gym.cli import docker as cli_docker
+
+    [worker] = provider.start("echo")
+    try:
+        listed = client.containers.get(worker.container_id)
+    finally:
+        provider.stop_all([worker])  # removed after `stop` listed it
+    monkeypatch.setattr(cli_docker, "_ours", lambda _client: [listed])
+    args = argparse.Namespace(names=[listed.name], all=False)
+    assert cli_docker._stop(args) == 0
+    out = capsys.readouterr().out
+    assert f"{listed.name} was removed meanwhile" in out and "removed openenv-gym" not in out
+
+
 PTRACE_THE_SERVER = """
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
