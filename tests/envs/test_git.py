@@ -200,3 +200,27 @@ def test_unknown_task_is_a_clear_error() -> None:
 
     with pytest.raises(ValueError, match="unknown git task 'nope'.*merge-conflict"):
         GitEnv(task="nope")
+
+
+def test_a_tmpdir_that_is_not_utf8_serves_tasks(tmp_path) -> None:
+    # Paths are bytes on Linux: a TMPDIR like b"/tmp/t\xff" (a Latin-1 user name, say) made
+    # every reset fail with UnicodeEncodeError writing the task's git config.
+    import os
+    import subprocess
+    import sys
+
+    tmpdir = os.fsencode(tmp_path) + b"/t\xff"
+    os.mkdir(tmpdir)
+    script = (
+        "import gymnasium as gym, openenv_gym\n"
+        "env = gym.make('OpenEnv/Git-v0', provider='process', task='pull-fast-forward')\n"
+        "for _ in range(2):\n"  # the second reset restores the built snapshot
+        "    env.reset()\n"
+        "    obs, reward, terminated, *_ = env.step({'command': 'git pull -q --ff-only'})\n"
+        "    print(reward, terminated)\n"
+        "env.close()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environb, b"TMPDIR": tmpdir},
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert done.stdout.decode().split() == ["1.0", "True"] * 2

@@ -249,10 +249,10 @@ class Workspace:
                 if not os.path.exists(config):
                     config = os.path.join(entry.path, "config")  # a bare repo
                 if os.path.isfile(config):
-                    with open(config, encoding="utf-8") as f:
+                    with open(config, encoding="utf-8", errors="surrogateescape") as f:
                         text = f.read()
                     if old in text:
-                        with open(config, "w", encoding="utf-8") as f:
+                        with open(config, "w", encoding="utf-8", errors="surrogateescape") as f:
                             f.write(text.replace(old, new))
 
     def _snapshot(self, task: Task | None) -> str:
@@ -274,7 +274,9 @@ class Workspace:
                             confine=False, ident=ident)
         for folder in (builder.work, builder.remotes, builder.home, builder.tmp):
             os.makedirs(folder, mode=0o700)
-        with open(os.path.join(builder.home, ".gitconfig"), "w", encoding="utf-8") as f:
+        # A path in it is bytes to git: one that is not UTF-8 (TMPDIR) is written back as it was.
+        with open(os.path.join(builder.home, ".gitconfig"), "w", encoding="utf-8",
+                  errors="surrogateescape") as f:
             f.write(GITCONFIG.format(templates=self.shared.templates))
         script = (task.setup_script() if task is not None
                   else SETUP_PRELUDE + 'git init -q --bare "$REMOTES/origin.git"\n')
