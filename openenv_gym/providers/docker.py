@@ -43,6 +43,18 @@ _SOCKET_NAME = "worker.sock"
 _reaped: list[bool] = []
 
 
+def _check_utf8(folder: str) -> None:
+    # The engine's API is JSON: a bind-mount source that is not UTF-8 arrives mangled, and the
+    # engine makes a folder of that other name (root's) for the worker, which cannot serve in it.
+    try:
+        os.fsencode(folder).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProviderUnavailableError(
+            f"the runtime folder {folder!r} is not valid UTF-8, and the Docker engine takes only "
+            "UTF-8 paths; set TMPDIR to a folder whose path is UTF-8 (such as /tmp), or use "
+            "provider='process'") from None
+
+
 class DockerWorker(Worker):
     """An env server in a container, reached through a Unix socket in a mounted folder.
 
@@ -308,6 +320,7 @@ class DockerProvider(Provider):
     def start(self, env: str, n: int = 1, env_kwargs: dict[str, Any] | None = None,
               pool: str | None = None) -> list[Worker]:
         info = get_env_info(env)
+        _check_utf8(runtime_dir())  # before a build, which fails on it less clearly
         self.image_for(info)  # once, before n threads start containers
         if not _reaped:
             _reaped.append(True)

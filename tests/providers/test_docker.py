@@ -554,3 +554,18 @@ def test_a_step_without_landlock_cannot_ptrace_the_worker_server():
         assert obs["stdout"] == "4\n" and reward == 1.0
     finally:
         env.close()
+
+
+def test_a_runtime_folder_that_is_not_utf8_is_refused_naming_tmpdir(client, tmp_path) -> None:
+    # The engine's JSON API mangles such a bind-mount source and made a root-owned folder of
+    # the mangled name, in which the worker could not bind: a PermissionError from inside the
+    # container, after a build that itself failed in pip on the same path.
+    tmpdir = os.fsencode(tmp_path) + b"/t\xff"
+    os.mkdir(tmpdir)
+    script = "import gymnasium as gym, openenv_gym\ngym.make('OpenEnv/Echo-v0', provider='docker')\n"
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environb, b"TMPDIR": tmpdir},
+                          capture_output=True, timeout=300)
+    err = done.stderr.decode(errors="replace")
+    assert done.returncode == 1 and "ProviderUnavailableError" in err, err
+    assert "is not valid UTF-8" in err and "set TMPDIR" in err, err
+    assert os.listdir(tmp_path) == [os.fsdecode(b"t\xff")]  # nothing made beside it
