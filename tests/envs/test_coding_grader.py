@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import pickle
 import subprocess
@@ -123,3 +124,37 @@ def test_checks_are_judged_in_an_optimized_worker(how: str) -> None:
     assert out.returncode == 0, out.stderr
     failed, passed, total = map(int, out.stdout.split())
     assert (failed, passed) == (0, total)
+
+
+# Keys chosen to share one hash (ints that are multiples of 2**61 - 1 all hash to 0, and so do
+# tuples of them) made building the answer's set or dict O(n**2) in the worker, after the child
+# answered: outside every deadline, a step held for minutes.
+_M61 = (1 << 61) - 1
+_ZERO_HASH = [k * _M61 for k in range(-4, 9)]  # within msgpack's 64-bit ints
+
+
+def _colliding_tuples(n: int) -> list[tuple[int, ...]]:
+    return list(itertools.islice(itertools.product(_ZERO_HASH, repeat=5), n))
+
+
+@pytest.mark.parametrize("kind", [set, frozenset, dict])
+def test_answer_keys_chosen_to_collide_are_refused(kind: type) -> None:
+    keys = _colliding_tuples(64)
+    value = dict.fromkeys(keys, 0) if kind is dict else kind(keys)
+    with pytest.raises(NotPlain, match="share one hash value"):
+        unpack_plain(pack_plain(["ok", value]))
+    plain = ["ok", set(range(10_000)), {str(i): i for i in range(10_000)}, frozenset({-1, -2})]
+    assert unpack_plain(pack_plain(plain)) == plain
+
+
+def test_a_completion_answering_with_colliding_keys_fails_its_checks(box: Sandbox) -> None:
+    problem = get_problem(0)
+    program = problem.prompt + (
+        "    return True\n"
+        "import sys, itertools, msgpack\n"
+        f"zero = {_ZERO_HASH!r}\n"
+        "tup = lambda t: msgpack.ExtType(1, msgpack.packb(list(t)))\n"
+        "items = msgpack.packb([tup(t) for t in itertools.islice(itertools.product(zero, repeat=5), 40000)])\n"
+        "sys.modules['__main__'].pack_plain = lambda a: msgpack.packb(['ok', msgpack.ExtType(2, items)])\n")
+    result, passed = grade(box, program, problem, timeout=5.0, per_check=2.0)
+    assert not passed and "share one hash value" in result.stderr, result.stderr

@@ -136,6 +136,24 @@ def _packable(value: "Any", msgpack: "Any", depth: int) -> object:
                    "dict, numpy scalars)")
 
 
+#: Most keys of one set or dict that may share a hash value. Plain data never needs more
+#: (``pack_plain`` sends a real set, without duplicates); keys chosen to collide (tuples of
+#: multiples of 2**61 - 1 all hash to 0) would make building the set cost O(n**2) in the
+#: worker, after the child answered and outside every deadline.
+MAX_SAME_HASH = 8
+
+
+def _distinct_hashes(keys: list) -> list:
+    """``keys``, refused when more than :data:`MAX_SAME_HASH` of them share a hash."""
+    counts: dict[int, int] = {}
+    for key in keys:
+        h = hash(key)  # an unhashable key raises TypeError: refused as malformed
+        counts[h] = counts.get(h, 0) + 1
+        if counts[h] > MAX_SAME_HASH:
+            raise NotPlain(f"more than {MAX_SAME_HASH} of its set or dict keys share one hash value")
+    return keys
+
+
 def unpack_plain(data: bytes) -> object:
     """Decode what :func:`pack_plain` made; safe on bytes from an untrusted process.
 
@@ -144,10 +162,17 @@ def unpack_plain(data: bytes) -> object:
     """
     import msgpack
 
+    def pairs_hook(pairs: list) -> dict:
+        _distinct_hashes([k for k, _ in pairs])
+        return dict(pairs)
+
     def ext_hook(code: int, payload: bytes) -> object:
         if code == _BIGINT:
             return int(payload.decode("ascii"))
-        items = msgpack.unpackb(payload, raw=False, strict_map_key=False, ext_hook=ext_hook)
+        items = msgpack.unpackb(payload, raw=False, strict_map_key=False, ext_hook=ext_hook,
+                                object_pairs_hook=pairs_hook)
+        if code in (_SET, _FROZENSET) and type(items) is list:
+            return _EXT_KINDS[code](_distinct_hashes(items))
         if code in _EXT_KINDS and type(items) is list:
             return _EXT_KINDS[code](items)
         if code == _COMPLEX and type(items) is list and len(items) == 2 \
@@ -156,7 +181,8 @@ def unpack_plain(data: bytes) -> object:
         raise NotPlain(f"unknown extension {code}")
 
     try:
-        return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=ext_hook)
+        return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=ext_hook,
+                               object_pairs_hook=pairs_hook)
     except NotPlain:
         raise
     except Exception as exc:  # truncated, garbled, an unhashable key, too deep
