@@ -21,7 +21,7 @@ repository's ``core.worktree`` are ignored.
 | rev_file_contains / rev_file_lacks | rev, path, text | the file at ``rev`` has / lacks every text |
 | path_untracked | path, rev (HEAD) | ``path`` is not in ``rev``'s tree |
 | no_conflict_markers | paths (all files) | no ``<<<<<<<``/``=======``/``>>>>>>>`` lines |
-| clean_worktree | untracked (true) | ``git status`` shows nothing |
+| clean_worktree | untracked (true) | ``git status`` shows nothing, and every tracked file is its index entry byte for byte |
 | no_operation_in_progress | | no merge, rebase, cherry-pick, revert or bisect underway |
 | is_ancestor / not_ancestor | ancestor, descendant | ``git merge-base --is-ancestor`` |
 | same_commit | a, b | both name one commit |
@@ -34,7 +34,8 @@ repository's ``core.worktree`` are ignored.
 | remote_has_ref / remote_lacks_ref | ref, remote (origin), equals | the bare remote has the ref (at local ``equals``) |
 | remote_contains | ref, rev, remote | the remote ref contains ``rev`` (resolved in the remote) |
 | reverts | target, rev (HEAD) | ``rev`` is a ``git revert`` of ``target``: its message names ``target``'s id and its change undoes ``target``'s |
-| command | run | a shell command (e.g. the repo's tests) exits 0, under the command limits |
+| file_unchanged | path, rev | the working-tree file is byte for byte the file at ``rev`` (pin the task's tests) |
+| command | run | a shell command (e.g. the repo's tests) exits 0, under the command limits, with no Python startup hook of ``$HOME`` and no module of the folder shadowing the standard library |
 
 Example:
     >>> sorted(CHECKS)[:3]
@@ -94,8 +95,8 @@ class CheckContext(Protocol):
             env: Mapping[str, str] | None = None) -> ExecResult:
         """Run a trusted command (git plumbing) in ``cwd``, ``env`` added to its environment."""
 
-    def shell(self, command: str, cwd: str) -> ExecResult:
-        """Run a shell command under the agent's limits."""
+    def shell(self, command: str, cwd: str, env: Mapping[str, str] | None = None) -> ExecResult:
+        """Run a shell command under the agent's limits, ``env`` added to its environment."""
 
 
 def _location(ctx: CheckContext, repo: str) -> tuple[str, ...]:
@@ -225,7 +226,34 @@ def no_conflict_markers(ctx: CheckContext, repo: str, paths: list[str] | None = 
 def clean_worktree(ctx: CheckContext, repo: str, untracked: bool = True) -> bool:
     status = _out(ctx, repo, "status", "--porcelain",
                   "--untracked-files=" + ("normal" if untracked else "no"))
-    return status == "" and not _hidden_paths(ctx, repo)
+    return status == "" and not _hidden_paths(ctx, repo) and not _stale_entries(ctx, repo)
+
+
+def _stale_entries(ctx: CheckContext, repo: str) -> bool:
+    """Whether a tracked file differs from its index entry (or the index cannot be read).
+
+    ``git status`` trusts an entry whose size and times match the file, and hashes a file
+    through the clean filter its attributes name: ``git add`` through a filter that prints
+    the committed content stores the old blob with the new file's stat data, and the edit
+    never shows, even after the filter is gone. So every tracked regular file is hashed as
+    it is on disk, without filters.
+    """
+    listing = _git(ctx, repo, "ls-files", "-s", "-z")
+    if listing.exit_code != 0:
+        return True
+    paths, blobs = [], []
+    for entry in listing.stdout.split("\0"):
+        if not entry:
+            continue
+        meta, _, path = entry.partition("\t")
+        mode, blob, _stage = meta.split()
+        if mode in ("100644", "100755"):
+            paths.append(path)
+            blobs.append(blob)
+    if not paths:
+        return False
+    hashed = _git(ctx, repo, "hash-object", "--no-filters", "--", *paths)
+    return hashed.exit_code != 0 or hashed.stdout.split() != blobs
 
 
 def _hidden_paths(ctx: CheckContext, repo: str) -> bool:
@@ -339,8 +367,27 @@ def reverts(ctx: CheckContext, repo: str, target: str, rev: str = "HEAD") -> boo
     return bool(undo) and undo == _change(ctx, repo, f"{r}^", r)
 
 
+def file_unchanged(ctx: CheckContext, repo: str, path: str, rev: str) -> bool:
+    """The working-tree file is the one at ``rev`` (a ``:/message`` pinned at setup): a
+    ``command`` check that runs the repo's tests judges with the task's tests, not edited ones."""
+    content = _read_bytes(repo, path)
+    blob = _git(ctx, repo, "cat-file", "blob", f"{rev}:{path}")
+    return content is not None and blob.exit_code == 0 and blob.stdout.encode("utf-8") == content
+
+
+#: The environment of ``command`` checks: the agent writes ``$HOME`` and the repository, so
+#: Python runs no startup hook of theirs (a ``usercustomize`` or ``.pth`` file in the user
+#: site-packages, ``os._exit(0)`` before any test) and does not put the current folder ahead
+#: of the standard library (a ``unittest/`` folder there, hidden by ``.git/info/exclude``,
+#: would replace the test runner). ``python3 -m unittest`` still finds the repo's modules:
+#: its discovery puts the start folder on ``sys.path``.
+COMMAND_ENV: dict[str, str] = {"PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1"}
+
+
 def command(ctx: CheckContext, repo: str, run: str) -> bool:
-    return os.path.isdir(repo) and ctx.shell(run, repo).exit_code == 0
+    """The command exits 0. What it runs that the agent wrote (the repo's own code) decides
+    that exit status: see the README's threat model."""
+    return os.path.isdir(repo) and ctx.shell(run, repo, COMMAND_ENV).exit_code == 0
 
 
 #: Check type name -> function(ctx, repo, **fields) -> bool.
@@ -349,7 +396,7 @@ CHECKS: dict[str, Callable[..., bool]] = {f.__name__: f for f in (
     file_absent, rev_file_contains, rev_file_lacks, path_untracked, no_conflict_markers,
     clean_worktree, no_operation_in_progress, is_ancestor, not_ancestor, same_commit,
     commit_message, commit_count, merge_commit, no_merge_commits, tag_exists, stash_count,
-    upstream, remote_has_ref, remote_lacks_ref, remote_contains, reverts, command,
+    upstream, remote_has_ref, remote_lacks_ref, remote_contains, reverts, file_unchanged, command,
 )}
 
 

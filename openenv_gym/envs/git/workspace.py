@@ -198,16 +198,17 @@ class Workspace:
         )
 
     # -- commands ------------------------------------------------------------------------
-    def command(self, command: str, timeout: float, cwd: str | None = None) -> ExecResult:
+    def command(self, command: str, timeout: float, cwd: str | None = None,
+                env: Mapping[str, str] | None = None) -> ExecResult:
         """Run a shell command under the limits; stdout and stderr merged like a terminal."""
         prefix = self.limits.shell_prefix()
         return run(["bash", "-c", f"{prefix}\n{command}"], timeout=timeout, cwd=cwd or self.work,
-                   env=self.environ(), output_limit=self.output_limit, merge_stderr=True,
-                   confine=self.ruleset)
+                   env={**self.environ(), **(env or {})}, output_limit=self.output_limit,
+                   merge_stderr=True, confine=self.ruleset)
 
-    def shell(self, command: str, cwd: str) -> ExecResult:
-        """A ``command`` check: the agent's limits, a fixed 60 s."""
-        return self.command(command, 60.0, cwd)
+    def shell(self, command: str, cwd: str, env: Mapping[str, str] | None = None) -> ExecResult:
+        """A ``command`` check: the agent's limits, a fixed 60 s, ``env`` added."""
+        return self.command(command, 60.0, cwd, env)
 
     def run(self, argv: list[str], cwd: str, timeout: float = 10.0,
             env: Mapping[str, str] | None = None) -> ExecResult:
