@@ -65,12 +65,17 @@ def _version(dist: str) -> str | None:
         return None
 
 
+#: The oldest Python openenv_gym runs on (``python_requires`` in setup.cfg).
+MIN_PYTHON = (3, 11)
+
+
 def check_python() -> list[Check]:
     """The interpreter's version."""
     v = sys.version_info
     text = f"{v.major}.{v.minor}.{v.micro} at {sys.executable}"
-    if v < (3, 10):
-        return [Check("python", "fail", text, "install Python 3.10 or newer (3.11 is tested)")]
+    if v < MIN_PYTHON:
+        return [Check("python", "fail", text, "install Python {}.{} or newer (the floor of setup.cfg's "
+                      "python_requires)".format(*MIN_PYTHON))]
     return [Check("python", "ok", text)]
 
 

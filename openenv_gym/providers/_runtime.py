@@ -235,12 +235,12 @@ def apply_trainer_path() -> None:
 def python_command() -> list[str]:
     """How a local worker's interpreter starts (``+ ["-m", module, ...]``).
 
-    ``-P`` (Python 3.11+): ``-m`` would put the worker's current folder (the trainer's) first
+    ``-P``: ``-m`` would put the worker's current folder (the trainer's) first
     on its ``sys.path``, where a ``numpy.py`` or ``queue.py`` that the trainer never imports
     would shadow the real module in every worker. What the trainer does import from its own
     ``sys.path`` reaches the worker through ``worker_environ(trainer_path=True)`` instead.
     """
-    return [sys.executable, "-P"] if sys.version_info >= (3, 11) else [sys.executable]
+    return [sys.executable, "-P"]
 
 
 def _trainer_path() -> tuple[list[str], list[str]]:

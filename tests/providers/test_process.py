@@ -239,7 +239,6 @@ _BESIDE = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (safe path) is 3.11+")
 @pytest.mark.parametrize("shadowed", ["numpy", "queue"])
 def test_a_worker_imports_from_the_trainer_s_script_folder_not_its_current_one(
         tmp_path: Path, shadowed: str) -> None:
@@ -276,7 +275,6 @@ _TRAIN_PATHS = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (safe path) is 3.11+")
 def test_a_worker_imports_from_the_folders_the_trainer_put_on_its_path(tmp_path: Path) -> None:
     scripts, front, tail, elsewhere = (tmp_path / n for n in ("scripts", "front", "tail", "elsewhere"))
     for folder in (scripts, front, tail, elsewhere):
@@ -326,7 +324,6 @@ _TRAIN_ECHO = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P (safe path) is 3.11+")
 @pytest.mark.parametrize("module", ["random", "types", "enum"])
 def test_a_stdlib_named_module_beside_the_script_does_not_kill_workers(tmp_path: Path, module: str) -> None:
     # Python puts a script's folder on sys.path after its startup (site, .pth files), which
