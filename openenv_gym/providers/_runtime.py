@@ -207,13 +207,28 @@ def worker_environ(trainer_path: bool = False) -> dict[str, str]:
     """
     env = dict(os.environ)
     # The worker must import this very package, also when it runs from a source checkout.
+    # Installed (a site-packages folder), it does so by itself: that folder on PYTHONPATH
+    # would come ahead of the standard library, where the trainer has it after, and a stdlib
+    # backport in it (PyPI's argparse, dataclasses, enum34) would shadow the real module.
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in (root, env.get("PYTHONPATH")) if p))
+    if root not in _site_folders():
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in (root, env.get("PYTHONPATH")) if p))
     if trainer_path:
         env[TRAINER_PATH] = json.dumps(_trainer_path())
     else:
         env.pop(TRAINER_PATH, None)
     return env
+
+
+def _site_folders() -> set[str]:
+    """The site-packages folders this interpreter's ``site`` puts on ``sys.path`` (a worker's
+    too: same interpreter, same environment)."""
+    import site
+
+    folders = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    return {os.path.abspath(f) for f in folders}
 
 
 #: The variable that carries the trainer's ``sys.path`` to its workers (:func:`worker_environ`).

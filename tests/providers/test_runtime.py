@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import site
 import subprocess
 import sys
 
@@ -123,3 +124,23 @@ def test_a_runtime_folder_that_is_a_link_is_refused_as_one(tmpdir_env) -> None:
     os.symlink(target, tmpdir_env / f"openenv-gym-{os.getuid()}")
     with pytest.raises(ProviderUnavailableError, match="a link or a file, not a folder"):
         runtime_dir()
+
+
+# A regular install: a stdlib backport in site-packages (PyPI's argparse, dataclasses) would
+# shadow the real module in every worker, and not in the trainer, were site-packages put on the
+# workers' PYTHONPATH, ahead of the standard library. A source checkout still goes there.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(_runtime.__file__))))
+
+
+def test_an_installed_package_puts_no_site_packages_on_the_workers_pythonpath(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(site, "getsitepackages", lambda: [_ROOT])  # as a regular install has it
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert _ROOT not in _runtime.worker_environ(trainer_path=True).get("PYTHONPATH", "").split(os.pathsep)
+
+
+def test_a_source_checkout_is_still_put_on_the_workers_pythonpath(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(site, "getsitepackages", lambda: ["/nonexistent/site-packages"])
+    monkeypatch.setattr(site, "ENABLE_USER_SITE", False)
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    assert _runtime.worker_environ()["PYTHONPATH"].split(os.pathsep) == [_ROOT, "/elsewhere"]
