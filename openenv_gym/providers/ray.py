@@ -141,9 +141,10 @@ class RayWorker(Worker):
                 "work.") from None
         except RayError as exc:
             ray.kill(actor, no_restart=True)
-            cause = getattr(exc, "cause", None)
-            if isinstance(cause, OpenEnvError) and not isinstance(cause, WorkerError):
-                raise cause from None  # the env could not be made: its own error, typed
+            # Not named ``cause``: that would shadow the imported cause() used below.
+            original = getattr(exc, "cause", None)
+            if isinstance(original, OpenEnvError) and not isinstance(original, WorkerError):
+                raise original from None  # the env could not be made: its own error, typed
             raise WorkerError(f"worker {self.index} of {self.env!r} failed to start on Ray: "
                               f"{cause(exc)}") from None
         self.tcp_address = info["address"]

@@ -399,3 +399,14 @@ def test_a_trainer_connected_through_ray_client_gets_workers(ray_cluster, procs)
     pids = {int(p) for line in out.stdout.splitlines() if line.startswith("pids ") for p in line.split()[1:]}
     assert len(pids) == 6, out.stdout  # Echo's server and actor, the vector env's two of each
     assert not procs.wait_gone(pids, 30), "the client's workers outlived it"
+
+
+def test_a_server_that_does_not_start_in_time_is_a_worker_error(ray_cluster) -> None:
+    # The actor's WorkerError comes back wrapped in a RayTaskError; the provider must raise
+    # its own WorkerError with the actor's message (it raised TypeError: "'WorkerError'
+    # object is not callable", a local name shadowing the cause() helper).
+    from openenv_gym.errors import WorkerError
+
+    provider = RayProvider(num_cpus=0.25, startup_timeout=0.001)
+    with pytest.raises(WorkerError, match=r"failed to start on Ray: env server for 'echo' did not start"):
+        provider.start("echo", 1)
