@@ -89,6 +89,11 @@ def test_bad_arguments_are_named() -> None:
         AtariEnv(game="pong", frame_stack=4)
     with pytest.raises(InvalidRequestError, match="rgb screens"):
         make_ale_env("pong", obs_type="ram", preprocess=True)
+    # AtariPreprocessing takes an int skip: ALE's stochastic (2, 5) (a list over JSON) is refused
+    # by name, not a TypeError from inside the wrapper.
+    for skip in ((2, 5), [2, 5], 0):
+        with pytest.raises(InvalidRequestError, match="preprocess=True skips a fixed number of frames"):
+            make_ale_env("pong", preprocess=True, frameskip=skip)
     # An id of other settings is refused with the game it names, not served as v5's.
     for legacy in ("Pong-v4", "PongNoFrameskip-v4", "BreakoutDeterministic-v4"):
         with pytest.raises(InvalidRequestError, match=r"other settings than ALE v5's.*game='(pong|breakout)'"):

@@ -60,6 +60,10 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
                                   "preprocess=True only; set it or drop them")
     if preprocess and obs_type != "rgb":
         raise InvalidRequestError(f"preprocess=True reads rgb screens; got obs_type={obs_type!r}")
+    if preprocess and (isinstance(frameskip, bool) or not isinstance(frameskip, int) or frameskip < 1):
+        raise InvalidRequestError(f"preprocess=True skips a fixed number of frames (an int >= 1); got "
+                                  f"frameskip={frameskip!r} (ALE's stochastic (low, high) applies "
+                                  "without preprocess)")
     # AtariPreprocessing skips frames itself (max-pooling the last two) and needs frameskip 1.
     # It reads the screen from the emulator itself and drops the inner env's observations:
     # make those the 128-byte RAM, not four discarded 100 KB RGB copies per step.
