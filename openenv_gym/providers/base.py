@@ -27,7 +27,7 @@ import time
 import warnings
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, ClassVar, Iterator, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Protocol, Sequence
 
 from openenv_gym.errors import (
     EnvServerError,
@@ -325,11 +325,24 @@ def startup_error(what: str, log: str) -> OpenEnvError:
     return error
 
 
-def terminate(proc: subprocess.Popen, grace: float = 2.0) -> None:
+class ServerProcess(Protocol):
+    """What :func:`terminate` needs of a process: a ``subprocess.Popen``, or a worker the fork
+    server started (``_forks.ForkedProcess``), whose ``wait`` raises ``TimeoutExpired`` too."""
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+
+def terminate(proc: ServerProcess, grace: float = 2.0) -> None:
     """Stop a server process: SIGTERM (it closes its sessions), SIGKILL after ``grace`` seconds.
 
     Args:
-        proc: The process; nothing happens when it already exited.
+        proc: The process (spawned or forked); nothing happens when it already exited.
         grace: Seconds to wait for a clean exit.
     """
     if proc.poll() is not None:
