@@ -36,6 +36,7 @@ repository's ``core.worktree`` are ignored.
 | reverts | target, rev (HEAD) | ``rev`` is a ``git revert`` of ``target``: its message names ``target``'s id and its change undoes ``target``'s |
 | file_unchanged | path, rev | the working-tree file is byte for byte the file at ``rev`` (pin the task's tests) |
 | command | run | a shell command (e.g. the repo's tests) exits 0, under the command limits, with no Python startup hook of ``$HOME`` and no module of the folder shadowing the standard library |
+| unittest | tests, pattern (``test*.py``) | exactly ``tests`` unittest tests of the repo ran and passed (none failed, errored or was skipped), by the report of a harness of the checker's, not by an exit status the code under test can set |
 
 Example:
     >>> sorted(CHECKS)[:3]
@@ -46,8 +47,10 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
+import shlex
 import stat
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from openenv_gym.envs._exec import ExecResult, Limits
 
@@ -95,8 +98,10 @@ class CheckContext(Protocol):
             env: Mapping[str, str] | None = None) -> ExecResult:
         """Run a trusted command (git plumbing) in ``cwd``, ``env`` added to its environment."""
 
-    def shell(self, command: str, cwd: str, env: Mapping[str, str] | None = None) -> ExecResult:
-        """Run a shell command under the agent's limits, ``env`` added to its environment."""
+    def shell(self, command: str, cwd: str, env: Mapping[str, str] | None = None,
+              pass_fds: Sequence[int] = ()) -> ExecResult:
+        """Run a shell command under the agent's limits, ``env`` added to its environment,
+        ``pass_fds`` inherited."""
 
 
 def _location(ctx: CheckContext, repo: str) -> tuple[str, ...]:
@@ -390,6 +395,56 @@ def command(ctx: CheckContext, repo: str, run: str) -> bool:
     return os.path.isdir(repo) and ctx.shell(run, repo, COMMAND_ENV).exit_code == 0
 
 
+#: The ``unittest`` check's harness (``python3 -c``, in the repo, under the agent's limits). The
+#: key arrives on a pipe, read and closed before any module of the repo is imported, and lives
+#: only in a local of ``main``: code under test that ends the process (``sys.exit(0)``,
+#: ``os._exit(0)``), skips the tests (``raise unittest.SkipTest`` at import) or prints a result
+#: has no report with the key to show.
+_UNITTEST_HARNESS = """\
+import os, sys, unittest
+def main(key_fd, report_fd, pattern):
+    key = os.read(key_fd, 64)
+    os.close(key_fd)
+    result = unittest.TestResult()
+    unittest.defaultTestLoader.discover(".", pattern=pattern, top_level_dir=".").run(result)
+    counts = (result.testsRun, result.failures, result.errors, result.skipped,
+              result.expectedFailures, result.unexpectedSuccesses)
+    os.write(report_fd, key + b" %d" % counts[0] + b"".join(b" %d" % len(c) for c in counts[1:]))
+main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])
+"""
+
+
+def unittest(ctx: CheckContext, repo: str, tests: int, pattern: str = "test*.py") -> bool:
+    """The repo's unittest suite passes: ``tests`` tests ran, none failed, errored or was
+    skipped. Judged by the harness's keyed report, not by the exit status, which the code
+    under test decides (see :data:`_UNITTEST_HARNESS`). Code under test that patches
+    unittest itself is not stopped: see the README's threat model."""
+    if not os.path.isdir(repo):
+        return False
+    key = secrets.token_hex(16).encode()
+    key_r, key_w = os.pipe()
+    report_r, report_w = os.pipe()
+    try:
+        os.write(key_w, key)
+        os.close(key_w)
+        key_w = -1
+        run = (f"python3 -c {shlex.quote(_UNITTEST_HARNESS)} {key_r} {report_w} "
+               f"{shlex.quote(pattern)}")
+        ctx.shell(run, repo, COMMAND_ENV, pass_fds=(key_r, report_w))
+        os.close(report_w)
+        report_w = -1
+        os.set_blocking(report_r, False)  # a process the tests left behind may hold it open
+        try:
+            report = os.read(report_r, 256)
+        except BlockingIOError:
+            return False
+    finally:
+        for fd in (key_r, key_w, report_r, report_w):
+            if fd >= 0:
+                os.close(fd)
+    return report == key + b" %d 0 0 0 0 0" % int(tests)
+
+
 #: Check type name -> function(ctx, repo, **fields) -> bool.
 CHECKS: dict[str, Callable[..., bool]] = {f.__name__: f for f in (
     branch_exists, branch_absent, current_branch, file_contains, file_lacks, file_exists,
@@ -397,6 +452,7 @@ CHECKS: dict[str, Callable[..., bool]] = {f.__name__: f for f in (
     clean_worktree, no_operation_in_progress, is_ancestor, not_ancestor, same_commit,
     commit_message, commit_count, merge_commit, no_merge_commits, tag_exists, stash_count,
     upstream, remote_has_ref, remote_lacks_ref, remote_contains, reverts, file_unchanged, command,
+    unittest,
 )}
 
 

@@ -37,7 +37,7 @@ import threading
 import uuid
 import weakref
 from dataclasses import replace
-from typing import Callable, Mapping, TypeVar
+from typing import Callable, Mapping, Sequence, TypeVar
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
 from openenv_gym.envs._exec import ExecResult, Limits, minimal_environ, run
@@ -199,16 +199,17 @@ class Workspace:
 
     # -- commands ------------------------------------------------------------------------
     def command(self, command: str, timeout: float, cwd: str | None = None,
-                env: Mapping[str, str] | None = None) -> ExecResult:
+                env: Mapping[str, str] | None = None, pass_fds: Sequence[int] = ()) -> ExecResult:
         """Run a shell command under the limits; stdout and stderr merged like a terminal."""
         prefix = self.limits.shell_prefix()
         return run(["bash", "-c", f"{prefix}\n{command}"], timeout=timeout, cwd=cwd or self.work,
                    env={**self.environ(), **(env or {})}, output_limit=self.output_limit,
-                   merge_stderr=True, confine=self.ruleset)
+                   merge_stderr=True, pass_fds=pass_fds, confine=self.ruleset)
 
-    def shell(self, command: str, cwd: str, env: Mapping[str, str] | None = None) -> ExecResult:
-        """A ``command`` check: the agent's limits, a fixed 60 s, ``env`` added."""
-        return self.command(command, 60.0, cwd, env)
+    def shell(self, command: str, cwd: str, env: Mapping[str, str] | None = None,
+              pass_fds: Sequence[int] = ()) -> ExecResult:
+        """A ``command`` or ``unittest`` check: the agent's limits, a fixed 60 s, ``env`` added."""
+        return self.command(command, 60.0, cwd, env, pass_fds)
 
     def run(self, argv: list[str], cwd: str, timeout: float = 10.0,
             env: Mapping[str, str] | None = None) -> ExecResult:
