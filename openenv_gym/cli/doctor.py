@@ -150,8 +150,12 @@ def check_docker() -> list[Check]:
     out = [Check("docker engine", "ok", f"{version}, storage {client.info().get('Driver', '?')}")]
     try:
         from openenv_gym.catalog import all_envs
-        from openenv_gym.providers._docker_images import env_code_missing, find_image
+        from openenv_gym.providers._docker_images import build_problem, env_code_missing, find_image
 
+        problem = build_problem()
+        if problem:  # no image tag can be computed: say why once, not per env
+            out.append(Check("docker images", "warn", problem, "reinstall openenv-gym"))
+            return out
         for info in all_envs():
             if env_code_missing(info):
                 continue

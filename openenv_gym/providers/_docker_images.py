@@ -9,7 +9,9 @@ fetched inside a build:
   pullable, else a Debian base built by ``containers/build-base.sh`` (mmdebstrap piped into
   ``docker import``; debootstrap as fallback);
 * Python dependencies are wheels downloaded on the host (``pip download --only-binary``,
-  cached under ``~/.cache/openenv-gym/wheels``) and openenv_gym itself is built as a wheel;
+  cached under ``~/.cache/openenv-gym/wheels``) and openenv_gym itself is built as a wheel
+  from a source checkout, or packed again from the files of a wheel install (which carries
+  ``containers/`` under its prefix: setup.cfg's data_files);
   the Dockerfile installs them with ``pip install --no-index``;
 * a plugin env (one registered through the ``openenv_gym.envs`` entry point by another
   package) gets the same image plus its package: a wheel built on the host from the folder
@@ -27,6 +29,7 @@ Example (skipped by doctest: it needs a Docker engine, and a first build needs P
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -40,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -68,9 +72,35 @@ _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _SOURCE_ROOT = _PACKAGE_DIR.parent
 
 
+#: Where a wheel install keeps ``containers/`` (setup.cfg's data_files), under its prefix.
+_INSTALLED_CONTAINERS = "share/openenv-gym/containers"
+
+
+def _checkout() -> bool:
+    """Whether openenv_gym runs from a source checkout (else from an installed wheel)."""
+    return (_SOURCE_ROOT / "setup.cfg").is_file()
+
+
+def _distribution() -> importlib.metadata.Distribution | None:
+    try:
+        return importlib.metadata.distribution("openenv-gym")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def containers_dir() -> Path:
-    """The folder with the Dockerfile and build-base.sh (``$OPENENV_GYM_CONTAINERS_DIR``)."""
-    return Path(os.environ.get("OPENENV_GYM_CONTAINERS_DIR") or _SOURCE_ROOT / "containers")
+    """The folder with the Dockerfile and build-base.sh: ``$OPENENV_GYM_CONTAINERS_DIR``, else
+    the checkout's ``containers/``, else the copy a wheel install put under its prefix."""
+    configured = os.environ.get("OPENENV_GYM_CONTAINERS_DIR")
+    if configured:
+        return Path(configured)
+    if _checkout():
+        return _SOURCE_ROOT / "containers"
+    dist = _distribution()
+    for file in (dist.files or []) if dist is not None else []:
+        if file.as_posix().endswith(f"{_INSTALLED_CONTAINERS}/Dockerfile"):
+            return Path(str(dist.locate_file(file))).resolve().parent  # type: ignore[union-attr]
+    return Path(sys.prefix) / _INSTALLED_CONTAINERS
 
 _build_lock = threading.Lock()
 
@@ -111,30 +141,28 @@ def _sha(parts: Iterable[bytes]) -> str:
 def build_problem() -> str | None:
     """Why no env image can be built from this install of openenv_gym, or None when one can.
 
-    Images are built from a source checkout: the Dockerfile in its ``containers/`` folder, and
-    openenv_gym itself as a wheel of its source tree. A wheel install (``pip install
-    openenv-gym``, or a non-editable ``pip install .``) has neither, so no image tag can be
-    computed and nothing can be built.
+    An image needs the Dockerfile (:func:`containers_dir`) and openenv_gym as a wheel: built
+    from a source checkout, or packed again from the files of a wheel install.
     """
     path = containers_dir() / "Dockerfile"
     if not path.is_file():
-        return (f"no Dockerfile at {path}: images are built from a source checkout of "
-                "openenv_gym (pip install -e .), or point OPENENV_GYM_CONTAINERS_DIR at its "
-                "containers/ folder")
-    if not (_SOURCE_ROOT / "setup.cfg").is_file():
-        return (f"openenv_gym is not installed from a source checkout ({_SOURCE_ROOT} has no "
-                "setup.cfg); build images from a clone: pip install -e .")
+        return (f"no Dockerfile at {path}: reinstall openenv-gym (its wheel carries containers/), "
+                "install it from a source checkout (pip install -e .), or point "
+                "OPENENV_GYM_CONTAINERS_DIR at a checkout's containers/ folder")
+    if not _checkout() and not _metadata_files():
+        return (f"openenv_gym at {_PACKAGE_DIR} is neither a source checkout nor installed by "
+                "pip (no metadata beside it); install it with pip")
     return None
 
 
-def _require_checkout() -> None:
+def _require_build_inputs() -> None:
     problem = build_problem()
     if problem:
         raise ProviderUnavailableError(problem)
 
 
 def _dockerfile() -> Path:
-    _require_checkout()
+    _require_build_inputs()
     return containers_dir() / "Dockerfile"
 
 
@@ -220,15 +248,38 @@ def _download_wheels(reqs: list[str], progress: Progress) -> Path:
 
 # ---------------------------------------------------------------- inputs: our own source
 
+def _package_files() -> list[Path]:
+    return [p for p in sorted(_PACKAGE_DIR.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")]
+
+
 def _source_files() -> list[Path]:
-    files = [p for p in sorted(_PACKAGE_DIR.rglob("*"))
-             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")]
-    return files + [_SOURCE_ROOT / n for n in ("setup.cfg", "pyproject.toml")
-                    if (_SOURCE_ROOT / n).is_file()]
+    """What openenv_gym's wheel is made of, under ``_SOURCE_ROOT``: the package, and the
+    checkout's setup.cfg and pyproject.toml or an install's metadata (:func:`_metadata_files`)."""
+    if not _checkout():
+        return _package_files() + _metadata_files()
+    return _package_files() + [_SOURCE_ROOT / n for n in ("setup.cfg", "pyproject.toml")
+                               if (_SOURCE_ROOT / n).is_file()]
+
+
+#: Files of an installed distribution's ``.dist-info`` that pip writes at install time: they do
+#: not go into a wheel.
+_INSTALL_RECORDS = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
+
+
+def _metadata_files() -> list[Path]:
+    """The ``.dist-info`` files of the installed openenv_gym that its wheel carried."""
+    dist = _distribution()
+    if dist is None:
+        return []
+    found = [Path(str(dist.locate_file(f))).resolve() for f in dist.files or []
+             if f.parts and f.parts[0].endswith(".dist-info") and f.name not in _INSTALL_RECORDS]
+    return sorted(p for p in found if p.is_file() and p.parent.parent == _SOURCE_ROOT)
 
 
 def source_hash() -> str:
-    """Hash of openenv_gym's source (package files, setup.cfg, pyproject.toml)."""
+    """Hash of openenv_gym's source (package files, and setup.cfg and pyproject.toml in a
+    checkout or the install's metadata)."""
     parts: list[bytes] = []
     for path in _source_files():
         parts += [str(path.relative_to(_SOURCE_ROOT)).encode(), path.read_bytes()]
@@ -236,12 +287,46 @@ def source_hash() -> str:
 
 
 def _build_self_wheel(src_hash: str, progress: Progress) -> Path:
-    """openenv_gym built as a wheel from this source tree (cached by its source hash)."""
-    _require_checkout()
-    files = _source_files() + [_SOURCE_ROOT / n for n in ("README.md", "LICENSE")
-                               if (_SOURCE_ROOT / n).is_file()]
-    return _build_wheel("openenv_gym", _SOURCE_ROOT, files,
-                        cache_dir() / "wheels" / f"self-{src_hash[:16]}", progress)
+    """openenv_gym as a wheel (cached by its source hash): built from the checkout, or packed
+    again from the files of a wheel install."""
+    _require_build_inputs()
+    target = cache_dir() / "wheels" / f"self-{src_hash[:16]}"
+    if not _checkout():
+        return _repack_installed(target, progress)
+    # setup.cfg's data_files name containers/: the build needs them (the image does not).
+    extra = [_SOURCE_ROOT / n for n in ("README.md", "LICENSE")] + sorted(
+        (_SOURCE_ROOT / "containers").glob("*"))
+    files = _source_files() + [p for p in extra if p.is_file()]
+    return _build_wheel("openenv_gym", _SOURCE_ROOT, files, target, progress)
+
+
+def _repack_installed(target: Path, progress: Progress) -> Path:
+    """The folder ``target`` holding a wheel of the installed openenv_gym: its package files
+    and its ``.dist-info`` metadata, with a RECORD of their hashes (the wheel format's own)."""
+    if any(target.glob("*.whl")):
+        return target
+    progress("packing the installed openenv_gym as a wheel")
+    dist = _distribution()
+    assert dist is not None  # build_problem() said so
+    info_dir = next(p.parent.name for p in _metadata_files())
+    record = f"{info_dir}/RECORD"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="wheel-", dir=target.parent))
+    name = f"openenv_gym-{dist.version}-py3-none-any.whl"
+    rows = []
+    with zipfile.ZipFile(tmp / name, "w", zipfile.ZIP_DEFLATED) as wheel:
+        for path in _source_files():
+            arcname = path.relative_to(_SOURCE_ROOT).as_posix()
+            data = path.read_bytes()
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            rows.append(f"{arcname},sha256={digest},{len(data)}")
+            wheel.writestr(arcname, data)
+        wheel.writestr(record, "\n".join([*rows, f"{record},,"]) + "\n")
+    try:
+        os.rename(tmp, target)
+    except OSError:  # another process finished the same packing first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def _build_wheel(what: str, root: Path, files: list[Path], target: Path,
@@ -412,7 +497,7 @@ def ensure_base(client: Any, progress: Progress = lambda _: None) -> tuple[str, 
     script = containers_dir() / "build-base.sh"
     if not script.is_file():
         raise ProviderUnavailableError(f"cannot pull {configured} and {script} is missing: build "
-                                       "from a source checkout or set OPENENV_GYM_BASE_IMAGE")
+                                       "reinstall openenv-gym or set OPENENV_GYM_BASE_IMAGE")
     started = time.monotonic()
     proc = subprocess.run(["bash", str(script), tag], capture_output=True, text=True)
     if proc.returncode != 0:
@@ -498,7 +583,7 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
             this host), wheels or base cannot be had, or the Docker build failed (with the
             failing step's output).
     """
-    _require_checkout()  # before pulling or building a base image this build could not use
+    _require_build_inputs()  # before pulling or building a base image this build could not use
     missing = env_code_missing(info)
     if missing:
         raise ProviderUnavailableError(missing)

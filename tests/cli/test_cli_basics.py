@@ -83,6 +83,21 @@ def test_doctor_names_the_fix_when_no_docker_engine_answers() -> None:
     assert check["status"] == "warn" and "dockerd" in check["fix"]
 
 
+def test_doctor_says_once_why_no_image_can_be_built(tmp_path) -> None:
+    # Without a Dockerfile every image row said "not built (first use builds it)", which
+    # it could not.
+    from tests.conftest import require_docker
+
+    require_docker()
+    out = run("doctor", "--json", env={"OPENENV_GYM_CONTAINERS_DIR": str(tmp_path / "none")})
+    import json
+
+    findings = json.loads(out.stdout)
+    check = next(f for f in findings if f["area"] == "docker images")
+    assert check["status"] == "warn" and "no Dockerfile at" in check["detail"], check
+    assert not [f for f in findings if f["area"].startswith("image ")]
+
+
 def test_doctor_fails_a_tmpdir_too_long_for_worker_sockets(tmp_path) -> None:
     # gym.make refuses it (check_socket_path): doctor said "ok".
     long = tmp_path / ("d" * 60) / ("e" * 60)

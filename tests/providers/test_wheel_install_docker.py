@@ -1,12 +1,20 @@
 """openenv_gym installed from a wheel (no source checkout) with the docker SDK and an engine.
 
-Images are built from a source checkout (the Dockerfile in ``containers/``); a wheel install
-has none. ``provider="auto"`` (the default) must then run workers on the process provider
-instead of picking docker and failing, and ``provider="docker"`` must name the real problem
-before it pulls or builds a base image it could not use.
+The wheel carries the Dockerfile (setup.cfg's data_files, under the install's prefix), and the
+installed package is packed again as the image's openenv_gym wheel: a wheel install builds
+and runs worker images as a checkout does (tested end to end in a venv). Where no Dockerfile
+can be found, ``provider="auto"`` (the default) runs workers on the process provider instead
+of picking docker and failing, and ``provider="docker"`` names the real problem before it
+pulls or builds a base image it could not use.
 """
 
 from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +25,7 @@ from openenv_gym.providers import _docker_images, provider_class, resolve_provid
 
 @pytest.fixture
 def wheel_install(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """An engine answers, but openenv_gym has no containers/ folder (as from a wheel)."""
+    """An engine answers, but no containers/ folder can be found (a damaged install)."""
     monkeypatch.setenv("OPENENV_GYM_CONTAINERS_DIR", str(tmp_path / "no-containers"))
     monkeypatch.setattr(provider_class("docker"), "available", classmethod(lambda cls: (True, "")))
 
@@ -41,3 +49,58 @@ class _NoCalls:
 def test_a_build_names_the_missing_checkout_before_touching_the_engine(wheel_install) -> None:
     with pytest.raises(ProviderUnavailableError, match="no Dockerfile at .*source checkout"):
         _docker_images.build_image(_NoCalls(), get_env_info("echo"))
+
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+_IN_THE_VENV = """
+import sys
+import gymnasium as gym
+import openenv_gym
+from openenv_gym.providers import _docker_images, resolve_provider_name
+assert openenv_gym.__file__.startswith(sys.prefix), openenv_gym.__file__  # the wheel's copy
+assert _docker_images.build_problem() is None, _docker_images.build_problem()
+assert resolve_provider_name("auto") == "docker"
+env = gym.make("OpenEnv/Echo-v0", provider="docker")
+env.reset(seed=0)
+print("reward", env.step({"message": "hi"})[1])
+print("image", env.unwrapped._worker.image)
+env.close()
+"""
+
+
+def test_a_wheel_install_builds_and_runs_docker_workers(tmp_path: Path) -> None:
+    # It could not: the Dockerfile and openenv_gym's own wheel came only from a checkout, so a
+    # `pip install openenv-gym` ran Coding and Git sandboxes on the process provider.
+    from tests.conftest import require_docker
+
+    require_docker()
+    stage = tmp_path / "src"  # a copy: a wheel build writes build/ and egg-info beside setup.cfg
+    for name in ("openenv_gym", "containers"):
+        shutil.copytree(_ROOT / name, stage / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(_ROOT / name, stage / name)
+    run = dict(capture_output=True, text=True, timeout=600)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                            "--no-build-isolation", "--wheel-dir", str(tmp_path / "dist"), str(stage)], **run)
+    assert built.returncode == 0, built.stderr
+    venv = tmp_path / "venv"  # the trainer's packages from this Python, openenv_gym from the wheel
+    assert subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], **run).returncode == 0
+    python = str(venv / "bin" / "python")
+    installed = subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                                *map(str, (tmp_path / "dist").glob("*.whl"))], **run)
+    assert installed.returncode == 0, installed.stderr
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([python, "-c", _IN_THE_VENV], cwd=tmp_path, env=env, **run)
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert lines["reward"] == "0.2"
+    import docker
+
+    client = docker.from_env()
+    try:  # an image of this very wheel: nobody else runs it
+        client.images.remove(lines["image"])
+    except docker.errors.APIError:
+        pass
+    finally:
+        client.close()
