@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import AbstractSet, Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -665,7 +665,8 @@ class RemoteVectorEnv(VectorEnv):
         except Exception:  # an engine that cannot answer counts as a dead worker
             return False
 
-    def _handle_failure(self, failure: WorkerFailure, reset_targets: set[int] = frozenset()) -> list[int]:
+    def _handle_failure(self, failure: WorkerFailure,
+                        reset_targets: AbstractSet[int] = frozenset()) -> list[int]:
         """Replace a failed worker (or raise); its envs not being reset are marked lost."""
         if self.on_worker_error == "raise":
             raise self._worker_error(failure)
