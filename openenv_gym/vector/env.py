@@ -563,6 +563,8 @@ class RemoteVectorEnv(VectorEnv):
                 extras[w] = extra
         try:
             pool.send_slices(workers, extras)
+        except (InvalidRequestError, TypeError):
+            raise  # refused while encoding, before anything was sent: every env is as it was
         except BaseException:
             self._out_of_sync()
             raise

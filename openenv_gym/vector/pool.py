@@ -144,9 +144,16 @@ class WorkerPool:
     def send_slices(self, workers: list[int], extras: dict[int, dict[str, Any]] | None = None,
                     timeout: float | None = None) -> None:
         """Ask each of ``workers`` to run the commands in its slice's ``cmd`` column (with
-        ``extras[w]``: what has no column); pair with :meth:`receive_slices`."""
+        ``extras[w]``: what has no column); pair with :meth:`receive_slices`.
+
+        Raises:
+            InvalidRequestError, TypeError: A value in ``extras`` the wire cannot carry (a
+                lone surrogate in a text action); every frame is encoded before any is
+                sent, so then no worker got anything and every connection is in frame.
+        """
         slices = self.slices
-        self._send_each(workers, lambda w: slices[w].send(extras.get(w) if extras else None, timeout))
+        frames = {w: slices[w].frame(extras.get(w) if extras else None) for w in workers}
+        self._send_each(workers, lambda w: slices[w].client.send_frame(frames[w], timeout))
 
     def receive_slices(self, workers: list[int]) -> dict[int, dict[str, Any] | WorkerFailure]:
         """Gather the slice replies of ``workers`` (results now in each slice's columns)."""

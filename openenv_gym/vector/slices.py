@@ -81,6 +81,26 @@ class RemoteSlice:
         self.uniform_cmd: int | None = None
         self._step_frame = encode({"op": "slice_step", "slice": self.id})
 
+    def frame(self, extra: dict[str, Any] | None = None) -> bytes:
+        """The ``slice_step`` frame asking the worker to run the commands now in the ``cmd``
+        column (encoded, not sent: a value the wire cannot carry is refused here).
+
+        Args:
+            extra: What has no column (``seeds``, ``options``, ``actions``).
+
+        Raises:
+            InvalidRequestError: A string is not valid UTF-8 (a lone surrogate).
+            TypeError: A value of a type the wire does not carry.
+        """
+        if self.shared and not extra:
+            return self._step_frame
+        message: dict[str, Any] = {"op": "slice_step", "slice": self.id, **(extra or {})}
+        if not self.shared:
+            message["cmd"] = self.columns["cmd"]
+            if "action" in self.columns:
+                message["action"] = self.columns["action"]
+        return encode(message)
+
     def send(self, extra: dict[str, Any] | None = None, timeout: float | None = None) -> None:
         """Ask the worker to run the commands now in the ``cmd`` column.
 
@@ -88,15 +108,7 @@ class RemoteSlice:
             extra: What has no column (``seeds``, ``options``, ``actions``).
             timeout: Seconds the worker may take.
         """
-        if self.shared and not extra:
-            self.client.send_frame(self._step_frame, timeout)
-            return
-        message: dict[str, Any] = {"op": "slice_step", "slice": self.id, **(extra or {})}
-        if not self.shared:
-            message["cmd"] = self.columns["cmd"]
-            if "action" in self.columns:
-                message["action"] = self.columns["action"]
-        self.client.send(message, timeout)
+        self.client.send_frame(self.frame(extra), timeout)
 
     def receive(self) -> dict[str, Any]:
         """The reply to :meth:`send`; inline result columns are copied into :attr:`columns`.

@@ -302,3 +302,38 @@ def test_indices_take_an_int_a_negative_index_and_refuse_one_out_of_range() -> N
         assert first != second
     finally:
         envs.close()
+
+
+# A text action the wire cannot carry (a lone surrogate) is refused before anything is sent:
+# the vector env stays usable, as after any InvalidActionError. It needed a reset before, and
+# with several workers the ones before the bad one had stepped.
+@pytest.mark.parametrize("envs_per_worker", [1, 2])
+@pytest.mark.parametrize("bad", [0, 1])
+def test_unencodable_text_action_leaves_vector_env_usable(envs_per_worker: int, bad: int) -> None:
+    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process",
+                        envs_per_worker=envs_per_worker, max_steps=2)
+    try:
+        envs.reset(seed=0)
+        messages = ["ok", "ok"]
+        messages[bad] = "x\ud800y"  # a lone surrogate: not UTF-8, so msgpack cannot carry it
+        with pytest.raises(InvalidRequestError, match="not valid UTF-8"):
+            envs.step({"message": tuple(messages)})
+        # No env stepped: the first real step is step 1 of max_steps=2 (not truncated).
+        obs, rewards, terminated, truncated, _ = envs.step({"message": ("a", "bb")})
+        assert obs["echo"] == ("a", "bb")
+        assert not truncated.any()
+        assert envs.step({"message": ("c", "d")})[3].all()
+    finally:
+        envs.close()
+
+
+def test_unencodable_reset_option_leaves_vector_env_usable() -> None:
+    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=1)
+    try:
+        envs.reset(seed=0)
+        with pytest.raises(InvalidRequestError, match="not valid UTF-8"):
+            envs.reset(options={"note": "\udcff"})
+        obs, *_ = envs.step({"message": ("a", "b")})
+        assert obs["echo"] == ("a", "b")
+    finally:
+        envs.close()
