@@ -30,12 +30,12 @@ from openenv_gym.providers._runtime import runtime_dir, write_json
 __all__ = ["PoolRecord", "pools_dir", "claim", "save", "remove", "load_all", "find", "stop",
            "worker_logs", "valid_name", "process_start"]
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # fullmatch: "$" matches before "\n"
 
 
 def valid_name(name: str) -> bool:
     """Whether ``name`` can name a pool (lowercase letters, digits, ``_.-``; used in paths)."""
-    return bool(_NAME.match(name))
+    return bool(_NAME.fullmatch(name))
 
 
 def pools_dir() -> str:

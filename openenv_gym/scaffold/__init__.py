@@ -43,7 +43,7 @@ TEMPLATES: dict[str, str] = {
 #: Lowercase words joined by single underscores. A trailing ``_`` would give a distribution
 #: name ending in ``-`` (not valid PEP 508: ``pip install`` refuses it), and ``__`` the same
 #: Gymnasium id as one ``_`` (``my__env`` and ``my_env`` are both ``OpenEnv/MyEnv-v0``).
-_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")  # fullmatch: "$" matches before "\n"
 _MAX_LENGTH = 41
 
 
@@ -63,13 +63,13 @@ def _problem(name: str) -> str | None:
     """Why ``name`` cannot name a new env package (without a suggestion), or None."""
     from openenv_gym.catalog import ENTRY_POINT_GROUP, all_envs
 
-    if len(name) > _MAX_LENGTH or not _NAME.match(name):
+    if len(name) > _MAX_LENGTH or not _NAME.fullmatch(name):
         reasons = []
         if name.endswith("_"):
             reasons.append(f"its distribution name {names(name)['dist']!r} would not be a valid "
                            "PEP 508 name, which pip refuses")
         cleaned = re.sub("_+", "_", name).strip("_")
-        if cleaned != name and _NAME.match(cleaned):
+        if cleaned != name and _NAME.fullmatch(cleaned):
             reasons.append(f"its Gymnasium id {names(name)['gym_id']} would be that of {cleaned!r}")
         why = f" ({'; '.join(reasons)})" if reasons else ""
         return (f"{name!r} is not a valid name{why}: use lowercase words of letters and digits "

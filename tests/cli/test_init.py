@@ -116,3 +116,11 @@ def test_init_install_make_step(tmp_path) -> None:
         assert limit.stdout.strip() == "max_steps", limit.stdout + limit.stderr
     finally:
         assert _pip("uninstall", "-y", "scaffold-probe").returncode == 0
+
+
+def test_an_env_name_with_a_trailing_newline_is_refused() -> None:
+    # A regex's "$" matches before a final newline: `init $'name\n'` wrote a broken package.
+    from openenv_gym import scaffold
+
+    assert scaffold._problem("qa_text_env") is None
+    assert scaffold._problem("qa_text_env\n") is not None

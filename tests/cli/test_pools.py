@@ -269,3 +269,12 @@ def test_a_pool_record_is_removed_by_its_own_owner_only() -> None:
         other.kill()
         other.wait()
         pools.remove(theirs)
+
+
+@pytest.mark.parametrize("name", ["pool\n", "a\n", "echo-1\n"])
+def test_a_pool_name_with_a_trailing_newline_is_refused(name: str) -> None:
+    # A regex's "$" matches before a final newline: such a pool's folder, socket and record
+    # had a newline in their names, and `logs NAME` could not find it.
+    from openenv_gym.cli.pools import valid_name
+
+    assert valid_name(name.rstrip("\n")) and not valid_name(name)
