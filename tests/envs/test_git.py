@@ -8,8 +8,9 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.envs.git.env import GitEnv
 from openenv_gym.envs.git.tasks import load_tasks
-from openenv_gym.errors import InvalidActionError
+from openenv_gym.errors import InvalidActionError, InvalidRequestError
 
 from tests.conftest import require_docker
 
@@ -125,7 +126,6 @@ def test_reward_hacks_do_not_score_full_reward(git_env: gym.Env, hack: str) -> N
 
 
 def test_a_message_revision_matching_nothing_at_setup_is_a_setup_error(tmp_path) -> None:
-    from openenv_gym.envs.git.env import GitEnv
     from openenv_gym.envs.git.workspace import TaskSetupError
 
     tasks = tmp_path / "tasks.toml"
@@ -253,3 +253,50 @@ def test_a_tmpdir_that_is_not_utf8_serves_tasks(tmp_path) -> None:
                           capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     assert done.stdout.decode().split() == ["1.0", "True"] * 2
+
+
+# Odd text from the agent: a NUL in command or workdir is its mistake (InvalidActionError,
+# HTTP 422), not the env's crash; a HEAD naming a huge branch does not break observations;
+# an output_limit the observation cannot hold is refused at make.
+@pytest.mark.parametrize("action", [{"command": "echo a\x00b"},
+                                    {"command": "pwd", "workdir": "repo\x00x"}])
+def test_nul_in_command_or_workdir_is_an_invalid_action(action: dict) -> None:
+    env = GitEnv()
+    try:
+        env.reset(seed=0)
+        field = "workdir" if "workdir" in action else "command"
+        with pytest.raises(InvalidActionError, match=f"{field}: .*NUL"):
+            env.parse_action(action)
+    finally:
+        env.close()
+
+
+def test_nul_action_over_the_wire_keeps_the_session() -> None:
+    env = gym.make("OpenEnv/Git-v0", provider="process")
+    try:
+        env.reset(seed=0)
+        with pytest.raises(InvalidActionError, match="NUL"):
+            env.step({"command": "echo a\x00b"})
+        assert env.step({"command": "echo ok"})[0]["output"] == "ok\n"
+    finally:
+        env.close()
+
+
+def test_a_huge_branch_name_in_head_is_cut_to_the_field() -> None:
+    env = GitEnv()
+    try:
+        env.reset(seed=0)
+        env.step(env.parse_action({"command": "git init -q r && printf 'ref: refs/heads/%s\\n' "
+                                              "$(printf 'b%.0s' $(seq 5000)) > r/.git/HEAD"}))
+        obs, *_ = env.step(env.parse_action({"command": "echo hi", "workdir": "r"}))
+        assert obs.branch == "b" * 4096
+        assert env.observation_space.contains(env.observation_to_wire(obs))
+    finally:
+        env.close()
+
+
+def test_output_limit_beyond_the_observation_is_refused() -> None:
+    with pytest.raises(ValueError, match="output_limit"):
+        GitEnv(output_limit=2 << 20)
+    with pytest.raises(InvalidRequestError, match="output_limit"):
+        gym.make("OpenEnv/Git-v0", provider="process", output_limit=2 << 20)

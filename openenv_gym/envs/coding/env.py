@@ -34,11 +34,11 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-from openenv_gym.envs._exec import ExecResult, Limits, step_timeouts
+from openenv_gym.envs._exec import ExecResult, Limits, check_output_limit, step_timeouts
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.coding.grader import grade
 from openenv_gym.envs.coding.humaneval import NUM_PROBLEMS, Problem, get_problem
-from openenv_gym.envs.coding.models import CodeAction, CodeObservation
+from openenv_gym.envs.coding.models import MAX_OUTPUT_TEXT, CodeAction, CodeObservation
 from openenv_gym.envs.coding.sandbox import Repl, Sandbox
 from openenv_gym.errors import InvalidRequestError
 from openenv_gym.models import State
@@ -92,6 +92,7 @@ class CodingEnv(Environment):
         self._fixed_problem = _parse_task(task)
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        check_output_limit(output_limit, MAX_OUTPUT_TEXT)
         self.step_timeout, self.max_timeout = step_timeouts(step_timeout, max_timeout)
         self.max_step_seconds = self.max_timeout
         if persistent and task is not None:

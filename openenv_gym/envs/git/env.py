@@ -24,10 +24,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from openenv_gym.envs._exec import ExecResult, Limits, step_timeouts
+from openenv_gym.envs._exec import ExecResult, Limits, check_output_limit, step_timeouts
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.git.checks import run_check
-from openenv_gym.envs.git.models import GitAction, GitObservation
+from openenv_gym.envs.git.models import MAX_BRANCH, MAX_OUTPUT_TEXT, GitAction, GitObservation
 from openenv_gym.envs.git.tasks import Task, load_tasks
 from openenv_gym.envs.git.workspace import LIMITS, Workspace
 from openenv_gym.errors import InvalidActionError
@@ -71,6 +71,7 @@ class GitEnv(Environment):
                              f"of: {', '.join(self.tasks)}")
         self.step_timeout, self.max_timeout = step_timeouts(step_timeout, max_timeout)
         self.max_step_seconds = self.max_timeout
+        check_output_limit(output_limit, MAX_OUTPUT_TEXT)
         self.task_name = task
         self.shaping = shaping
         self.workspace = Workspace(Limits.merged(limits, **LIMITS),
@@ -173,7 +174,10 @@ class GitEnv(Environment):
             if os.path.isfile(head):
                 with open(head, encoding="utf-8", errors="replace") as f:
                     ref = f.read().strip()
-                return ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/") else "(detached HEAD)"
+                branch = ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/") else "(detached HEAD)"
+                # HEAD is the agent's to write: a name longer than the field holds is cut,
+                # not a broken observation on every step until the next reset.
+                return branch[:MAX_BRANCH]
             path = os.path.dirname(path)
         return ""
 

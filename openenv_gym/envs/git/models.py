@@ -7,14 +7,16 @@ Example:
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from openenv_gym.models import Action, Observation
 
-__all__ = ["GitAction", "GitObservation"]
+__all__ = ["GitAction", "GitObservation", "MAX_BRANCH", "MAX_OUTPUT_TEXT"]
 
 MAX_COMMAND = 65536
 MAX_OUTPUT_TEXT = 1 << 20
+#: Longest branch name an observation carries.
+MAX_BRANCH = 4096
 
 
 class GitAction(Action):
@@ -32,6 +34,16 @@ class GitAction(Action):
     timeout: float = Field(default=0.0, ge=0.0, le=3600.0)
     submit: bool = False
 
+    @field_validator("command", "workdir")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        # A command line and a path are C strings to the kernel: NUL cannot be in them (it
+        # would fail as the env's own "ValueError: embedded null byte", an HTTP 500).
+        if "\x00" in value:
+            raise ValueError(f"contains a NUL character (at position {value.index(chr(0))}), "
+                             "which no shell command or path can hold")
+        return value
+
 
 class GitObservation(Observation):
     """The command's output and where the task stands."""
@@ -39,7 +51,7 @@ class GitObservation(Observation):
     output: str = Field(default="", max_length=MAX_OUTPUT_TEXT)
     exit_code: int = Field(default=0, ge=-255, le=255)
     timed_out: bool = False
-    branch: str = Field(default="", max_length=4096)
+    branch: str = Field(default="", max_length=MAX_BRANCH)
     instruction: str = Field(default="", max_length=MAX_COMMAND)
     checks_passed: int = Field(default=0, ge=0, le=10_000)
     checks_total: int = Field(default=0, ge=0, le=10_000)
