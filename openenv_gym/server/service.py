@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
+import pydantic
 
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError, error_to_wire
@@ -178,16 +179,18 @@ class EnvService:
 
     def call(self, sid: str, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Call a public method of the env (``VectorEnv.call``); attributes are returned."""
+        if name == "state" and not args and not kwargs:
+            return self.state(sid)  # with the session's bookkeeping, as ``GET /state`` has it
         session = self.sessions.get(sid)
         with session.lock:
             target = session.env.get_wrapper_attr(name)
-            return target(*args, **kwargs) if callable(target) else target
+            return _model_as_dict(target(*args, **kwargs) if callable(target) else target)
 
     def get_attr(self, sid: str, name: str) -> Any:
         """Read a public attribute of the env (of the Gymnasium env it serves, if it wraps one)."""
         session = self.sessions.get(sid)
         with session.lock:
-            return session.env.get_wrapper_attr(name)
+            return _model_as_dict(session.env.get_wrapper_attr(name))
 
     def set_attr(self, sid: str, name: str, value: Any) -> dict[str, Any]:
         """Set a public attribute of the env, where :meth:`get_attr` reads it."""
@@ -310,6 +313,12 @@ def _name(request: dict[str, Any]) -> str:
     if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
         raise InvalidRequestError(f"name must be a public attribute name, got {name!r}")
     return name
+
+
+def _model_as_dict(value: Any) -> Any:
+    """A served env's model (its ``state()``, an observation model) as the dict the wire
+    carries; anything else as it is (the wire refuses what it cannot carry, by name)."""
+    return value.model_dump() if isinstance(value, pydantic.BaseModel) else value
 
 
 def _calls(request: dict[str, Any]) -> list[Any]:

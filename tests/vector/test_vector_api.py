@@ -337,3 +337,19 @@ def test_unencodable_reset_option_leaves_vector_env_usable() -> None:
         assert obs["echo"] == ("a", "b")
     finally:
         envs.close()
+
+
+def test_call_state_gives_each_env_s_state_as_get_state_does() -> None:
+    # The served env's state() returns a model the wire could not carry: a TypeError from every
+    # worker, where a single env's state() worked.
+    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process")
+    try:
+        envs.reset(seed=0)
+        envs.step({"message": ("a", "bb")})
+        states = envs.call("state")
+        assert [s["last_message"] for s in states] == ["a", "bb"]
+        assert [s["step_count"] for s in states] == [1, 1]
+        assert [round(s["episode_return"], 6) for s in states] == [0.1, 0.2]
+        assert states[0]["episode_id"] and states[0]["episode_id"] != states[1]["episode_id"]
+    finally:
+        envs.close()
