@@ -23,6 +23,7 @@ import json
 import os
 import resource
 import subprocess
+import threading
 import time
 import warnings
 import weakref
@@ -131,27 +132,51 @@ class Provider(abc.ABC):
     def _start_all(self, env: str, n: int, kwargs: dict[str, Any], pool: str) -> list[Worker]:
         if n == 1:
             return [self._start_one(env, kwargs, 0, pool)]
-        with ThreadPoolExecutor(max_workers=min(n, 16)) as ex:
-            futures = [ex.submit(self._start_one, env, kwargs, i, pool) for i in range(n)]
-            workers, errors = [], []
+        # Each start records its worker itself, and says while it runs: a Ctrl-C may land
+        # anywhere below, even inside submit() once the start is queued (its future is then
+        # never returned) or in a thread join (which, interrupted, may then take a thread
+        # still running for ended: CPython's bpo-45274 fix), and every worker started must
+        # still be found and stopped.
+        started: dict[int, Worker] = {}
+        errors: dict[int, Exception] = {}
+        running: set[int] = set()
+        cond = threading.Condition()
+        aborted = False
+
+        def start(i: int) -> None:
+            with cond:
+                if aborted:
+                    return
+                running.add(i)
             try:
-                for f in futures:
-                    try:
-                        workers.append(f.result())
-                    except Exception as exc:  # gather all, stop the started ones, re-raise one
-                        errors.append(exc)
-            except BaseException:
-                # Interrupted (Ctrl-C): the starts in flight run on; wait for them and stop
-                # every worker, or they would live on unowned until this process exits.
-                for f in futures:
-                    f.cancel()
-                self.stop_all([f.result() for f in futures
-                               if not f.cancelled() and f.exception() is None])
-                raise
+                started[i] = self._start_one(env, kwargs, i, pool)
+            except Exception as exc:  # gather all, stop the started ones, re-raise one
+                errors[i] = exc
+            finally:
+                with cond:
+                    running.discard(i)
+                    cond.notify_all()
+
+        ex = ThreadPoolExecutor(max_workers=min(n, 16))
+        try:
+            for future in [ex.submit(start, i) for i in range(n)]:
+                future.result()
+            ex.shutdown(wait=False)  # its threads are idle and end by themselves
+        except BaseException:
+            # Interrupted (Ctrl-C): the starts not begun are dropped, those in flight run on;
+            # wait for them and stop every worker, or they would live on unowned until this
+            # process exits.
+            with cond:
+                aborted = True
+                while running:
+                    cond.wait()
+            ex.shutdown(wait=False)
+            self.stop_all(list(started.values()))
+            raise
         if errors:
-            self.stop_all(workers)
-            raise errors[0]
-        return workers
+            self.stop_all(list(started.values()))
+            raise errors[min(errors)]
+        return [started[i] for i in range(n)]
 
     def stop_all(self, workers: Sequence[Worker]) -> None:
         """Stop workers concurrently."""
@@ -167,6 +192,14 @@ class Provider(abc.ABC):
             # may start; stopping is idempotent, so finish the rest one by one.
             for w in workers:
                 w.stop()
+        except BaseException:
+            # Interrupted (Ctrl-C) before every stop was handed to a thread: close() runs its
+            # finalizer once, so nothing would stop the others until this process exits.
+            # Stopping is idempotent: finish them one by one, then let the interrupt through.
+            for w in workers:
+                with contextlib.suppress(Exception):
+                    w.stop()
+            raise
 
 
 def stop_when_dropped(owner: object, provider: Provider, workers: list[Worker]) -> weakref.finalize:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import gymnasium as gym
@@ -19,10 +20,11 @@ import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.errors import InvalidRequestError, WorkerError
+from openenv_gym.providers import base
 from openenv_gym.providers._runtime import OWNER_FILE, runtime_dir
 from openenv_gym.providers.process import ProcessProvider
 from tests.conftest import ctrl_c_after
-from tests.providers.conftest import descendants, wait_gone
+from tests.providers.conftest import descendants, running, wait_gone
 from tests.security.helpers import fork_servers_of, workers_of
 
 
@@ -335,3 +337,74 @@ def test_a_stdlib_named_module_beside_the_script_does_not_kill_workers(tmp_path:
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["ok", "ok"]
+
+
+# Ctrl-C anywhere in a provider's fan-out of starts or stops leaves no worker running. The
+# interrupt reaches the main thread wherever it is: inside submit() (the start or stop already
+# queued, or not yet handed out) or while the threads are joined. A ThreadPoolExecutor that
+# raises it at those exact points stands in for the timing of a real Ctrl-C.
+def _interrupting_executor(where: str, at_call: int = 2) -> type[ThreadPoolExecutor]:
+    """A ThreadPoolExecutor that raises KeyboardInterrupt once: in its ``at_call``-th submit(),
+    after queuing it (``where="submit"``), or in its first shutdown(), after the join."""
+
+    class Interrupting(ThreadPoolExecutor):
+        made: list[ThreadPoolExecutor] = []
+        calls = 0
+
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            Interrupting.made.append(self)
+
+        def submit(self, *args, **kwargs):
+            future = super().submit(*args, **kwargs)
+            Interrupting.calls += where == "submit"
+            if where == "submit" and Interrupting.calls == at_call:
+                raise KeyboardInterrupt
+            return future
+
+        def shutdown(self, wait: bool = True, **kwargs) -> None:
+            super().shutdown(wait, **kwargs)
+            if where == "shutdown" and not Interrupting.calls:
+                Interrupting.calls += 1
+                raise KeyboardInterrupt
+
+    return Interrupting
+
+
+@pytest.mark.parametrize("where", ["submit", "shutdown"])
+def test_ctrl_c_anywhere_in_the_start_fan_out_leaves_no_worker(monkeypatch, where: str) -> None:
+    me = os.getpid()
+    before = workers_of(me)
+    executor = _interrupting_executor(where)
+    monkeypatch.setattr(base, "ThreadPoolExecutor", executor)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ProcessProvider().start("echo", 3)
+    finally:
+        monkeypatch.undo()
+        for ex in executor.made:  # starts the interrupt left in flight have ended
+            ex.shutdown(wait=True)
+    started = workers_of(me) - before - fork_servers_of(me)
+    try:
+        assert not wait_gone(started, 10), "a start interrupted with Ctrl-C left workers running"
+    finally:
+        for pid in running(started):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_ctrl_c_while_the_stops_are_handed_out_still_stops_every_worker(monkeypatch) -> None:
+    # close() runs the pool's finalizer once: a stop never handed to a thread would leave
+    # its worker running until the process exits (a notebook's kernel), and close() again
+    # does nothing.
+    provider = ProcessProvider()
+    workers = provider.start("echo", 3)
+    pids = {w.pid for w in workers}
+    monkeypatch.setattr(base, "ThreadPoolExecutor", _interrupting_executor("submit"))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            provider.stop_all(workers)
+        monkeypatch.undo()
+        assert not wait_gone(pids, 10), "workers whose stop was never handed out still run"
+    finally:
+        monkeypatch.undo()
+        provider.stop_all(workers)
