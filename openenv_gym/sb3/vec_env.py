@@ -79,7 +79,8 @@ class RemoteVecEnv(VecEnv):
 
     def reset(self) -> VecEnvObs:
         """Reset every env with the seeds/options set by ``seed()``/``set_options()`` (used once)."""
-        options = self._options[0] if all(o == self._options[0] for o in self._options) else None
+        first = self._options[0]
+        options = first if all(_same_options(o, first) for o in self._options) else None
         if options is None:
             # Per-env options differ: reset env by env through masks, as SB3 promises them;
             # each reset's infos are its env's.
@@ -149,6 +150,17 @@ class RemoteVecEnv(VecEnv):
         """Frames of every env (``render_mode="rgb_array"``)."""
         frames = self.venv.render()
         return list(frames) if frames is not None else [None] * self.num_envs
+
+
+def _same_options(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two envs' reset options are equal; options holding arrays (a start state), which
+    ``==`` cannot compare, count as equal only when they are the same object."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except ValueError:  # numpy arrays inside: reset env by env
+        return False
 
 
 def _split_infos(infos: dict[str, Any], n: int) -> list[dict[str, Any]]:

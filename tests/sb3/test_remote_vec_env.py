@@ -139,3 +139,24 @@ def test_sb3_stays_off_the_import_path() -> None:
     code = "import sys, openenv_gym; print('stable_baselines3' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_per_env_options_holding_arrays_reset_as_dummy_vec_env() -> None:
+    # A start state per env (an array) is a usual option; comparing such dicts with == to
+    # decide whether every env got the same options raised "truth value ... is ambiguous".
+    # CartPole reads low/high and ignores the other keys, as it does locally.
+    venv = RemoteVecEnv("OpenEnv/Gym-v0", 2, env_id="CartPole-v1", provider="process")
+    ref = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+    try:
+        for v in (venv, ref):
+            v.seed(3)
+            v.set_options([{"start": np.array([0.5, 1.0]), "low": -0.01, "high": 0.01},
+                           {"start": np.array([-2.0, 3.0]), "low": -0.02, "high": 0.02}])
+        np.testing.assert_array_equal(venv.reset(), ref.reset())
+        for v in (venv, ref):  # one dict for all envs (SB3 copies it per env)
+            v.seed(4)
+            v.set_options({"start": np.array([1.0, 2.0]), "low": -0.03, "high": 0.03})
+        np.testing.assert_array_equal(venv.reset(), ref.reset())
+    finally:
+        venv.close()
+        ref.close()
