@@ -444,18 +444,28 @@ def reap_orphans() -> int:
     worker: so the worker's own helpers (the git server's ``http-backend``) are never
     touched, nor a process still in the group of a running step.
 
-    Sweeps again until one finds nothing: killing an orphan re-parents its own children
+    Sweeps again until one finds no orphan at all: an orphan re-parents its own children
     (a daemon that left the group of a process the step's group kill had not finished
-    off yet) to the worker, and they are orphans of the next sweep, not of this one.
+    off yet) to the worker only once it has died, and a killed process with a large heap
+    to unmap takes longer than one sweep waits for it: those children are orphans of a
+    later sweep. Gives up when a second passes with no orphan dying or appearing (one stuck
+    in the kernel, which runs no code), and after 10 s whatever happens.
     """
     if not _adopting:
         return 0
     killed: set[int] = set()
-    deadline = time.monotonic() + 1.0
+    last: set[int] = set()
+    now = time.monotonic()
+    stalled, give_up = now + 1.0, now + 10.0
     while True:
-        found = _sweep_orphans() - killed  # one stuck in the kernel is found again: not new
+        found = _sweep_orphans()  # the killed ones not reaped yet are found again
         killed |= found
-        if not found or time.monotonic() > deadline:
+        now = time.monotonic()
+        if not found or now > give_up:
+            return len(killed)
+        if found != last:
+            last, stalled = found, now + 1.0
+        elif now > stalled:
             return len(killed)
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import textwrap
 import time
 
 import pytest
@@ -87,3 +89,49 @@ def test_the_process_budget_counts_threads_as_the_kernel_does() -> None:
         for t in threads:
             t.join()
 
+
+# reap_orphans: nothing a step started outlives it, even behind a process slow to die (a
+# killed process with a big heap re-parents its children only once it is gone; the sweep
+# stopped at the first pass that found nothing new, and they lived on).
+# Runs in a child Python: adopt_orphans() makes the calling process a subreaper.
+_SLOW_DYING_STEP = textwrap.dedent('''
+    import os, sys, time
+    from openenv_gym.envs._exec import adopt_orphans, run
+    assert adopt_orphans()
+    pidfile = sys.argv[1]
+    # A (in the step's group) touches a big heap, so its SIGKILL takes a while to finish;
+    # its child B leaves the group (setpgid) and stays A's child until A has died.
+    step = f"""python3 -c '
+    import os, sys, time
+    heap = bytearray(1500 << 20)
+    for i in range(0, len(heap), 4096):
+        heap[i] = 1
+    pid = os.fork()
+    if pid == 0:
+        os.setpgid(0, 0)
+        time.sleep(60)
+        os._exit(0)
+    open("{pidfile}", "w").write(str(pid))
+    time.sleep(60)
+    ' &
+    while [ ! -s {pidfile} ]; do sleep 0.05; done"""
+    run(["bash", "-c", step], timeout=30)
+    b = int(open(pidfile).read())
+    try:
+        os.kill(b, 0)
+        with open(f"/proc/{b}/stat") as f:
+            alive = f.read().split(") ")[1][0] != "Z"
+    except ProcessLookupError:
+        alive = False
+    print("ALIVE" if alive else "GONE")
+    if alive:
+        os.kill(b, 9)
+''')
+
+
+@pytest.mark.parametrize("attempt", range(2))  # a race: twice makes a miss unlikely
+def test_a_process_behind_a_slow_dying_one_does_not_outlive_the_step(tmp_path, attempt) -> None:
+    out = subprocess.run([sys.executable, "-c", _SLOW_DYING_STEP, str(tmp_path / "pid")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "GONE", "a process of the step survived its orphan sweep"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator
 
 import gymnasium as gym
@@ -300,3 +301,47 @@ def test_output_limit_beyond_the_observation_is_refused() -> None:
         GitEnv(output_limit=2 << 20)
     with pytest.raises(InvalidRequestError, match="output_limit"):
         gym.make("OpenEnv/Git-v0", provider="process", output_limit=2 << 20)
+
+
+# No process of the agent's runs while the checks run (a git server request it left behind
+# did: a program of the remote's config, run by the worker's http-backend, outlived the step),
+# and a check's harness is out of reach of the agent's processes.
+
+#: Makes the worker's git http-backend run PROGRAM (a program of the bare remote's config)
+#: for a request the step sends and does not wait for.
+_LEAVE_A_BACKEND = r"""
+R=$REMOTES/origin.git
+echo "$PWD/.git/objects" > $R/objects/info/alternates
+git --git-dir=$R config core.alternateRefsCommand "PROGRAM; :"
+python3 - <<'PYEOF'
+import os, socket, time, urllib.parse
+u = urllib.parse.urlsplit(os.environ["REMOTE"])
+s = socket.create_connection((u.hostname, u.port))
+s.sendall(f"GET {u.path}/origin.git/info/refs?service=git-receive-pack HTTP/1.0\r\n\r\n".encode())
+time.sleep(0.5)
+PYEOF
+"""
+
+#: Steals the `unittest` harness's key through /proc/<pid>/fd/N, writes a passing report into
+#: its report pipe and kills it (a process in the harness's Landlock domain could).
+_FORGER = (Path(__file__).parent / "_forger.py").read_text()
+
+
+def test_a_git_server_request_does_not_outlive_its_step(git_env: gym.Env) -> None:
+    git_env.reset(options={"task": "merge-conflict-tests"})
+    beat = r"for i in \$(seq 300); do echo x >> $HOME/beat; sleep 0.1; done"
+    obs, *_ = git_env.step({"command": _LEAVE_A_BACKEND.replace("PROGRAM", beat)})
+    assert int(obs["exit_code"]) == 0, obs["output"]
+    obs, *_ = git_env.step({"command": "n=$(wc -l < ~/beat); sleep 1; echo $n $(wc -l < ~/beat)"})
+    before, after = obs["output"].split()
+    assert before == after, "a program the git server ran for the last step still runs"
+
+
+def test_a_process_the_agent_left_cannot_forge_the_unittest_report(git_env: gym.Env) -> None:
+    git_env.reset(options={"task": "merge-conflict-tests"})
+    command = ("git merge -q -s ours --no-edit fix-add\n"  # every check but the tests passes
+               "cat > $HOME/f.py <<'PYEOF'\n" + _FORGER + "PYEOF\n"
+               + _LEAVE_A_BACKEND.replace("PROGRAM", "FORGE_TESTS=2 $(command -v python3) $HOME/f.py"))
+    obs, reward, terminated, *_ = git_env.step({"command": command})
+    assert int(obs["exit_code"]) == 0, obs["output"]
+    assert reward < 1.0 and not terminated, "add() is still broken"

@@ -399,7 +399,8 @@ def command(ctx: CheckContext, repo: str, run: str) -> bool:
 #: key arrives on a pipe, read and closed before any module of the repo is imported, and lives
 #: only in a local of ``main``: code under test that ends the process (``sys.exit(0)``,
 #: ``os._exit(0)``), skips the tests (``raise unittest.SkipTest`` at import) or prints a result
-#: has no report with the key to show.
+#: has no report with the key to show. Code written to walk up to ``main``'s frame can read it:
+#: the README's threat model says so.
 _UNITTEST_HARNESS = """\
 import os, sys, unittest
 def main(key_fd, report_fd, pattern):

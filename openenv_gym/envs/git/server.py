@@ -6,7 +6,9 @@ root folder. It runs in a daemon thread of the worker, so it can never outlive i
 Pushes are allowed (``REMOTE_USER`` is set for the backend); hooks of the served
 repositories are disabled, so an agent cannot make the server run its code outside the
 command limits. Each backend runs in a session of its own, whose processes are killed when
-its request ends: a program the agent's repository config names cannot leave a daemon.
+its request ends, or when the env's command that sent it ends (a request the command did not
+wait for): a program the agent's repository config names cannot leave a daemon, nor run while
+the env's checks do. An env's remotes are served only while one of its commands runs.
 
 Example:
     >>> import tempfile

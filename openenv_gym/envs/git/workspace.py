@@ -30,7 +30,9 @@ import atexit
 import os
 import shlex
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -40,7 +42,7 @@ from dataclasses import replace
 from typing import Callable, Mapping, Sequence, TypeVar
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
-from openenv_gym.envs._exec import ExecResult, Limits, minimal_environ, run
+from openenv_gym.envs._exec import ExecResult, Limits, minimal_environ, reap_orphans, run
 from openenv_gym.envs.git.checks import pin_revs
 from openenv_gym.envs.git.server import GitHttpServer
 from openenv_gym.envs.git.tasks import SETUP_PRELUDE, Task
@@ -107,7 +109,7 @@ class _Shared:
         commands run (a live env's: confined; a snapshot builder's: trusted setup), or
         refused (None) for anything else, such as a finished snapshot."""
         workspace = self.workspaces.get(ident)
-        return workspace.spawn if workspace is not None else None
+        return workspace.serve if workspace is not None else None
 
     def empty(self, folder: str) -> None:
         """Empty a folder off the caller's path: move its entries out now, delete them in the
@@ -164,6 +166,15 @@ class Workspace:
         #: The Landlock rules of the agent's commands. Built once: reset replaces what is in
         #: the folder, never the folder itself, whose inode the rules name.
         self.ruleset: Ruleset | None = Ruleset(self.confinement()) if confine else None
+        #: The ``command``/``unittest`` checks' rules: the same, in a Landlock domain of their
+        #: own, so that no process of the agent's (one its git server request left running)
+        #: can signal a check's harness or open its key and report pipes in ``/proc``.
+        self.check_ruleset: Ruleset | None = Ruleset(self.confinement()) if confine else None
+        #: Commands of this env running now: the git server runs its backends only then, and
+        #: the backends started for a command end with it (:meth:`serve`).
+        self._running = 0
+        self._backends: list[subprocess.Popen] = []
+        self._serve_lock = threading.Lock()
         #: The current task's pinned revisions (the checks' :attr:`CheckContext.pins`).
         self.pins: Mapping[tuple[str, str], str] = {}
         self.shared.workspaces[self.ident] = self
@@ -200,16 +211,59 @@ class Workspace:
     # -- commands ------------------------------------------------------------------------
     def command(self, command: str, timeout: float, cwd: str | None = None,
                 env: Mapping[str, str] | None = None, pass_fds: Sequence[int] = ()) -> ExecResult:
-        """Run a shell command under the limits; stdout and stderr merged like a terminal."""
+        """Run a shell command under the limits; stdout and stderr merged like a terminal.
+
+        The git server serves this env's remotes while it runs; a request it left running
+        (its backend, and what the repository's config made that start) ends with it."""
+        with self._serve_lock:
+            self._running += 1
+        try:
+            return self._run_shell(command, timeout, cwd, env, pass_fds, self.ruleset)
+        finally:
+            with self._serve_lock:
+                self._running -= 1
+                backends, self._backends = (self._backends, []) if not self._running else ([], self._backends)
+            for backend in backends:
+                if backend.returncode is None:
+                    try:
+                        os.killpg(backend.pid, signal.SIGKILL)  # its group: not reaped yet
+                    except (ProcessLookupError, PermissionError):
+                        pass
+            for backend in backends:
+                try:
+                    backend.wait(timeout=5.0)
+                except subprocess.TimeoutExpired:
+                    pass  # stuck in the kernel: it runs no code
+            if backends:
+                reap_orphans()  # what left a backend's group (setsid), re-parented to us
+
+    def _run_shell(self, command: str, timeout: float, cwd: str | None,
+                   env: Mapping[str, str] | None, pass_fds: Sequence[int],
+                   ruleset: Ruleset | None) -> ExecResult:
         prefix = self.limits.shell_prefix()
         return run(["bash", "-c", f"{prefix}\n{command}"], timeout=timeout, cwd=cwd or self.work,
                    env={**self.environ(), **(env or {})}, output_limit=self.output_limit,
-                   merge_stderr=True, pass_fds=pass_fds, confine=self.ruleset)
+                   merge_stderr=True, pass_fds=pass_fds, confine=ruleset)
 
     def shell(self, command: str, cwd: str, env: Mapping[str, str] | None = None,
               pass_fds: Sequence[int] = ()) -> ExecResult:
-        """A ``command`` or ``unittest`` check: the agent's limits, a fixed 60 s, ``env`` added."""
-        return self.command(command, 60.0, cwd, env, pass_fds)
+        """A ``command`` or ``unittest`` check: the agent's limits, a fixed 60 s, ``env``
+        added, in the checks' own Landlock domain (:attr:`check_ruleset`)."""
+        return self._run_shell(command, 60.0, cwd, env, pass_fds, self.check_ruleset)
+
+    def serve(self, start: Callable[[], subprocess.Popen]) -> subprocess.Popen:
+        """How the git server starts a backend for this env: confined as its commands are,
+        and only while one runs (the backend is ended with it).
+
+        Raises:
+            RuntimeError: No command of this env is running (the server answers 503).
+        """
+        with self._serve_lock:
+            if not self._running:
+                raise RuntimeError("no command of this env is running")
+            backend = self.spawn(start)
+            self._backends = [b for b in self._backends if b.returncode is None] + [backend]
+            return backend
 
     def run(self, argv: list[str], cwd: str, timeout: float = 10.0,
             env: Mapping[str, str] | None = None) -> ExecResult:
@@ -304,8 +358,9 @@ class Workspace:
 
     def close(self) -> None:
         """Remove this env's folder."""
-        if self.ruleset is not None:
-            self.ruleset.close()
+        for ruleset in (self.ruleset, self.check_ruleset):
+            if ruleset is not None:
+                ruleset.close()
         shutil.rmtree(self.base, ignore_errors=True)
 
 
