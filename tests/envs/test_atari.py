@@ -156,6 +156,32 @@ def test_sb3_ppo_cnn_runs_on_remote_pong(provider: str) -> None:
         vec.close()
 
 
+def test_frames_stacked_in_the_trainer_train_sb3_s_cnn_policy() -> None:
+    # Stacking on the client keeps 7 KB a step on the wire, but the (84, 84) frames stacked by
+    # VecFrameStack became (84, 336), which CnnPolicy refuses: grayscale_newaxis gives 84x84x1.
+    sb3_vec = pytest.importorskip("openenv_gym.sb3")
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    vec = VecFrameStack(sb3_vec.RemoteVecEnv("OpenEnv/Atari-v0", num_envs=2, provider="process",
+                                             game="pong", preprocess=True, grayscale_newaxis=True), 4)
+    try:
+        assert vec.observation_space.shape == (84, 84, 4)
+        model = PPO("CnnPolicy", vec, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")
+        model.learn(64)
+        assert model.num_timesteps >= 64
+    finally:
+        vec.close()
+    local = make_ale_env("pong", preprocess=True, grayscale_newaxis=True, repeat_action_probability=0.0)
+    remote = gym.make("OpenEnv/Atari-v0", provider="process", game="pong", preprocess=True,
+                      grayscale_newaxis=True, repeat_action_probability=0.0)
+    try:
+        np.testing.assert_array_equal(remote.reset(seed=3)[0], local.reset(seed=3)[0])
+    finally:
+        remote.close()
+        local.close()
+
+
 @pytest.mark.parametrize("shared", [True, False], ids=["shared-memory", "inline"])
 @pytest.mark.parametrize("mode", list(gym.vector.AutoresetMode), ids=lambda m: m.name)
 def test_vector_infos_equal_sync_vector_env(provider: str, mode: gym.vector.AutoresetMode, shared: bool) -> None:

@@ -36,7 +36,7 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
                  max_num_frames_per_episode: int = 108_000, render_mode: str | None = None,
                  preprocess: bool = False, noop_max: int = 30, screen_size: int = 84,
                  terminal_on_life_loss: bool = False, clip_rewards: bool = False,
-                 frame_stack: int = 1) -> gym.Env:
+                 frame_stack: int = 1, grayscale_newaxis: bool = False) -> gym.Env:
     """Build the (optionally preprocessed) ALE env that :class:`AtariEnv` serves.
 
     This is also the local reference: ``make_ale_env(...)`` equals
@@ -55,9 +55,10 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
         frameskip = tuple(frameskip)
     if frame_stack < 1:
         raise InvalidRequestError(f"frame_stack must be >= 1, got {frame_stack}")
-    if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1):
-        raise InvalidRequestError("clip_rewards, terminal_on_life_loss and frame_stack apply with "
-                                  "preprocess=True only; set it or drop them")
+    if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1 or grayscale_newaxis):
+        raise InvalidRequestError("clip_rewards, terminal_on_life_loss, frame_stack and "
+                                  "grayscale_newaxis apply with preprocess=True only; set it or "
+                                  "drop them")
     if preprocess and obs_type != "rgb":
         raise InvalidRequestError(f"preprocess=True reads rgb screens; got obs_type={obs_type!r}")
     if preprocess and (isinstance(frameskip, bool) or not isinstance(frameskip, int) or frameskip < 1):
@@ -78,7 +79,8 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
 
     env = AtariPreprocessing(_ScreenSized(env), noop_max=noop_max, frame_skip=frameskip, screen_size=screen_size,
-                             terminal_on_life_loss=terminal_on_life_loss)
+                             terminal_on_life_loss=terminal_on_life_loss,
+                             grayscale_newaxis=grayscale_newaxis)
     if clip_rewards:
         env = TransformReward(env, lambda r: float(np.sign(r)))  # DQN's sign clipping
     if frame_stack > 1:
@@ -116,6 +118,9 @@ class AtariEnv(Environment):
         terminal_on_life_loss: End the episode when a life is lost (preprocess).
         clip_rewards: Rewards become their sign (preprocess).
         frame_stack: Stack this many frames on a leading axis (preprocess; 1: none).
+        grayscale_newaxis: Frames of shape (84, 84, 1) instead of (84, 84) (preprocess): what
+            SB3's ``VecFrameStack`` and ``CnnPolicy`` want when frames are stacked in the
+            trainer (a quarter of the bytes on the wire of ``frame_stack=4``).
         render_mode: ``"rgb_array"`` for full-color frames.
     """
 
@@ -129,7 +134,8 @@ class AtariEnv(Environment):
                  difficulty: int | None = None, max_num_frames_per_episode: int = 108_000,
                  preprocess: bool = False, noop_max: int = 30, screen_size: int = 84,
                  terminal_on_life_loss: bool = False, clip_rewards: bool = False,
-                 frame_stack: int = 1, render_mode: str | None = None) -> None:
+                 frame_stack: int = 1, grayscale_newaxis: bool = False,
+                 render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         self.game = rom_id(game)
         self.inner = make_ale_env(
@@ -137,7 +143,8 @@ class AtariEnv(Environment):
             repeat_action_probability=repeat_action_probability, full_action_space=full_action_space,
             mode=mode, difficulty=difficulty, max_num_frames_per_episode=max_num_frames_per_episode,
             render_mode=render_mode, preprocess=preprocess, noop_max=noop_max, screen_size=screen_size,
-            terminal_on_life_loss=terminal_on_life_loss, clip_rewards=clip_rewards, frame_stack=frame_stack)
+            terminal_on_life_loss=terminal_on_life_loss, clip_rewards=clip_rewards, frame_stack=frame_stack,
+            grayscale_newaxis=grayscale_newaxis)
         self.action_space = self.inner.action_space
         self.observation_space = self.inner.observation_space
         self.preprocess = preprocess
