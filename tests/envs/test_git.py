@@ -10,6 +10,7 @@ import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.envs.git.env import GitEnv
+from openenv_gym.envs.git.models import GitAction
 from openenv_gym.envs.git.tasks import load_tasks
 from openenv_gym.errors import InvalidActionError, InvalidRequestError
 
@@ -345,3 +346,32 @@ def test_a_process_the_agent_left_cannot_forge_the_unittest_report(git_env: gym.
     obs, reward, terminated, *_ = git_env.step({"command": command})
     assert int(obs["exit_code"]) == 0, obs["output"]
     assert reward < 1.0 and not terminated, "add() is still broken"
+
+
+# A task's command check reaches the env's remotes through $REMOTE: the git server serves an
+# env only while one of its commands runs, and a check's shell was not counted as one (every
+# request got 503 and the check failed).
+_PUSH_TASK = """
+[[task]]
+name = "push-it"
+instruction = "Push main to origin."
+setup = ["new_repo", "commit a.txt a 'Initial commit'"]
+solution = ["git push -q origin main"]
+checks = [{ type = "command", run = "git ls-remote --exit-code origin refs/heads/main" }]
+"""
+
+
+def test_a_command_check_reaches_the_remote_through_its_url(tmp_path) -> None:
+    tasks = tmp_path / "tasks.toml"
+    tasks.write_text(_PUSH_TASK)
+    env = GitEnv(task="push-it", tasks_file=str(tasks))
+    try:
+        env.reset()
+        obs, reward, terminated, *_ = env.step(GitAction(command="git push -q origin main"))
+        assert obs.exit_code == 0, obs.output
+        assert (obs.checks_passed, obs.checks_total) == (1, 1)
+        assert reward == 1.0 and terminated
+        # Served only while a command (the agent's or a check's) runs: none is left after.
+        assert env.workspace._running == 0 and not env.workspace._backends
+    finally:
+        env.close()

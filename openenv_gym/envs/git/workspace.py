@@ -174,6 +174,9 @@ class Workspace:
         #: the backends started for a command end with it (:meth:`serve`).
         self._running = 0
         self._backends: list[subprocess.Popen] = []
+        #: The domain of the command running now (an agent's command, or a check's): its
+        #: git requests' backends run in it.
+        self._serve_ruleset: Ruleset | None = self.ruleset
         self._serve_lock = threading.Lock()
         #: The current task's pinned revisions (the checks' :attr:`CheckContext.pins`).
         self.pins: Mapping[tuple[str, str], str] = {}
@@ -215,10 +218,18 @@ class Workspace:
 
         The git server serves this env's remotes while it runs; a request it left running
         (its backend, and what the repository's config made that start) ends with it."""
+        return self._serving(command, timeout, cwd, env, pass_fds, self.ruleset)
+
+    def _serving(self, command: str, timeout: float, cwd: str | None,
+                 env: Mapping[str, str] | None, pass_fds: Sequence[int],
+                 ruleset: Ruleset | None) -> ExecResult:
+        """Run a shell command in ``ruleset``'s domain, this env's remotes served meanwhile
+        (their backends in that same domain), and end the requests it left running."""
         with self._serve_lock:
             self._running += 1
+            self._serve_ruleset = ruleset
         try:
-            return self._run_shell(command, timeout, cwd, env, pass_fds, self.ruleset)
+            return self._run_shell(command, timeout, cwd, env, pass_fds, ruleset)
         finally:
             with self._serve_lock:
                 self._running -= 1
@@ -248,8 +259,10 @@ class Workspace:
     def shell(self, command: str, cwd: str, env: Mapping[str, str] | None = None,
               pass_fds: Sequence[int] = ()) -> ExecResult:
         """A ``command`` or ``unittest`` check: the agent's limits, a fixed 60 s, ``env``
-        added, in the checks' own Landlock domain (:attr:`check_ruleset`)."""
-        return self._run_shell(command, 60.0, cwd, env, pass_fds, self.check_ruleset)
+        added, in the checks' own Landlock domain (:attr:`check_ruleset`). The env's remotes
+        are served to it as to the agent's commands (``git ls-remote origin``), by backends
+        in that domain, ended with it."""
+        return self._serving(command, 60.0, cwd, env, pass_fds, self.check_ruleset)
 
     def serve(self, start: Callable[[], subprocess.Popen]) -> subprocess.Popen:
         """How the git server starts a backend for this env: confined as its commands are,
@@ -261,7 +274,8 @@ class Workspace:
         with self._serve_lock:
             if not self._running:
                 raise RuntimeError("no command of this env is running")
-            backend = self.spawn(start)
+            ruleset = self._serve_ruleset
+            backend = ruleset.spawn(start) if ruleset is not None else start()
             self._backends = [b for b in self._backends if b.returncode is None] + [backend]
             return backend
 
