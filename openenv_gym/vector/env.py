@@ -365,9 +365,14 @@ class RemoteVectorEnv(VectorEnv):
             uniform = None
         seeds = None
         if self._restart_seeds:
-            seeds = [self._restart_seeds.pop(i) if cmd[i] == RESET and i in self._restart_seeds else None
+            seeds = [self._restart_seeds.get(i) if cmd[i] == RESET else None
                      for i in range(self.num_envs)]
         self._run(cmd, acts, seeds=seeds, any_skipped=bool(self._lost), uniform=uniform)
+        # Used once sent: a step refused before anything was sent (text the wire cannot
+        # carry) leaves the vector env usable, and the next step's reset still seeded.
+        for i, s in enumerate(seeds or ()):
+            if s is not None:
+                del self._restart_seeds[i]
 
     def _action_batch(self, actions: Any) -> Any:
         """The batched action as a column-ready array (flat spaces) or a list of per-env values."""

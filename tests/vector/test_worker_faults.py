@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
 import openenv_gym  # noqa: F401
-from openenv_gym.errors import WorkerCrashedError, WorkerError
+from openenv_gym.errors import InvalidRequestError, WorkerCrashedError, WorkerError
 from openenv_gym.vector import RemoteVectorEnv
 from tests.conftest import ctrl_c_after
 from tests.vector.vector_helpers import freeze_worker, kill_worker
@@ -111,5 +115,28 @@ def test_ctrl_c_mid_step_asks_for_a_reset_and_leaves_every_worker_in_frame(provi
         assert list(obs["stdout"]) == ["a\n", "b\n"]
         obs, *_ = envs.step(_code("print('c')", "print('d')"))
         assert list(obs["stdout"]) == ["c\n", "d\n"]
+    finally:
+        envs.close()
+
+
+# A step refused before anything is sent (a lone surrogate in a text action) leaves the vector
+# env usable: it must not use up the seed of an env's first episode after its worker restarted.
+def test_a_refused_step_keeps_the_restart_seed() -> None:
+    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=1,
+                        on_worker_error="restart")
+    u = envs.unwrapped
+    try:
+        envs.reset(seed=5)
+        os.kill(u.pool.workers[0].proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while u.pool.workers[0].alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        info = envs.step({"message": ("a", "b")})[4]
+        assert info["worker_restarted"][0]
+        seed = u._restart_seeds[0]
+        with pytest.raises(InvalidRequestError):
+            envs.step({"message": ("x\ud800", "b")})
+        envs.step({"message": ("a", "b")})  # env 0's autoreset: its first episode on the new worker
+        assert envs.get_attr("np_random_seed")[0] == seed
     finally:
         envs.close()
