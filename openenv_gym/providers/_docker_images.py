@@ -274,7 +274,8 @@ def _metadata_files() -> list[Path]:
         return []
     found = [Path(str(dist.locate_file(f))).resolve() for f in dist.files or []
              if f.parts and f.parts[0].endswith(".dist-info") and f.name not in _INSTALL_RECORDS]
-    return sorted(p for p in found if p.is_file() and p.parent.parent == _SOURCE_ROOT)
+    # licenses/ (PEP 639) is a folder of the .dist-info: its files go into the wheel too.
+    return sorted(p for p in found if p.is_file() and _SOURCE_ROOT in p.parents)
 
 
 def source_hash() -> str:
@@ -308,7 +309,7 @@ def _repack_installed(target: Path, progress: Progress) -> Path:
     progress("packing the installed openenv_gym as a wheel")
     dist = _distribution()
     assert dist is not None  # build_problem() said so
-    info_dir = next(p.parent.name for p in _metadata_files())
+    info_dir = next(p.relative_to(_SOURCE_ROOT).parts[0] for p in _metadata_files())
     record = f"{info_dir}/RECORD"
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="wheel-", dir=target.parent))

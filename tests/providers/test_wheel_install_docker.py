@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -69,29 +70,40 @@ env.close()
 """
 
 
+def _wheel_venv(tmp_path: Path) -> tuple[str, Path]:
+    """A venv with this Python's packages and openenv_gym installed from a wheel of this
+    checkout: its python, and the wheel."""
+    stage = tmp_path / "src"  # a copy: a wheel build writes build/ and egg-info beside setup.cfg
+    for name in ("openenv_gym", "containers"):
+        shutil.copytree(_ROOT / name, stage / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(_ROOT / name, stage / name)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                            "--no-build-isolation", "--wheel-dir", str(tmp_path / "dist"), str(stage)], **_RUN)
+    assert built.returncode == 0, built.stderr
+    venv = tmp_path / "venv"
+    assert subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], **_RUN).returncode == 0
+    python = str(venv / "bin" / "python")
+    [wheel] = (tmp_path / "dist").glob("*.whl")
+    # --force-reinstall: the trainer's own openenv-gym (same version) would count as installed.
+    installed = subprocess.run([python, "-m", "pip", "install", "--quiet", "--force-reinstall",
+                                "--no-deps", "--no-index", str(wheel)], **_RUN)
+    assert installed.returncode == 0, installed.stderr
+    return python, wheel
+
+
+_RUN: dict = dict(capture_output=True, text=True, timeout=600)
+
+
 def test_a_wheel_install_builds_and_runs_docker_workers(tmp_path: Path) -> None:
     # It could not: the Dockerfile and openenv_gym's own wheel came only from a checkout, so a
     # `pip install openenv-gym` ran Coding and Git sandboxes on the process provider.
     from tests.conftest import require_docker
 
     require_docker()
-    stage = tmp_path / "src"  # a copy: a wheel build writes build/ and egg-info beside setup.cfg
-    for name in ("openenv_gym", "containers"):
-        shutil.copytree(_ROOT / name, stage / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy2(_ROOT / name, stage / name)
-    run = dict(capture_output=True, text=True, timeout=600)
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                            "--no-build-isolation", "--wheel-dir", str(tmp_path / "dist"), str(stage)], **run)
-    assert built.returncode == 0, built.stderr
-    venv = tmp_path / "venv"  # the trainer's packages from this Python, openenv_gym from the wheel
-    assert subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], **run).returncode == 0
-    python = str(venv / "bin" / "python")
-    installed = subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                                *map(str, (tmp_path / "dist").glob("*.whl"))], **run)
-    assert installed.returncode == 0, installed.stderr
+    python, _ = _wheel_venv(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([python, "-c", _IN_THE_VENV], cwd=tmp_path, env=env, **run)
+    done = subprocess.run([python, "-c", _IN_THE_VENV], cwd=tmp_path, env=env, **_RUN)
     assert done.returncode == 0, done.stderr
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
     assert lines["reward"] == "0.2"
@@ -104,3 +116,28 @@ def test_a_wheel_install_builds_and_runs_docker_workers(tmp_path: Path) -> None:
         pass
     finally:
         client.close()
+
+
+_REPACK = """
+import sys
+from pathlib import Path
+from openenv_gym.providers import _docker_images as d
+target = d._build_self_wheel(d.source_hash(), lambda _: None)
+assert d.__file__.startswith(sys.prefix), d.__file__
+print(next(Path(target).glob("*.whl")))
+"""
+
+
+
+def test_the_repacked_wheel_has_every_file_of_the_installed_one(tmp_path: Path) -> None:
+    # The image's openenv_gym wheel, packed again from a wheel install, holds every file of the
+    # wheel installed but the data files (containers/, which the image does not need): its
+    # .dist-info/licenses/LICENSE too, which METADATA's License-File names (it was dropped).
+    python, wheel = _wheel_venv(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    done = subprocess.run([python, "-c", _REPACK], cwd=tmp_path, env=env, **_RUN)
+    assert done.returncode == 0, done.stderr
+    repacked = zipfile.ZipFile(done.stdout.strip()).namelist()
+    expected = [n for n in zipfile.ZipFile(wheel).namelist() if ".data/data/" not in n]
+    assert sorted(set(expected) - set(repacked)) == []
