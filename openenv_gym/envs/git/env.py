@@ -174,7 +174,8 @@ class GitEnv(Environment):
             if os.path.isfile(head):
                 with open(head, encoding="utf-8", errors="replace") as f:
                     ref = f.read().strip()
-                branch = ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/") else "(detached HEAD)"
+                branch = (ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/")
+                          else "(detached HEAD)")
                 # HEAD is the agent's to write: a name longer than the field holds is cut,
                 # not a broken observation on every step until the next reset.
                 return branch[:MAX_BRANCH]

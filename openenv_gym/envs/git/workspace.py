@@ -39,7 +39,7 @@ import threading
 import uuid
 import weakref
 from dataclasses import replace
-from typing import Callable, Mapping, Sequence, TypeVar
+from typing import Callable, Mapping, Sequence
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
 from openenv_gym.envs._exec import ExecResult, Limits, minimal_environ, reap_orphans, run
@@ -49,7 +49,6 @@ from openenv_gym.envs.git.tasks import SETUP_PRELUDE, Task
 
 __all__ = ["Workspace", "TaskSetupError"]
 
-T = TypeVar("T")
 
 GITCONFIG = """\
 [user]
@@ -104,10 +103,11 @@ class _Shared:
         self.lock = threading.Lock()
         atexit.register(self.close)
 
-    def gate(self, ident: str) -> Callable[[Callable[[], T]], T] | None:
+    def gate(self, ident: str) -> Callable[[Callable[[], subprocess.Popen]], subprocess.Popen] | None:
         """How the git server runs a request for ``<root>/<ident>/``: as that workspace's
-        commands run (a live env's: confined; a snapshot builder's: trusted setup), or
-        refused (None) for anything else, such as a finished snapshot."""
+        commands run (a live env's: confined; a snapshot builder's: trusted setup) and only
+        while one does (:meth:`Workspace.serve`), or refused (None) for anything else, such
+        as a finished snapshot."""
         workspace = self.workspaces.get(ident)
         return workspace.serve if workspace is not None else None
 
@@ -233,7 +233,9 @@ class Workspace:
         finally:
             with self._serve_lock:
                 self._running -= 1
-                backends, self._backends = (self._backends, []) if not self._running else ([], self._backends)
+                backends = [] if self._running else self._backends
+                if not self._running:
+                    self._backends = []
             for backend in backends:
                 if backend.returncode is None:
                     try:
@@ -293,10 +295,6 @@ class Workspace:
         """
         return run(argv, timeout=timeout, cwd=cwd, env={**self.environ(), **(env or {})},
                    output_limit=1 << 20, confine=self.ruleset)
-
-    def spawn(self, start: Callable[[], T]) -> T:
-        """Call ``start`` (which starts a process) confined as this env's commands are."""
-        return self.ruleset.spawn(start) if self.ruleset is not None else start()
 
     # -- snapshots -----------------------------------------------------------------------
     def restore(self, task: Task | None) -> None:
