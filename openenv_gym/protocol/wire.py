@@ -76,6 +76,12 @@ def wire_problem(value: Any, where: str = "value", _depth: int = 0) -> str | Non
         >>> wire_problem({"t": [1, object()]}, "info")
         "info['t'][1] of type object"
     """
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: msgpack's str is UTF-8
+            return f"{where}, text that is not valid UTF-8 ({value[exc.start:exc.end]!r} at {exc.start}),"
+        return None
     if isinstance(value, _SENDABLE):
         return None
     if _depth > 64:

@@ -21,7 +21,7 @@ import socketserver
 import threading
 from typing import Any
 
-from openenv_gym.errors import ProtocolError, error_to_wire
+from openenv_gym.errors import InvalidRequestError, ProtocolError, error_to_wire
 from openenv_gym.protocol.sockets import FrameReader, parse_address
 from openenv_gym.protocol.wire import MAX_FRAME, decode, encode
 from openenv_gym.server.service import EnvService
@@ -60,7 +60,10 @@ class _Handler(socketserver.BaseRequestHandler):
                 try:
                     frame = encode(reply)
                 except (TypeError, ValueError, OverflowError) as exc:
-                    # The env returned something the wire cannot carry (an object in info).
+                    # The env returned something the wire cannot carry (an object in info, text
+                    # that is not UTF-8): the env's error, not a bad request of the caller's.
+                    if isinstance(exc, InvalidRequestError):
+                        exc = ValueError(f"the env's reply cannot be sent: {exc}")
                     frame = encode(_error(exc))
                 sock.sendall(frame)
             except (ConnectionError, OSError):

@@ -25,23 +25,29 @@ class Grid(Environment):
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        return np.zeros(2, np.int64), ({"handle": object()} if self.fail == "reset_info" else {})
+        bad = {"reset_info": {"handle": object()}, "reset_text": {"note": "x\ud800"}}
+        return np.zeros(2, np.int64), bad.get(self.fail, {})
 
     def step(self, action):
         obs = np.array([100, -5]) if self.fail == "obs_out" else np.ones(2, np.int64)
         info = {"handle": object()} if self.fail == "step_info" else {}
-        if self.fail == "late_info":  # sendable on the first step (checked), not after
-            info = {"n": 1} if getattr(self, "_stepped", False) is False else {"handle": object()}
+        if self.fail in ("late_info", "late_text"):  # sendable on the first step (checked), not after
+            late = {"handle": object()} if self.fail == "late_info" else {"note": "x\ud800"}
+            info = {"n": 1} if getattr(self, "_stepped", False) is False else late
             self._stepped = True
         return obs, 0.0, self.fail == "step_info", False, info
 
 
-def test_unsendable_reset_info_is_named_and_leaves_no_session() -> None:
-    service = EnvService(lambda: Grid("reset_info"), max_sessions=2, idle_timeout=None)
+@pytest.mark.parametrize("fail, named", [("reset_info", "info['handle'] of type object"),
+                                         ("reset_text", "info['note'], text that is not valid UTF-8")])
+def test_unsendable_reset_info_is_named_and_leaves_no_session(fail: str, named: str) -> None:
+    # Text that is not UTF-8 (a lone surrogate) passed the check before: the reply then failed
+    # to encode, the caller was told to fix its own text, and each retry leaked a session.
+    service = EnvService(lambda: Grid(fail), max_sessions=2, idle_timeout=None)
     try:
         for _ in range(3):  # a retrying trainer must not fill the session table
             error = service.handle({"op": "reset"})["error"]
-            assert error["type"] == "EnvServerError" and "info['handle']" in error["message"]
+            assert error["type"] == "EnvServerError" and named in error["message"], error
         assert len(service.sessions) == 0
     finally:
         service.shutdown()
@@ -68,6 +74,27 @@ def test_a_later_step_s_unsendable_info_is_named_and_the_connection_survives(tmp
         sid = client.request({"op": "reset"})["sid"]
         assert client.request({"op": "step", "sid": sid, "action": 0})["info"] == {"n": 1}
         with pytest.raises(Exception, match=r"cannot send message\['info'\]\['handle'\] of type object"):
+            client.request({"op": "step", "sid": sid, "action": 0})
+        assert client.request({"op": "reset", "sid": sid})["sid"] == sid  # still framed
+    finally:
+        client.drop()
+        server.close()
+        service.shutdown()
+
+
+def test_a_later_step_s_text_that_is_not_utf8_is_the_env_s_error(tmp_path) -> None:
+    # It arrived as InvalidRequestError, telling the caller to fix text it never sent.
+    from openenv_gym.client.transport import BinaryClient
+    from openenv_gym.errors import EnvServerError
+    from openenv_gym.server.binary import BinaryServer
+
+    service = EnvService(lambda: Grid("late_text"), idle_timeout=None)
+    server = BinaryServer(service, f"unix://{tmp_path}/w.sock")
+    client = BinaryClient(server.address, 5.0)
+    try:
+        sid = client.request({"op": "reset"})["sid"]
+        client.request({"op": "step", "sid": sid, "action": 0})
+        with pytest.raises(EnvServerError, match="the env's reply cannot be sent: .*not valid UTF-8"):
             client.request({"op": "step", "sid": sid, "action": 0})
         assert client.request({"op": "reset", "sid": sid})["sid"] == sid  # still framed
     finally:
