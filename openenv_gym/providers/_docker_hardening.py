@@ -18,10 +18,16 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-__all__ = ["CONTAINER_UID", "HARDENING", "container_options", "untrusted_options"]
+__all__ = ["CONTAINER_UID", "WORKER_UIDS", "HARDENING", "container_options", "untrusted_options",
+           "with_own_uid"]
 
 #: The unprivileged user worker containers run as (created in ``containers/Dockerfile``).
 CONTAINER_UID = 10001
+#: Each worker container runs as a uid of its own, drawn from ``CONTAINER_UID + 1`` ..
+#: ``CONTAINER_UID + WORKER_UIDS`` (all in the image's /etc/passwd): the kernel counts
+#: RLIMIT_NPROC per uid across every container of the machine, while a child's budget is
+#: computed from the processes its own container shows (:meth:`~openenv_gym.envs._exec.Limits.resolved`).
+WORKER_UIDS = 4096
 
 _MiB = 1024 * 1024
 
@@ -101,3 +107,35 @@ def untrusted_options(env: str, overrides: Mapping[str, Any] | None = None) -> d
 
     info = get_env_info(env)
     return container_options(info.container_options, overrides) if info.untrusted else None
+
+
+def with_own_uid(options: Mapping[str, Any], uid: int | None = None) -> dict[str, Any]:
+    """``options`` with the default user replaced by a uid of the container's own.
+
+    RLIMIT_NPROC is counted by the kernel per uid over the whole machine (every container
+    shares the init user namespace), but a child's budget is the processes its own container
+    shows plus ``Limits.processes``: with one uid for every worker, a dozen idle workers
+    left no child a thread or a subprocess, and processes held in one worker took the budget
+    of the children of every other (and of other pools on the machine). A user the caller
+    chose is kept.
+
+    Args:
+        options: ``containers.run`` options (from :func:`container_options`).
+        uid: The uid (default: a random one of the image's ``WORKER_UIDS``).
+
+    Example:
+        >>> opts = with_own_uid(container_options(), uid=10042)
+        >>> opts["user"], opts["tmpfs"]["/workspace"].endswith("uid=10042,gid=10042")
+        ('10042:10042', True)
+    """
+    out = copy.deepcopy(dict(options))
+    if out.get("user") != HARDENING["user"]:
+        return out
+    if uid is None:
+        import secrets
+        uid = CONTAINER_UID + 1 + secrets.randbelow(WORKER_UIDS)
+    out["user"] = f"{uid}:{uid}"
+    old = f"uid={CONTAINER_UID},gid={CONTAINER_UID}"
+    out["tmpfs"] = {path: opts.replace(old, f"uid={uid},gid={uid}")
+                    for path, opts in (out.get("tmpfs") or {}).items()}
+    return out

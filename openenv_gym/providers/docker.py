@@ -27,7 +27,7 @@ from typing import Any, Mapping
 from openenv_gym.catalog import EnvInfo, get_env_info
 from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 from openenv_gym.providers import _docker_owner as owner
-from openenv_gym.providers._docker_hardening import container_options
+from openenv_gym.providers._docker_hardening import container_options, with_own_uid
 from openenv_gym.providers._docker_images import build_image, build_problem, env_code_missing, find_image
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, track, untrack, wait_ready
 from openenv_gym.providers._runtime import check_socket_path, make_owned_folder, remove_folder, runtime_dir
@@ -80,7 +80,8 @@ class DockerWorker(Worker):
         self.folder = folder
         self.name = name
         self.labels = labels
-        self.run_options = run_options
+        # A uid of its own: RLIMIT_NPROC budgets are per uid machine-wide (with_own_uid).
+        self.run_options = with_own_uid(run_options)
         self.startup_timeout = startup_timeout
         self.socket_path = os.path.join(folder, _SOCKET_NAME)
         check_socket_path(self.socket_path)

@@ -54,7 +54,7 @@ def _ours(client, **labels):
 
 def _exec(worker, script: str, timeout: float = 60.0) -> tuple[int, str]:
     """Run python code in the worker's container as its own (non-root) user."""
-    proc = subprocess.run(["docker", "exec", "-u", f"{CONTAINER_UID}:{CONTAINER_UID}",
+    proc = subprocess.run(["docker", "exec", "-u", worker.run_options["user"],
                            worker.container_id, "python", "-c", textwrap.dedent(script)],
                           capture_output=True, text=True, timeout=timeout)
     return proc.returncode, proc.stdout + proc.stderr
@@ -569,3 +569,45 @@ def test_a_runtime_folder_that_is_not_utf8_is_refused_naming_tmpdir(client, tmp_
     assert done.returncode == 1 and "ProviderUnavailableError" in err, err
     assert "is not valid UTF-8" in err and "set TMPDIR" in err, err
     assert os.listdir(tmp_path) == [os.fsdecode(b"t\xff")]  # nothing made beside it
+
+
+_HOLD_PROCESSES = """
+import os, time
+n = 0
+try:
+    for _ in range(200):
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+        n += 1
+except OSError:
+    pass
+print(n)
+"""
+
+_START_A_THREAD_AND_A_PROCESS = """
+import subprocess, threading
+t = threading.Thread(target=print, args=("thread ok",)); t.start(); t.join()
+print(subprocess.run(["echo", "process ok"], capture_output=True, text=True).stdout, end="")
+"""
+
+
+def test_processes_held_in_one_worker_leave_the_others_their_budget(client) -> None:
+    # Every container ran as uid 10001, and the kernel counts RLIMIT_NPROC per uid across the
+    # machine: a dozen idle Coding workers left no child a thread, and one REPL holding
+    # processes took the budget of every other container's children.
+    from openenv_gym.trl import EnvPool
+
+    pool = EnvPool("coding", num_workers=2, provider="docker", persistent=True)
+    try:
+        a, b = pool.open(2)
+        assert (a.worker, b.worker) == (0, 1)
+        a.reset(), b.reset()
+        held = a.step({"code": _HOLD_PROCESSES}).observations[-1]["stdout"]
+        assert int(held) >= 60, held
+        out = b.step({"code": _START_A_THREAD_AND_A_PROCESS})
+        obs = out.observations[-1]
+        assert obs["stdout"] == "thread ok\nprocess ok\n", obs["stderr"][-300:]
+        assert out.rewards == [1.0]
+    finally:
+        pool.close()

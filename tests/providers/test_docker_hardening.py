@@ -35,3 +35,21 @@ def test_merging_never_mutates_the_defaults():
     opts["ulimits"].append({"name": "core"})
     assert HARDENING["tmpfs"]["/tmp"] != "size=1m"
     assert len(HARDENING["ulimits"]) == 2
+
+
+# RLIMIT_NPROC is counted per uid over the whole machine: worker containers must not share one.
+def test_each_container_gets_a_uid_of_its_own_from_the_images_range() -> None:
+    from openenv_gym.providers._docker_hardening import CONTAINER_UID, WORKER_UIDS, container_options, with_own_uid
+
+    a, b = with_own_uid(container_options()), with_own_uid(container_options())
+    uids = {int(o["user"].split(":")[0]) for o in (a, b)}
+    assert all(CONTAINER_UID < uid <= CONTAINER_UID + WORKER_UIDS for uid in uids)
+    for o in (a, b):
+        uid = o["user"].split(":")[0]
+        assert f"uid={uid},gid={uid}" in o["tmpfs"]["/workspace"]
+
+
+def test_a_user_the_caller_chose_is_kept() -> None:
+    from openenv_gym.providers._docker_hardening import container_options, with_own_uid
+
+    assert with_own_uid(container_options({"user": "4242:4242"}))["user"] == "4242:4242"
