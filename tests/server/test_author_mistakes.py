@@ -63,38 +63,25 @@ def test_unsendable_step_info_is_named_and_says_the_episode_ended() -> None:
         service.shutdown()
 
 
-def test_a_later_step_s_unsendable_info_is_named_and_the_connection_survives(tmp_path) -> None:
+@pytest.mark.parametrize("fail, error", [
+    ("late_info", r"cannot send message\['info'\]\['handle'\] of type object"),
+    # Text that is not UTF-8 arrived as InvalidRequestError, telling the caller to fix text
+    # it never sent: it is the env's error.
+    ("late_text", r"the env's reply cannot be sent: .*not valid UTF-8"),
+])
+def test_a_later_step_s_unsendable_info_is_the_env_s_named_error_and_the_connection_survives(
+        tmp_path, fail: str, error: str) -> None:
     from openenv_gym.client.transport import BinaryClient
+    from openenv_gym.errors import EnvServerError
     from openenv_gym.server.binary import BinaryServer
 
-    service = EnvService(lambda: Grid("late_info"), idle_timeout=None)
+    service = EnvService(lambda: Grid(fail), idle_timeout=None)
     server = BinaryServer(service, f"unix://{tmp_path}/w.sock")
     client = BinaryClient(server.address, 5.0)
     try:
         sid = client.request({"op": "reset"})["sid"]
         assert client.request({"op": "step", "sid": sid, "action": 0})["info"] == {"n": 1}
-        with pytest.raises(Exception, match=r"cannot send message\['info'\]\['handle'\] of type object"):
-            client.request({"op": "step", "sid": sid, "action": 0})
-        assert client.request({"op": "reset", "sid": sid})["sid"] == sid  # still framed
-    finally:
-        client.drop()
-        server.close()
-        service.shutdown()
-
-
-def test_a_later_step_s_text_that_is_not_utf8_is_the_env_s_error(tmp_path) -> None:
-    # It arrived as InvalidRequestError, telling the caller to fix text it never sent.
-    from openenv_gym.client.transport import BinaryClient
-    from openenv_gym.errors import EnvServerError
-    from openenv_gym.server.binary import BinaryServer
-
-    service = EnvService(lambda: Grid("late_text"), idle_timeout=None)
-    server = BinaryServer(service, f"unix://{tmp_path}/w.sock")
-    client = BinaryClient(server.address, 5.0)
-    try:
-        sid = client.request({"op": "reset"})["sid"]
-        client.request({"op": "step", "sid": sid, "action": 0})
-        with pytest.raises(EnvServerError, match="the env's reply cannot be sent: .*not valid UTF-8"):
+        with pytest.raises(EnvServerError, match=error):
             client.request({"op": "step", "sid": sid, "action": 0})
         assert client.request({"op": "reset", "sid": sid})["sid"] == sid  # still framed
     finally:
