@@ -153,6 +153,10 @@ def test_free_form_reward_and_fresh_sandbox(free_env: gym.Env) -> None:
     obs, reward = _run(free_env, "1/0")
     assert reward == 0.0 and int(obs["exit_code"]) == 1 and "ZeroDivisionError" in obs["stderr"]
     assert 'File "<code>", line 1' in obs["stderr"]
+    # A leading BOM (an editor's, a file read as text) runs as `python file.py` runs it; it
+    # was a SyntaxError ("invalid non-printable character U+FEFF").
+    obs, reward = _run(free_env, "\ufeffprint('bom')")
+    assert obs["stdout"] == "bom\n" and reward == 1.0, obs["stderr"]
 
 
 def test_infinite_loop_times_out_and_next_step_works(free_env: gym.Env) -> None:
@@ -211,6 +215,7 @@ def test_persistent_interpreter_keeps_state_within_an_episode(provider: str) -> 
         obs, reward = _run(env, "raise ValueError('boom')")
         assert reward == 0.0 and "ValueError: boom" in obs["stderr"]
         assert _run(env, "print(x)")[0]["stdout"] == "42\n"  # an error keeps the state
+        assert _run(env, "\ufeffprint(x)")[0]["stdout"] == "42\n"  # a cell with a BOM too
         obs, _ = _run(env, "while True: pass", timeout=1.0)
         assert bool(obs["timed_out"])
         obs, reward = _run(env, "print('x' in dir())")  # a new interpreter after the timeout

@@ -37,7 +37,8 @@ def _print_exc() -> None:
 
 
 def _exec(source: str, filename: str, namespace: dict) -> None:
-    exec(compile(source, filename, "exec"), namespace)
+    # A leading BOM is what `python file.py` skips while decoding; compile() takes it for code.
+    exec(compile(source.removeprefix("\ufeff"), filename, "exec"), namespace)
 
 
 def _fresh_main() -> dict:
