@@ -375,3 +375,29 @@ def test_a_command_check_reaches_the_remote_through_its_url(tmp_path) -> None:
         assert env.workspace._running == 0 and not env.workspace._backends
     finally:
         env.close()
+
+
+_BINARY_TASK = """
+[[task]]
+name = "keep-it"
+instruction = "Leave data.bin as it is."
+setup = ["new_repo", "printf 'caf\\\\xe9\\\\n' > data.bin && git add data.bin && git commit -qm 'Add data'"]
+solution = ["true"]
+checks = [{ type = "file_unchanged", path = "data.bin", rev = ":/Add data" }]
+"""
+
+
+def test_file_unchanged_compares_bytes_that_are_not_utf8(tmp_path) -> None:
+    # It compared the file with git's output decoded as text: a Latin-1 byte never matched,
+    # so an untouched file counted as changed.
+    tasks = tmp_path / "tasks.toml"
+    tasks.write_text(_BINARY_TASK)
+    env = GitEnv(task="keep-it", tasks_file=str(tasks))
+    try:
+        env.reset()
+        obs, reward, terminated, *_ = env.step(GitAction(command="true"))
+        assert (obs.checks_passed, reward) == (1, 1.0), obs.output
+        obs, reward, *_ = env.step(GitAction(command="printf 'cafe\\n' > data.bin"))
+        assert obs.checks_passed == 0
+    finally:
+        env.close()

@@ -45,6 +45,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -231,19 +232,22 @@ def no_conflict_markers(ctx: CheckContext, repo: str, paths: list[str] | None = 
 def clean_worktree(ctx: CheckContext, repo: str, untracked: bool = True) -> bool:
     status = _out(ctx, repo, "status", "--porcelain",
                   "--untracked-files=" + ("normal" if untracked else "no"))
-    return status == "" and not _hidden_paths(ctx, repo) and not _stale_entries(ctx, repo)
+    return status == "" and not _index_hides_changes(ctx, repo)
 
 
-def _stale_entries(ctx: CheckContext, repo: str) -> bool:
-    """Whether a tracked file differs from its index entry (or the index cannot be read).
+def _index_hides_changes(ctx: CheckContext, repo: str) -> bool:
+    """Whether ``git status`` could miss a change (or the index cannot be read): one listing
+    of the index serves both ways it can.
 
-    ``git status`` trusts an entry whose size and times match the file, and hashes a file
-    through the clean filter its attributes name: ``git add`` through a filter that prints
-    the committed content stores the old blob with the new file's stat data, and the edit
-    never shows, even after the filter is gone. So every tracked regular file is hashed as
-    it is on disk, without filters.
+    - The index tells status not to look at a file: ``git update-index --assume-unchanged``
+      (tag in lower case) or ``--skip-worktree`` (``S``).
+    - A tracked file is not its index entry byte for byte. Status trusts an entry whose size
+      and times match the file, and hashes a file through the clean filter its attributes
+      name: ``git add`` through a filter that prints the committed content stores the old
+      blob with the new file's stat data, and the edit never shows, even after the filter is
+      gone. So every tracked regular file is hashed as it is on disk, without filters.
     """
-    listing = _git(ctx, repo, "ls-files", "-s", "-z")
+    listing = _git(ctx, repo, "ls-files", "-v", "-s", "-z")
     if listing.exit_code != 0:
         return True
     paths, blobs = [], []
@@ -251,7 +255,9 @@ def _stale_entries(ctx: CheckContext, repo: str) -> bool:
         if not entry:
             continue
         meta, _, path = entry.partition("\t")
-        mode, blob, _stage = meta.split()
+        tag, mode, blob, _stage = meta.split()
+        if tag.islower() or tag == "S":
+            return True
         if mode in ("100644", "100755"):
             paths.append(path)
             blobs.append(blob)
@@ -259,17 +265,6 @@ def _stale_entries(ctx: CheckContext, repo: str) -> bool:
         return False
     hashed = _git(ctx, repo, "hash-object", "--no-filters", "--", *paths)
     return hashed.exit_code != 0 or hashed.stdout.split() != blobs
-
-
-def _hidden_paths(ctx: CheckContext, repo: str) -> bool:
-    """Whether the index tells ``git status`` not to look at some files (or cannot be read).
-
-    ``git update-index --assume-unchanged`` (tag in lower case) or ``--skip-worktree``
-    (``S``) make status skip a file, so a changed file would pass for clean.
-    """
-    listing = _out(ctx, repo, "ls-files", "-v")
-    return listing is None or any(line[:1].islower() or line[:1] == "S"
-                                  for line in listing.splitlines())
 
 
 def no_operation_in_progress(ctx: CheckContext, repo: str) -> bool:
@@ -376,8 +371,12 @@ def file_unchanged(ctx: CheckContext, repo: str, path: str, rev: str) -> bool:
     """The working-tree file is the one at ``rev`` (a ``:/message`` pinned at setup): a
     ``command`` check that runs the repo's tests judges with the task's tests, not edited ones."""
     content = _read_bytes(repo, path)
-    blob = _git(ctx, repo, "cat-file", "blob", f"{rev}:{path}")
-    return content is not None and blob.exit_code == 0 and blob.stdout.encode("utf-8") == content
+    blob = _out(ctx, repo, "rev-parse", "--verify", "-q", f"{rev}:{path}")
+    if content is None or not blob:
+        return False
+    # Compared by object id, as git names the blob: the file's bytes need no decoding.
+    digest = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
+    return digest(b"blob %d\0" % len(content) + content).hexdigest() == blob
 
 
 #: The environment of ``command`` checks: the agent writes ``$HOME`` and the repository, so
