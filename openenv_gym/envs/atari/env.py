@@ -55,7 +55,8 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
         frameskip = tuple(frameskip)
     if frame_stack < 1:
         raise InvalidRequestError(f"frame_stack must be >= 1, got {frame_stack}")
-    if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1 or grayscale_newaxis):
+    if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1
+                           or grayscale_newaxis):
         raise InvalidRequestError("clip_rewards, terminal_on_life_loss, frame_stack and "
                                   "grayscale_newaxis apply with preprocess=True only; set it or "
                                   "drop them")
