@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Iterator
 
@@ -361,20 +362,27 @@ checks = [{ type = "command", run = "git ls-remote --exit-code origin refs/heads
 """
 
 
-def test_a_command_check_reaches_the_remote_through_its_url(tmp_path) -> None:
+@contextlib.contextmanager
+def _task_env(tmp_path, tasks_toml: str, task: str) -> Iterator[GitEnv]:
+    """An in-process GitEnv of one task written for the test, reset, closed after."""
     tasks = tmp_path / "tasks.toml"
-    tasks.write_text(_PUSH_TASK)
-    env = GitEnv(task="push-it", tasks_file=str(tasks))
+    tasks.write_text(tasks_toml)
+    env = GitEnv(task=task, tasks_file=str(tasks))
     try:
         env.reset()
+        yield env
+    finally:
+        env.close()
+
+
+def test_a_command_check_reaches_the_remote_through_its_url(tmp_path) -> None:
+    with _task_env(tmp_path, _PUSH_TASK, "push-it") as env:
         obs, reward, terminated, *_ = env.step(GitAction(command="git push -q origin main"))
         assert obs.exit_code == 0, obs.output
         assert (obs.checks_passed, obs.checks_total) == (1, 1)
         assert reward == 1.0 and terminated
         # Served only while a command (the agent's or a check's) runs: none is left after.
         assert env.workspace._running == 0 and not env.workspace._backends
-    finally:
-        env.close()
 
 
 _BINARY_TASK = """
@@ -390,14 +398,8 @@ checks = [{ type = "file_unchanged", path = "data.bin", rev = ":/Add data" }]
 def test_file_unchanged_compares_bytes_that_are_not_utf8(tmp_path) -> None:
     # It compared the file with git's output decoded as text: a Latin-1 byte never matched,
     # so an untouched file counted as changed.
-    tasks = tmp_path / "tasks.toml"
-    tasks.write_text(_BINARY_TASK)
-    env = GitEnv(task="keep-it", tasks_file=str(tasks))
-    try:
-        env.reset()
+    with _task_env(tmp_path, _BINARY_TASK, "keep-it") as env:
         obs, reward, terminated, *_ = env.step(GitAction(command="true"))
         assert (obs.checks_passed, reward) == (1, 1.0), obs.output
         obs, reward, *_ = env.step(GitAction(command="printf 'cafe\\n' > data.bin"))
         assert obs.checks_passed == 0
-    finally:
-        env.close()
