@@ -41,7 +41,8 @@ def _ps(args: argparse.Namespace) -> int:
     for r in records:
         states = [_worker_alive(w) for w in r.workers]
         down = sum(1 for s in states if s is False)
-        workers = f"{len(states) - down}/{len(states)} up"
+        # A record is written when the name is taken, before the workers start (seconds).
+        workers = f"{len(states) - down}/{len(states)} up" if states else "starting"
         table.add_row(r.name, r.env, r.provider, workers, str(r.owner_pid),
                       f"{time.time() - r.started:.0f} s", r.web or "")
     console.print(table)
@@ -89,6 +90,10 @@ def _logs(args: argparse.Namespace) -> int:
     if record is None:
         names = ", ".join(r.name for r in pools.load_all()) or "none"
         return error(f"no running pool named {args.name!r}", f"running: {names} (see `openenv-gym ps`)")
+    if not record.workers:
+        return error(f"pool {record.name} is still starting: none of its workers is up yet",
+                     "run this again once `openenv-gym start` has printed them "
+                     "(`openenv-gym ps` then counts them up)")
     if args.worker is not None and args.worker not in {w["index"] for w in record.workers}:
         return error(f"pool {record.name} has no worker {args.worker}",
                      f"its workers are 0..{len(record.workers) - 1}", USAGE)

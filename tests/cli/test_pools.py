@@ -278,3 +278,20 @@ def test_a_pool_name_with_a_trailing_newline_is_refused(name: str) -> None:
     from openenv_gym.cli.pools import valid_name
 
     assert valid_name(name.rstrip("\n")) and not valid_name(name)
+
+
+def test_a_pool_still_starting_is_shown_as_starting_and_logs_say_so() -> None:
+    # `start` writes its record when it takes the name, seconds before the workers are up:
+    # `ps` showed "0/0 up" and `logs POOL -w 0` said "no worker 0; its workers are 0..-1".
+    from openenv_gym.cli import pools
+
+    name = _pool_name()
+    record = pools.PoolRecord(name=name, env="echo", provider="process", owner_pid=os.getpid())
+    assert pools.claim(record)
+    try:
+        out = run("logs", name, "-w", "0")
+        assert out.returncode == 1 and f"pool {name} is still starting" in out.stderr, out.stderr
+        table = run("ps", env={"COLUMNS": "200"})
+        assert any(name in line and "starting" in line for line in table.stdout.splitlines()), table.stdout
+    finally:
+        pools.remove(record)
