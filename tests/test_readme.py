@@ -78,7 +78,9 @@ def _bash_script(code: str) -> str:
         if line.rstrip().endswith("&") and " serve " in line:
             lines.append(f"for i in $(seq 300); do curl -sf localhost:{port}/health >/dev/null && break; sleep 0.1; done")
         elif line.rstrip().endswith("&") and " start " in line:
-            lines.append(f"for i in $(seq 600); do {CLI} ps --json | grep -q '\"{pool}\"' && break; sleep 0.2; done")
+            # Until its workers are up, as a person waits for `start` to print them: the
+            # record, and so `ps`, shows the pool as soon as its name is taken.
+            lines.append(f"for i in $(seq 600); do {CLI} logs {pool} --tail 0 >/dev/null 2>&1 && break; sleep 0.2; done")
     # Whatever a block left in the background is this test's to stop, also when a line fails
     # (set -e): left running, it would hold the output pipe and hang the test instead.
     return ("set -e\ntrap 'kill $(jobs -p) 2>/dev/null || true; wait' EXIT\n" + "\n".join(lines) + "\n")
