@@ -252,14 +252,21 @@ class RemoteVectorEnv(VectorEnv):
         if options is not None and "reset_mask" in options:
             mask = _check_mask(options.pop("reset_mask"), self.num_envs)
         indices = [int(i) for i in np.flatnonzero(mask)]
+        explicit = list(seeds)
         for i in indices:
-            if seeds[i] is not None:
-                self._last_seeds[i] = seeds[i]
-                self._restart_counts[i] = 0
+            if seeds[i] is None:
+                seeds[i] = self._restart_seeds.get(i)
+
+        def note_seeds() -> None:
+            # Only once sent: a reset refused before anything was sent (options the wire
+            # cannot carry) keeps the last seeds, and a restarted env's pending seed.
+            for i in indices:
+                if explicit[i] is not None:
+                    self._last_seeds[i] = explicit[i]
+                    self._restart_counts[i] = 0
                 self._restart_seeds.pop(i, None)
-            elif i in self._restart_seeds:
-                seeds[i] = self._restart_seeds.pop(i)
-        reset_infos = self._reset_envs(indices, seeds, options)
+
+        reset_infos = self._reset_envs(indices, seeds, options, on_sent=note_seeds)
         infos = batch_infos(self.num_envs, {i: reset_infos[i] for i in indices}, self._add_info)
         self._step_infos = {i: info for i, info in reset_infos.items() if info}
         self._step_in_columns[:] = False
@@ -284,8 +291,11 @@ class RemoteVectorEnv(VectorEnv):
         return [None if s is None else int(s) for s in seeds]
 
     def _reset_envs(self, indices: list[int], seeds: list[int | None],
-                    options: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
+                    options: dict[str, Any] | None,
+                    on_sent: Callable[[], None] | None = None) -> dict[int, dict[str, Any]]:
         """Reset ``indices``; a failed worker is replaced and its envs retried once.
+
+        ``on_sent`` is called once the first reset message is sent (not if it is refused).
 
         Returns:
             Each reset env's info (its observation is in the batch buffer).
@@ -296,6 +306,8 @@ class RemoteVectorEnv(VectorEnv):
             cmd = np.full(self.num_envs, SKIP, dtype=np.uint8)
             cmd[todo] = RESET
             self._run(cmd, seeds=seeds, options=options)
+            if on_sent is not None and attempt == 0:
+                on_sent()
             done, infos, _, errors, failures = self._collect()
             retry: list[int] = []
             for failure in failures:

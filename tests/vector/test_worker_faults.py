@@ -119,9 +119,11 @@ def test_ctrl_c_mid_step_asks_for_a_reset_and_leaves_every_worker_in_frame(provi
         envs.close()
 
 
-# A step refused before anything is sent (a lone surrogate in a text action) leaves the vector
-# env usable: it must not use up the seed of an env's first episode after its worker restarted.
-def test_a_refused_step_keeps_the_restart_seed() -> None:
+# A step or reset refused before anything is sent (a lone surrogate in a text action or a reset
+# option) leaves the vector env usable: it must not use up the seed of an env's first episode
+# after its worker restarted, nor change the seeds restarts derive from.
+@pytest.mark.parametrize("refused", ["step", "reset"])
+def test_a_refused_call_keeps_the_restart_seed(refused: str) -> None:
     envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=1,
                         on_worker_error="restart")
     u = envs.unwrapped
@@ -135,8 +137,15 @@ def test_a_refused_step_keeps_the_restart_seed() -> None:
         assert info["worker_restarted"][0]
         seed = u._restart_seeds[0]
         with pytest.raises(InvalidRequestError):
-            envs.step({"message": ("x\ud800", "b")})
-        envs.step({"message": ("a", "b")})  # env 0's autoreset: its first episode on the new worker
+            if refused == "step":
+                envs.step({"message": ("x\ud800", "b")})
+            else:
+                envs.reset(seed=9, options={"note": "x\ud800"})
+        assert u._last_seeds == [5, 6]
+        if refused == "step":
+            envs.step({"message": ("a", "b")})  # env 0's autoreset: its first episode on the new worker
+        else:
+            envs.reset()
         assert envs.get_attr("np_random_seed")[0] == seed
     finally:
         envs.close()
