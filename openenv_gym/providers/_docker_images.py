@@ -222,26 +222,48 @@ def _download_wheels(reqs: list[str], progress: Progress) -> Path:
     key = _sha([PYTHON_VERSION.encode(), *(t.encode() for t in _platform_tags()),
                 *(r.encode() for r in reqs)])
     target = cache_dir() / "wheels" / f"deps-{key[:16]}"
-    if (target / "requirements.txt").is_file():
+    def fill(tmp: Path) -> None:
+        progress(f"downloading wheels for {len(reqs)} requirements")
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+               "--only-binary=:all:", "--python-version", PYTHON_VERSION,
+               *(arg for tag in _platform_tags() for arg in ("--platform", tag)),
+               "--dest", str(tmp), *reqs]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ProviderUnavailableError(
+                f"could not download wheels for the image ({' '.join(reqs)}): "
+                f"{proc.stderr.strip()[-2000:]}\nThe host needs PyPI (or a pip index/find-links) "
+                "once; later builds use the cache in " + str(target.parent))
+        (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
+
+    # requirements.txt is written last: it marks a complete download.
+    return _cached_folder(target, lambda t: (t / "requirements.txt").is_file(), fill)
+
+
+def _has_wheel(folder: Path) -> bool:
+    return any(folder.glob("*.whl"))
+
+
+def _cached_folder(target: Path, ready: Callable[[Path], bool],
+                   fill: Callable[[Path], None]) -> Path:
+    """``target``, unless ``ready`` finds it done already made by ``fill`` in a temporary folder
+    renamed into place: a cache entry is complete or absent, also when two processes fill it at
+    once. A folder of that name that is not ready (left half-made by an older version, or
+    emptied by hand) is replaced."""
+    if ready(target):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="deps-", dir=target.parent))
-    progress(f"downloading wheels for {len(reqs)} requirements")
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-           "--only-binary=:all:", "--python-version", PYTHON_VERSION,
-           *(arg for tag in _platform_tags() for arg in ("--platform", tag)),
-           "--dest", str(tmp), *reqs]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
+    tmp = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=target.parent))
+    try:
+        fill(tmp)
+    except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise ProviderUnavailableError(
-            f"could not download wheels for the image ({' '.join(reqs)}): "
-            f"{proc.stderr.strip()[-2000:]}\nThe host needs PyPI (or a pip index/find-links) "
-            "once; later builds use the cache in " + str(target.parent))
-    (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
+        raise
+    if target.exists() and not ready(target):
+        shutil.rmtree(target, ignore_errors=True)
     try:
         os.rename(tmp, target)
-    except OSError:  # another process finished the same download first
+    except OSError:  # another process finished the same work first
         shutil.rmtree(tmp, ignore_errors=True)
     return target
 
@@ -304,59 +326,46 @@ def _build_self_wheel(src_hash: str, progress: Progress) -> Path:
 def _repack_installed(target: Path, progress: Progress) -> Path:
     """The folder ``target`` holding a wheel of the installed openenv_gym: its package files
     and its ``.dist-info`` metadata, with a RECORD of their hashes (the wheel format's own)."""
-    if any(target.glob("*.whl")):
-        return target
-    progress("packing the installed openenv_gym as a wheel")
-    dist = _distribution()
-    assert dist is not None  # build_problem() said so
-    info_dir = next(p.relative_to(_SOURCE_ROOT).parts[0] for p in _metadata_files())
-    record = f"{info_dir}/RECORD"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="wheel-", dir=target.parent))
-    name = f"openenv_gym-{dist.version}-py3-none-any.whl"
-    rows = []
-    with zipfile.ZipFile(tmp / name, "w", zipfile.ZIP_DEFLATED) as wheel:
-        for path in _source_files():
-            arcname = path.relative_to(_SOURCE_ROOT).as_posix()
-            data = path.read_bytes()
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-            rows.append(f"{arcname},sha256={digest},{len(data)}")
-            wheel.writestr(arcname, data)
-        wheel.writestr(record, "\n".join([*rows, f"{record},,"]) + "\n")
-    try:
-        os.rename(tmp, target)
-    except OSError:  # another process finished the same packing first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    def fill(tmp: Path) -> None:
+        progress("packing the installed openenv_gym as a wheel")
+        dist = _distribution()
+        assert dist is not None  # build_problem() said so
+        info_dir = next(p.relative_to(_SOURCE_ROOT).parts[0] for p in _metadata_files())
+        record = f"{info_dir}/RECORD"
+        rows = []
+        name = f"openenv_gym-{dist.version}-py3-none-any.whl"
+        with zipfile.ZipFile(tmp / name, "w", zipfile.ZIP_DEFLATED) as wheel:
+            for path in _source_files():
+                arcname = path.relative_to(_SOURCE_ROOT).as_posix()
+                data = path.read_bytes()
+                digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+                rows.append(f"{arcname},sha256={digest.decode()},{len(data)}")
+                wheel.writestr(arcname, data)
+            wheel.writestr(record, "\n".join([*rows, f"{record},,"]) + "\n")
+
+    return _cached_folder(target, _has_wheel, fill)
 
 
 def _build_wheel(what: str, root: Path, files: list[Path], target: Path,
                  progress: Progress) -> Path:
     """The folder ``target`` holding the wheel of the project ``files`` under ``root``."""
-    if any(target.glob("*.whl")):
-        return target
-    progress(f"building the {what} wheel")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="openenv-gym-src-") as stage:
-        # A staged copy keeps build/ and egg-info churn out of the user's folder.
-        for path in files:
-            dest = Path(stage) / path.relative_to(root)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, dest)
-        tmp = Path(tempfile.mkdtemp(prefix="wheel-", dir=target.parent))
-        # No build isolation: it would fetch the build backend from an index on every build.
-        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                               "--no-build-isolation", "--disable-pip-version-check",
-                               "--wheel-dir", str(tmp), stage], capture_output=True, text=True)
-    if proc.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise ProviderUnavailableError(f"could not build the {what} wheel from {root}: "
-                                       f"{proc.stderr.strip()[-2000:]}")
-    try:
-        os.rename(tmp, target)
-    except OSError:  # another process finished the same build first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    def fill(tmp: Path) -> None:
+        progress(f"building the {what} wheel")
+        with tempfile.TemporaryDirectory(prefix="openenv-gym-src-") as stage:
+            # A staged copy keeps build/ and egg-info churn out of the user's folder.
+            for path in files:
+                dest = Path(stage) / path.relative_to(root)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, dest)
+            # No build isolation: it would fetch the build backend from an index on every build.
+            proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                                   "--no-build-isolation", "--disable-pip-version-check",
+                                   "--wheel-dir", str(tmp), stage], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ProviderUnavailableError(f"could not build the {what} wheel from {root}: "
+                                           f"{proc.stderr.strip()[-2000:]}")
+
+    return _cached_folder(target, _has_wheel, fill)
 
 
 # ---------------------------------------------------------------- inputs: a plugin's package
@@ -440,9 +449,7 @@ def _plugin_wheel(info: EnvInfo, digest: str, progress: Progress) -> Path:
     source = plugin_source(info)
     target = cache_dir() / "wheels" / f"plugin-{info.name}-{digest[:16]}"
     if source.is_file():
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target / source.name)
-        return target
+        return _cached_folder(target, _has_wheel, lambda tmp: shutil.copy2(source, tmp / source.name))
     return _build_wheel(f"{info.name} plugin", source, _plugin_files(source), target, progress)
 
 
