@@ -242,6 +242,36 @@ def test_a_cell_that_stops_the_interpreter_reading_cannot_hang_the_worker(provid
         env.close()
 
 
+# The cell runs in the runner's process, so it can write to the runner's status pipe: a frame of
+# its own used to pass for its answer, and the runner's real answer for the next cell's, so each
+# later observation came one cell late (the next cell's output was empty).
+_FORGE_AN_ANSWER = """
+import fcntl, os
+for fd in range(3, 256):
+    try:
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+            os.write(fd, (1).to_bytes(8, "big") + b"1")
+    except OSError:
+        pass
+raise ValueError("after the forged answer")
+"""
+
+
+def test_a_cell_cannot_answer_for_the_runner(provider: str) -> None:
+    env = _make(provider, persistent=True, step_timeout=5.0)
+    try:
+        env.reset()
+        assert _run(env, "x = 1")[1] == 1.0
+        obs, reward = _run(env, _FORGE_AN_ANSWER)
+        assert reward == 0.0 and "after the forged answer" in obs["stderr"]
+        obs, reward = _run(env, "print('next', x)")
+        assert (obs["stdout"], reward) == ("next 1\n", 1.0)
+        obs, reward = _run(env, "print('then')")
+        assert (obs["stdout"], reward) == ("then\n", 1.0)
+    finally:
+        env.close()
+
+
 def test_problems_split_per_assert() -> None:
     problems = load_problems()
     assert len(problems) == 164

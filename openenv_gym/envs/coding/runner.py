@@ -14,7 +14,8 @@ here (:func:`pack_plain`, :func:`unpack_plain`), so both ends share it. Modes
   ``["refused", text]`` (a result that is not plain data), all as plain data. The checks
   themselves run in the worker (:mod:`openenv_gym.envs.coding.grader`), out of reach.
 - ``repl CONTROL_FD STATUS_FD``: a persistent interpreter; reads cells from the control
-  pipe, runs each in one namespace, answers ``1`` (ran) or ``0`` (raised).
+  pipe, runs each in one namespace, answers ``N:1`` (ran) or ``N:0`` (raised), ``N`` the
+  cell's number from 0 (a cell can write frames of its own: the worker skips them).
 
 Requests and answers are frames: an 8-byte big-endian length, then the bytes.
 """
@@ -249,10 +250,10 @@ def _repl(control_fd: str, status_fd: str) -> int:
         except BaseException:
             ok = False
             _print_exc()
-        cell += 1
         sys.stdout.flush()
         sys.stderr.flush()
-        _write_frame(status, b"1" if ok else b"0")
+        _write_frame(status, f"{cell}:{int(ok)}".encode())
+        cell += 1
 
 
 def main() -> int:

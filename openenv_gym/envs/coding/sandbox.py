@@ -261,10 +261,13 @@ class Repl:
     def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
         self.conversation: Conversation | None = None
+        #: Cells sent to this interpreter: the runner numbers its answers the same way.
+        self.cells = 0
 
     def start(self) -> None:
         """Start the interpreter (returns at once; it boots while the agent thinks)."""
         self.stop()
+        self.cells = 0
         # No CPU rlimit: it would add up over the whole episode; each cell has a wall clock.
         self.conversation = Conversation(self.sandbox, replace(self.sandbox.limits, cpu_seconds=None), "repl")
 
@@ -279,10 +282,18 @@ class Repl:
         child = conversation.child
         child.reset_output()
         started = time.monotonic()
-        answer = conversation.ask(code.encode("utf-8"), started + timeout)
+        deadline = started + timeout
+        ran, raised = (f"{self.cells}:{ok}".encode() for ok in (1, 0))
+        self.cells += 1
+        answer = conversation.ask(code.encode("utf-8"), deadline)
+        # The cell can write to the status pipe too: a frame of its own would otherwise pass
+        # for its answer, and the runner's real one for the next cell's (every later
+        # observation one cell late). Only the runner's answer to this cell counts.
+        while answer is not None and answer not in (ran, raised):
+            answer = conversation.receive(deadline)
         wall = time.monotonic() - started
         if answer is not None:
-            result = child.snapshot(exit_code=0 if answer == b"1" else 1)
+            result = child.snapshot(exit_code=0 if answer == ran else 1)
         else:  # timed out, exited, or flooded: this interpreter is over
             result = conversation.end(timed_out=time.monotonic() >= started + timeout)
         result.wall_time = wall
