@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import math
 import string
 from typing import Any
@@ -216,21 +217,29 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Make a value JSON-serializable for the HTTP API: arrays become nested lists.
+    """Make a value JSON-serializable for the HTTP API: arrays become nested lists, bytes
+    base64 text (JSON has no bytes; the binary path carries them as they are).
 
     Args:
         value: An observation, info dict or action.
 
     Returns:
         The same structure with numpy objects turned into Python ones.
+
+    Example:
+        >>> to_jsonable({"packet": b"\\xff\\x00", "n": np.int64(3)})
+        {'packet': '/wA=', 'n': 3}
     """
     if isinstance(value, np.ndarray):
-        return value.tolist()
+        out = value.tolist()
+        return to_jsonable(out) if value.dtype.kind in "SVO" else out  # bytes inside
     if isinstance(value, np.generic):
-        return value.item()
+        return to_jsonable(value.item())
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(value).decode("ascii")
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         return [to_jsonable(v) for v in value]
     if isinstance(value, float) and not np.isfinite(value):
         return None

@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
 import anyio.to_thread
-from fastapi import APIRouter, FastAPI, Query
+from fastapi import APIRouter, FastAPI, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_gym.protocol.wire import MAX_FRAME
@@ -123,12 +123,20 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
 
     @api.post("/reset", response_model=ResetResponse,
               responses=error_responses(400, 404, 413, 415, 422, 429, 500))
-    def reset(body: ResetRequest | None = None) -> dict[str, Any]:
+    def reset(body: ResetRequest | None = None) -> Any:
         """Start an episode; creates a session unless ``session_id`` names one."""
         body = body or ResetRequest()
         out = service.reset(body.session_id, body.seed, body.options)
-        return {"session_id": out["sid"], "observation": to_jsonable(out["obs"]),
-                "info": to_jsonable(out["info"])}
+        try:
+            # Encoded here, not after the return: a session whose id never reaches its
+            # client must not stay behind (it would hold a --max-sessions slot until expiry).
+            reply = ResetResponse(session_id=out["sid"], observation=to_jsonable(out["obs"]),
+                                  info=to_jsonable(out["info"]))
+            return Response(reply.model_dump_json(), media_type="application/json")
+        except Exception:
+            if body.session_id is None:
+                service.close(out["sid"])
+            raise
 
     @api.post("/step", response_model=StepResponse,
               responses=error_responses(400, 404, 409, 413, 415, 422, 500))
@@ -162,7 +170,8 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
 
     app.include_router(api)
 
-    from openenv_gym.server.web import web_router  # the live view at /web
+    from openenv_gym.server.web import openapi_31, web_router  # the live view at /web
 
     app.include_router(web_router(service.web, title=f"openenv_gym: {service.env_name}"))
+    openapi_31(app)
     return app

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # the web stack is imported only where a page is served
     from openenv_gym.server.service import EnvService
     from openenv_gym.server.sessions import Session
 
-__all__ = ["snapshot", "web_router", "pool_source", "encode_png", "Source", "PAGE_PATH"]
+__all__ = ["snapshot", "web_router", "pool_source", "encode_png", "openapi_31", "Source", "PAGE_PATH"]
 
 #: A callable answering ``known_version -> snapshot`` (``{"unchanged": True}`` when unchanged).
 Source = Callable[[str | None], dict[str, Any]]
@@ -317,6 +317,34 @@ def pool_source(workers: Sequence[tuple[str, Callable[[], str]]], timeout: float
                 "errors": errors, "sessions": sessions}
 
     return source
+
+
+def openapi_31(app: Any) -> None:
+    """Keep ``app``'s ``/openapi.json`` a valid OpenAPI 3.1 document.
+
+    FastAPI documents an event stream (``/web/events``) with ``itemSchema``, a keyword of
+    OpenAPI 3.2, in a document it declares as 3.1.0: validators and client generators that
+    read 3.1 refuse the whole document for it. Each such media type gets a plain 3.1
+    ``schema`` instead, and keeps the event's schema as the extension ``x-itemSchema``.
+
+    Args:
+        app: A FastAPI app whose routes are all included.
+    """
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            doc = build()  # FastAPI caches it in app.openapi_schema: fixed once, in place
+            for operations in doc.get("paths", {}).values():
+                for operation in operations.values():
+                    for response in operation.get("responses", {}).values():
+                        for media in response.get("content", {}).values():
+                            if "itemSchema" in media:
+                                media["x-itemSchema"] = media.pop("itemSchema")
+                                media.setdefault("schema", {"type": "string"})
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 # -- the page -----------------------------------------------------------------------------
