@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 from gymnasium import spaces
@@ -26,6 +28,8 @@ __all__ = ["read_spec", "call_timeout", "DEFAULT_TIMEOUT"]
 DEFAULT_TIMEOUT = 60.0
 #: What a call may take beyond the longest step the env declares (grading, replies).
 _MARGIN = 30.0
+#: The longest deadline a socket takes (``settimeout`` overflows past ~9.2e9 s): a year.
+MAX_TIMEOUT = 365 * 24 * 3600.0
 
 
 def call_timeout(spec: dict[str, Any], given: float | None, name: str = "timeout") -> float:
@@ -48,12 +52,16 @@ def call_timeout(spec: dict[str, Any], given: float | None, name: str = "timeout
         5.0
     """
     if given is not None:
-        if isinstance(given, bool) or not isinstance(given, (int, float)) or not given > 0:
-            raise InvalidRequestError(f"{name} must be a positive number of seconds (or None), "
-                                      f"got {given!r}")
+        # numbers.Real: numpy's float32 and int64 too (a value read from a config array).
+        if isinstance(given, bool) or not isinstance(given, numbers.Real) or not 0 < given <= MAX_TIMEOUT:
+            raise InvalidRequestError(f"{name} must be a positive number of seconds, finite and at "
+                                      f"most {MAX_TIMEOUT:.0f} (a year), or None, got {given!r}")
         return float(given)
     longest = spec.get("max_step_seconds")
-    return DEFAULT_TIMEOUT if longest is None else max(DEFAULT_TIMEOUT, float(longest) + _MARGIN)
+    if longest is None:
+        return DEFAULT_TIMEOUT
+    longest = float(longest)
+    return max(DEFAULT_TIMEOUT, min(longest + _MARGIN, MAX_TIMEOUT)) if math.isfinite(longest) else MAX_TIMEOUT
 
 
 def read_spec(spec: dict[str, Any]) -> tuple[spaces.Space, spaces.Space, dict[str, Any]]:

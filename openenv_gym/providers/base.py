@@ -401,6 +401,16 @@ def env_kwargs_json(env_kwargs: dict[str, Any]) -> str:
         TypeError: A value is not JSON-serializable (it could not reach the worker).
     """
     try:
-        return json.dumps(env_kwargs)
+        return json.dumps(env_kwargs, default=_plain)
     except TypeError as exc:
         raise TypeError(f"env kwargs must be JSON-serializable to reach a worker: {exc}") from None
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar or array as the Python number or list it holds (``np.int64(5)`` is
+    what ``rng.integers`` and array indexing give; a Gymnasium user passes them as ints)."""
+    import numpy as np
+
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")

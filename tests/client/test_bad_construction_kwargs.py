@@ -1,0 +1,70 @@
+"""Bad input to construction: numpy values work, nonsense is refused at make time with a
+typed error that names the argument, and nothing is left running.
+
+Lives in tests/client/ (gym.make / make_vec / the timeouts of RemoteEnv and its spec)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import openenv_gym
+from openenv_gym.client.spec import call_timeout
+from openenv_gym.errors import InvalidRequestError
+from openenv_gym.providers.base import env_kwargs_json
+
+
+def test_numpy_values_in_env_kwargs_reach_the_worker() -> None:
+    assert env_kwargs_json({"a": np.int64(3), "b": np.float32(0.5), "c": np.array([2, 3])}) == \
+        '{"a": 3, "b": 0.5, "c": [2, 3]}'
+    with pytest.raises(TypeError, match="JSON-serializable"):
+        env_kwargs_json({"a": object()})
+
+
+def test_gym_make_takes_a_numpy_int_argument() -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider="process", max_steps=np.int64(2))
+    try:
+        env.reset(seed=0)
+        assert env.step({"message": "a"})[3] is False
+        assert env.step({"message": "a"})[3] is True  # truncated at max_steps=2
+    finally:
+        env.close()
+
+
+def test_make_vec_takes_the_numpy_ints_it_validates() -> None:
+    # num_envs and max_episode_steps as np.int64 passed the vector env's own checks, then
+    # max_episode_steps failed on its way to the worker as a bare TypeError.
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=np.int64(2), env_id="CartPole-v1",
+                        provider="process", max_episode_steps=np.int64(3), step_timeout=np.float32(30))
+    try:
+        envs.reset(seed=0)
+        for _ in range(3):
+            _, _, terminated, truncated, _ = envs.step(np.zeros(2, dtype=np.int64))
+        assert (terminated | truncated).all()
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("value", [float("inf"), 1e12, float("nan"), -1, True, "5"])
+def test_a_timeout_a_socket_cannot_take_is_refused_by_name(value) -> None:
+    # inf (or anything past ~9.2e9 s) passed the check, then every call raised a bare
+    # OverflowError from socket.settimeout.
+    with pytest.raises(InvalidRequestError, match="timeout must be a positive number of seconds"):
+        call_timeout({}, value)
+    with pytest.raises(InvalidRequestError, match="step_timeout"):
+        gym.make_vec("OpenEnv/Echo-v0", 2, provider="process", step_timeout=value)
+
+
+def test_numpy_timeouts_are_numbers() -> None:
+    assert call_timeout({}, np.float32(5)) == 5.0 and call_timeout({}, np.int64(7)) == 7.0
+
+
+def test_an_env_whose_longest_step_is_unbounded_gets_a_usable_deadline() -> None:
+    assert call_timeout({"max_step_seconds": float("inf")}, None) < 1e9
+    assert call_timeout({"max_step_seconds": 1e12}, None) < 1e9
+
+
+def test_coding_max_timeout_inf_is_refused_at_make_not_at_the_first_call() -> None:
+    with pytest.raises(InvalidRequestError, match="max_timeout must be a finite number"):
+        gym.make("OpenEnv/Coding-v0", provider="process", max_timeout=float("inf"))
