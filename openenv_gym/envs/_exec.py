@@ -22,6 +22,8 @@ Example:
 from __future__ import annotations
 
 import functools
+import math
+import numbers
 import os
 import resource
 import selectors
@@ -59,7 +61,8 @@ def check_output_limit(output_limit: int, max_text: int) -> None:
     Raises:
         ValueError: It is not 1..``max_text - NOTE_ROOM``.
     """
-    if not 0 < output_limit <= max_text - NOTE_ROOM:
+    if isinstance(output_limit, bool) or not isinstance(output_limit, numbers.Integral) \
+            or not 0 < output_limit <= max_text - NOTE_ROOM:
         raise ValueError(f"output_limit must be 1..{max_text - NOTE_ROOM} bytes (the observation "
                          f"holds {max_text} characters of output), got {output_limit}")
 
@@ -74,6 +77,8 @@ _RLIMITS: dict[str, int] = {
     "processes": resource.RLIMIT_NPROC,
     "open_files": resource.RLIMIT_NOFILE,
 }
+#: The largest rlimit value a child can set (``setrlimit`` takes a C long long).
+_MAX_RLIMIT = 2**63 - 1
 _ULIMIT_FLAGS: dict[str, tuple[str, int]] = {  # name -> (bash flag, unit divisor)
     "cpu_seconds": ("-t", 1),
     "memory_bytes": ("-v", 1024),
@@ -120,10 +125,20 @@ class Limits:
             128
         """
         known = [f.name for f in fields(cls)]
-        unknown = sorted(set(overrides or {}) - set(known))
+        if overrides is not None and not isinstance(overrides, Mapping):
+            raise ValueError(f"limits must be a dict of {known} to an int or None, got {overrides!r}")
+        unknown = sorted(set(overrides or {}) - set(known), key=repr)
         if unknown:
             raise ValueError(f"unknown limits {unknown}; known: {known}")
-        return cls(**{**defaults, **(overrides or {})})
+        values = {**defaults, **(overrides or {})}
+        for name, value in values.items():
+            # A negative rlimit reads as RLIM_INFINITY (no limit at all), a float or str fails
+            # in every child: refuse them here, where the caller can still fix them.
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+                                      or not 0 < value <= _MAX_RLIMIT):
+                raise ValueError(f"limit {name} must be a whole number 1..{_MAX_RLIMIT} (or None: "
+                                 f"inherited), got {value!r}")
+        return cls(**{k: None if v is None else int(v) for k, v in values.items()})
 
     def resolved(self) -> dict[str, int]:
         """The absolute limits to set now (the process budget turned into an RLIMIT_NPROC)."""
@@ -165,6 +180,9 @@ def step_timeouts(step_timeout: float, max_timeout: float) -> tuple[float, float
         >>> step_timeouts(10, 60)
         (10.0, 60.0)
     """
+    for name, value in (("step_timeout", step_timeout), ("max_timeout", max_timeout)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
     if not 0 < step_timeout <= max_timeout:
         raise ValueError(f"need 0 < step_timeout <= max_timeout, got {step_timeout} and {max_timeout}")
     return float(step_timeout), float(max_timeout)

@@ -32,7 +32,11 @@ Example:
 from __future__ import annotations
 
 import importlib
+import math
+import numbers
 from typing import Any, Callable
+
+import numpy as np
 
 from openenv_gym.envs._exec import ExecResult, Limits, check_output_limit, step_timeouts
 from openenv_gym.envs.base import Environment
@@ -90,8 +94,20 @@ class CodingEnv(Environment):
                  show_failed_checks: bool = False, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         self._fixed_problem = _parse_task(task)
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, numbers.Integral) or max_attempts < 1:
+            raise ValueError(f"max_attempts must be a whole number >= 1, got {max_attempts!r}")
+        if isinstance(per_check_timeout, bool) or not isinstance(per_check_timeout, numbers.Real) \
+                or not 0 < per_check_timeout < math.inf:
+            # <= 0 or NaN fails every check: a correct completion would score 0.
+            raise ValueError(f"per_check_timeout must be a positive, finite number of seconds, "
+                             f"got {per_check_timeout!r}")
+        if isinstance(memory_mb, bool) or not isinstance(memory_mb, numbers.Integral) or memory_mb < 1:
+            raise ValueError(f"memory_mb must be a whole number of MiB >= 1, got {memory_mb!r}")
+        for flag, value in (("persistent", persistent), ("confine", confine),
+                            ("show_failed_checks", show_failed_checks)):
+            if not isinstance(value, (bool, np.bool_)):
+                # bool("False") is True: a string from a config file would flip the flag.
+                raise ValueError(f"{flag} must be True or False, got {value!r}")
         check_output_limit(output_limit, MAX_OUTPUT_TEXT)
         self.step_timeout, self.max_timeout = step_timeouts(step_timeout, max_timeout)
         self.max_step_seconds = self.max_timeout
@@ -104,7 +120,7 @@ class CodingEnv(Environment):
         self.persistent = persistent
         self.show_failed_checks = bool(show_failed_checks)
         self.reward_fn = _load_reward_fn(reward_fn)
-        self.limits = Limits.merged(limits, memory_bytes=memory_mb << 20)
+        self.limits = Limits.merged(limits, memory_bytes=int(memory_mb) << 20)
         self.sandbox = Sandbox(self.limits, output_limit, confine=confine)
         self.repl = Repl(self.sandbox) if persistent else None
         # Private: the server answers get_attr/call for public names only, and a problem
@@ -223,6 +239,8 @@ class CodingEnv(Environment):
 def _parse_task(task: str | None) -> int | None:
     if task is None:
         return None
+    if not isinstance(task, str):
+        raise ValueError(f"task must be None (free-form), 'humaneval' or 'humaneval/N', got {task!r}")
     name, _, number = task.partition("/")
     if name not in TASKS:
         raise ValueError(f"unknown task {task!r}; use None (free-form), 'humaneval' or 'humaneval/N'")
@@ -239,7 +257,13 @@ def _load_reward_fn(spec: str | RewardFn | None) -> RewardFn | None:
     module, _, attr = str(spec).partition(":")
     if not module or not attr:
         raise ValueError(f"reward_fn must be 'module:function', got {spec!r}")
-    fn = getattr(importlib.import_module(module), attr)
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        # Not a missing extra of the env's (the worker's ModuleNotFoundError handling would
+        # say "pip install 'openenv-gym[coding]'"): the caller's reward_fn names nothing.
+        raise ValueError(f"reward_fn {spec!r} cannot be loaded in the worker: {exc}; name an "
+                         "importable 'module:function'") from None
     if not callable(fn):
         raise ValueError(f"reward_fn {spec!r} is not callable")
     return fn

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -54,8 +55,8 @@ class EchoEnv(Environment):
     def __init__(self, max_steps: int = 100, frame_shape: tuple[int, ...] | None = None,
                  render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        if isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral) or max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1 (a whole number), got {max_steps!r}")
         self.max_steps = max_steps
         self._frame = None
         if frame_shape is not None:

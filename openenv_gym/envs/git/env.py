@@ -30,7 +30,7 @@ from openenv_gym.envs.git.checks import run_check
 from openenv_gym.envs.git.models import MAX_BRANCH, MAX_OUTPUT_TEXT, GitAction, GitObservation
 from openenv_gym.envs.git.tasks import Task, load_tasks
 from openenv_gym.envs.git.workspace import LIMITS, Workspace
-from openenv_gym.errors import InvalidActionError
+from openenv_gym.errors import InvalidActionError, InvalidRequestError
 from openenv_gym.models import State
 
 __all__ = ["GitEnv"]
@@ -66,7 +66,7 @@ class GitEnv(Environment):
                  confine: bool = True, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         self.tasks = load_tasks(tasks_file)
-        if task is not None and task != SUITE and task not in self.tasks:
+        if task is not None and (not isinstance(task, str) or (task != SUITE and task not in self.tasks)):
             raise ValueError(f"unknown git task {task!r}; use None (free-form), {SUITE!r} or one "
                              f"of: {', '.join(self.tasks)}")
         self.step_timeout, self.max_timeout = step_timeouts(step_timeout, max_timeout)
@@ -92,13 +92,15 @@ class GitEnv(Environment):
         Returns:
             The observation (instruction, checks passed at the start) and ``info``.
         """
-        super().reset(seed=seed)
         name = (options or {}).get("task", self.task_name)
+        if name is not None and (not isinstance(name, str) or (name != SUITE and name not in self.tasks)):
+            # The caller's input: refused before anything of the episode changes.
+            raise InvalidRequestError(f"options['task'] must be None, {SUITE!r} or a task name, "
+                                      f"got {name!r}; known: {', '.join(self.tasks)}")
+        super().reset(seed=seed)
         if name == SUITE:
             names = list(self.tasks)
             name = names[int(self.np_random.integers(len(names)))]
-        if name is not None and name not in self.tasks:
-            raise ValueError(f"unknown git task {name!r}; known: {', '.join(self.tasks)}")
         self.task = self.tasks[name] if name is not None else None
         self.workspace.restore(self.task)
         # Every restore of a task is the same state: score it once per worker.
