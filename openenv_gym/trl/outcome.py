@@ -16,8 +16,11 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Union
+
+from openenv_gym.errors import InvalidRequestError
 
 __all__ = ["EpisodeOutcome", "FailurePolicy", "FAILURE_KINDS", "FailureReward", "REWARD_MODES"]
 
@@ -51,8 +54,16 @@ class FailurePolicy:
         if isinstance(self.failure_reward, Mapping):
             unknown = set(self.failure_reward) - set(FAILURE_KINDS)
             if unknown:
-                raise ValueError(f"failure_reward has unknown kinds {sorted(unknown)}; "
+                raise InvalidRequestError(f"failure_reward has unknown kinds {sorted(unknown)}; "
                                  f"known: {list(FAILURE_KINDS)}")
+            values = {f"failure_reward[{k!r}]": v for k, v in self.failure_reward.items()}
+        else:
+            values = {"failure_reward": self.failure_reward}
+        for name, value in {**values, "default": self.default}.items():
+            # Checked now: reward_for runs at the first failure, maybe hours into training,
+            # where a bad value would raise out of the batch instead of scoring it.
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+                raise InvalidRequestError(f"{name} must be a number or None, got {value!r}")
 
     def reward_for(self, kind: str) -> Optional[float]:
         """The reward of an episode that failed with ``kind``."""

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
+import numbers
 import queue
 import threading
 import time
@@ -37,6 +39,7 @@ from typing import Any, Optional, Sequence
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import (
+    InvalidRequestError,
     OpenEnvError,
     ProtocolError,
     SessionNotFoundError,
@@ -250,12 +253,17 @@ class EnvPool:
                  step_timeout: Optional[float] = None, failure_reward: FailureReward = 0.0,
                  reward_mode: str = "return", provider_options: Optional[dict[str, Any]] = None,
                  env_kwargs: Optional[dict[str, Any]] = None, **kwargs: Any) -> None:
-        if not isinstance(num_workers, int) or num_workers < 1:
-            raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
-        if not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
-        if not isinstance(episode_timeout, (int, float)) or episode_timeout <= 0:
-            raise ValueError(f"episode_timeout must be a positive number of seconds, got {episode_timeout!r}")
+        # InvalidRequestError (a ValueError): every error of the package is an OpenEnvError.
+        if isinstance(num_workers, bool) or not isinstance(num_workers, numbers.Integral) or num_workers < 1:
+            raise InvalidRequestError(f"num_workers must be a positive int, got {num_workers!r}")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral) or concurrency < 1:
+            raise InvalidRequestError(f"concurrency must be a positive int, got {concurrency!r}")
+        if isinstance(episode_timeout, bool) or not isinstance(episode_timeout, numbers.Real) \
+                or not 0 < episode_timeout < math.inf:
+            # NaN would pass `<= 0` and disable the episode budget altogether.
+            raise InvalidRequestError(f"episode_timeout must be a positive, finite number of seconds, "
+                                      f"got {episode_timeout!r}")
+        num_workers, concurrency = int(num_workers), int(concurrency)
         # Until the env's spec is known (checked now, before any worker starts).
         self.step_timeout = call_timeout({}, step_timeout, "step_timeout")
         if reward_mode not in REWARD_MODES:
