@@ -46,6 +46,13 @@ def env_arguments_refused(exc: Exception) -> int:
     return error(str(exc), "change the --env-kwargs it names", USAGE)
 
 
+def env_raised(exc: Exception) -> int:
+    """Report an :class:`~openenv_gym.errors.EnvServerError` the env's constructor raised:
+    usually a value of the wrong type in --env-kwargs. Returns :data:`FAILED`."""
+    return error(str(exc).split("\nTraceback")[0], "check the types and values in --env-kwargs "
+                 "against the env's arguments (see its README)")
+
+
 def bind_problem(host: str, port: int) -> OSError | None:
     """Why a server could not listen on ``host:port`` now (None: it could; port 0 always can).
 

@@ -159,6 +159,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_env_kwargs(p)
     p.add_argument("--action", type=json_value, metavar="JSON",
                    help="one env's action as JSON (default: sampled)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0,
+                   help="seed of reset and action sampling (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=_bench)

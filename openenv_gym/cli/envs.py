@@ -23,10 +23,11 @@ from openenv_gym.cli._ui import (
     USAGE,
     bind_problem,
     env_arguments_refused,
+    env_raised,
     error,
     port_refused,
 )
-from openenv_gym.errors import OpenEnvError, ProviderUnavailableError
+from openenv_gym.errors import EnvServerError, OpenEnvError, ProviderUnavailableError
 from openenv_gym.server.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
 
 __all__ = ["register", "runnable_providers"]
@@ -79,6 +80,8 @@ def _serve(args: argparse.Namespace) -> int:
                    idle_timeout=args.idle_timeout or None, isolate=True)
     except ENV_ARGUMENT_ERRORS as exc:
         return env_arguments_refused(exc)
+    except EnvServerError as exc:  # the constructor raised (often a value of the wrong type)
+        return env_raised(exc)
     except ProviderUnavailableError as exc:  # the env cannot be made here (a missing extra)
         return error(f"cannot serve {info.name}: {exc}", f"`openenv-gym doctor` checks what {info.name} needs")
     return OK

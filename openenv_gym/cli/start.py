@@ -27,11 +27,12 @@ from openenv_gym.cli._ui import (
     bind_problem,
     console,
     env_arguments_refused,
+    env_raised,
     err_console,
     error,
     port_refused,
 )
-from openenv_gym.errors import OpenEnvError
+from openenv_gym.errors import EnvServerError, OpenEnvError
 from openenv_gym.providers import PROVIDERS
 
 __all__ = ["register", "serve_pool_web", "worker_record"]
@@ -132,6 +133,8 @@ def _start(args: argparse.Namespace) -> int:
                 workers = provider.start(info.name, args.n, args.env_kwargs, pool=name)
             except ENV_ARGUMENT_ERRORS as exc:
                 return env_arguments_refused(exc)
+            except EnvServerError as exc:
+                return env_raised(exc)
             except (OpenEnvError, TypeError) as exc:
                 return error(f"the pool did not start: {exc}",
                              f"`openenv-gym doctor` checks what {info.name} needs")

@@ -1,0 +1,18 @@
+"""`serve` reports an env constructor's own exception as an error with a fix, not a
+traceback (tests/cli/)."""
+
+from __future__ import annotations
+
+from tests.cli.cli_helpers import run
+
+
+def test_serve_reports_a_constructor_exception_without_a_traceback() -> None:
+    out = run("serve", "finrl", "--port", "0", "--env-kwargs", '{"tickers": 5}')
+    assert out.returncode == 1, out.stderr
+    assert "cannot make env 'finrl'" in out.stderr and "fix:" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_bench_refuses_a_negative_seed_as_a_bad_argument() -> None:
+    out = run("bench", "echo", "--seed", "-1", "--steps", "5")
+    assert out.returncode == 2 and "--seed" in out.stderr and "Traceback" not in out.stderr
