@@ -126,3 +126,23 @@ def test_no_turbulence_rule_without_threshold(tmp_path: Path) -> None:
     env.step(np.zeros(2, dtype=np.float32))
     *_, info = env.step(np.array([0.0, 1.0], dtype=np.float32))  # day 2 is turbulent but ignored
     assert info["holdings"] == [10, 10] and info["turbulent"] is False
+
+
+@pytest.mark.parametrize("hmax", [100, 1000, 37])
+def test_float32_k_over_hmax_trades_k_shares(hmax: int) -> None:
+    # SB3 (and the float32 action space) send float32: float32(0.29) * 100 is 28.999999...,
+    # which must still mean 29 shares, as trunc(action × hmax) says and FinRL does.
+    env = FinRLEnv(split="trade", tickers=["AAPL", "JPM"], hmax=hmax)
+    for k in range(1, hmax + 1):
+        env.reset(seed=0)
+        _, _, _, _, info = env.step(np.array([k / hmax, 0.0], dtype=np.float32))
+        assert info["holdings"] == [k, 0], k
+        _, _, _, _, info = env.step(np.array([-k / hmax, 0.0], dtype=np.float32))
+        assert info["holdings"] == [0, 0], k
+
+
+def test_actions_between_share_counts_still_truncate() -> None:
+    env = FinRLEnv(split="trade", tickers=["AAPL", "JPM"], hmax=100)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(np.array([0.2999, 0.0049], dtype=np.float32))
+    assert info["holdings"] == [29, 0]

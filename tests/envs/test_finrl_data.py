@@ -246,3 +246,24 @@ def test_missing_ticker_cell_is_an_empty_tic(tmp_path: Path) -> None:
     with pytest.raises(InvalidDataError, match=r"row 4 .*column 'tic' value .* is empty"):
         FinRLEnv(split=None, data_path=write_csv(tmp_path / "notic.csv", [tuple(r) for r in rows]),
                  indicators=("macd",))
+
+
+def test_turbulence_is_computed_on_the_first_day_with_a_full_year_behind_it() -> None:
+    close = load_market_data(split=None, tickers=("AAPL", "JPM", "XOM")).close[:254]
+    exact = turbulence(close[:253])  # 252 days of history before day 252: FinRL computes it
+    assert exact[252] > 0
+    assert exact[252] == pytest.approx(turbulence(close)[252], rel=1e-9)
+
+
+def test_a_users_file_is_traded_whole_by_default(tmp_path: Path) -> None:
+    # split defaulted to "train" (2009–2015, the offline set's period) for a user's file too:
+    # a file of other years was an empty window, and one spanning 2015–2016 lost its 2016 days.
+    rows = [(f"2015-12-{d}",) + r[1:] for d, r in zip(("29", "29", "30", "30"), ROWS[:4])]
+    rows += [(f"2016-01-0{d}",) + r[1:] for d, r in zip(("4", "4", "5", "5"), ROWS[4:])]
+    path = write_csv(tmp_path / "span.csv", rows)
+    env = FinRLEnv(data_path=path, indicators=("macd",))
+    assert [str(d) for d in env.data.dates] == ["2015-12-29", "2015-12-30", "2016-01-04", "2016-01-05"]
+    assert [str(d) for d in FinRLEnv(split="train", data_path=path, indicators=("macd",)).data.dates] \
+        == ["2015-12-29", "2015-12-30"]
+    assert len(FinRLEnv(split="trade", tickers=["AAPL"]).data.dates) == 1095
+    assert str(FinRLEnv(tickers=["AAPL"]).data.dates[-1]) == "2015-12-31"  # the offline set: train

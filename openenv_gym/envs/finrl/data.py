@@ -88,14 +88,15 @@ def _day(value: str, what: str) -> np.datetime64:
         raise InvalidDataError(f"{what}={value!r} is not an ISO date like '2016-01-04'") from None
 
 
-def load_market_data(split: str | None = "train", start: str | None = None, end: str | None = None,
+def load_market_data(split: str | None = "auto", start: str | None = None, end: str | None = None,
                      tickers: str | Sequence[str] | None = None, data_path: str | None = None,
                      indicators: Sequence[str] = DEFAULT_INDICATORS) -> MarketData:
     """Load (once per process) and window the data an env trades on.
 
     Args:
-        split: ``"train"`` (2009–2015), ``"trade"`` (2016-01-04..2020-05-08) or None (all);
-            ``start``/``end`` override its bounds.
+        split: ``"train"`` (2009–2015), ``"trade"`` (2016-01-04..2020-05-08), None (all) or
+            ``"auto"``: ``"train"`` for the default set, None for a ``data_path`` file (the
+            named windows are the default set's periods). ``start``/``end`` override its bounds.
         start: First date, ISO (inclusive).
         end: Last date, ISO (inclusive).
         tickers: Subset of tickers, in this order (default: all of the data's); a bare
@@ -110,9 +111,12 @@ def load_market_data(split: str | None = "train", start: str | None = None, end:
         InvalidDataError: Unknown split, unknown or repeated ticker, unreadable or malformed
             file, empty window.
     """
+    if split == "auto":
+        # A user's own file is traded whole unless asked: the windows are the default set's.
+        split = None if data_path is not None else "train"
     if split is not None and split not in SPLITS:
-        raise InvalidDataError(f"split={split!r} is unknown; use one of {', '.join(SPLITS)} or None "
-                               "(or give start=/end= dates)")
+        raise InvalidDataError(f"split={split!r} is unknown; use one of {', '.join(SPLITS)}, 'auto' "
+                               "or None (or give start=/end= dates)")
     lo, hi = SPLITS[split] if split is not None else (None, None)
     source = _source_key(data_path)
     names = tuple(indicators)

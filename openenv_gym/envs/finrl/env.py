@@ -19,6 +19,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any, Sequence
 
 import numpy as np
@@ -35,13 +37,30 @@ from openenv_gym.models import State
 
 __all__ = ["FinRLEnv"]
 
+#: Relative slack within which ``action * hmax`` counts as the integer it is next to.
+_SNAP = 4 * float(np.finfo(np.float32).eps)
+
+
+def _shares(action: np.ndarray, hmax: int) -> np.ndarray:
+    """``trunc(action * hmax)`` whole shares per stock, the action clipped to [-1, 1].
+
+    A product within float32 resolution of an integer counts as that integer: an agent's
+    float32 ``k / hmax`` (``float32(0.29) = 0.2899999917``) means k shares, not k - 1
+    (FinRL multiplies in float32, which rounds most of these to k as well).
+    """
+    scaled = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0) * hmax
+    nearest = np.rint(scaled)
+    scaled = np.where(np.abs(scaled - nearest) <= _SNAP * np.abs(scaled), nearest, scaled)
+    return np.trunc(scaled).astype(np.int64)
+
 
 class FinRLEnv(Environment):
     """Multi-stock daily trading with FinRL's semantics.
 
     Args:
-        split: ``"train"`` (2009-01-01..2015-12-31), ``"trade"`` (2016-01-04..2020-05-08) or
-            None (all days).
+        split: ``"train"`` (2009-01-01..2015-12-31), ``"trade"`` (2016-01-04..2020-05-08),
+            None (all days) or ``"auto"`` (default): ``"train"`` for the offline set, all days
+            of a ``data_path`` file.
         start: First ISO date (overrides the split's).
         end: Last ISO date, inclusive (overrides the split's).
         tickers: Stocks to trade, in this order, each once (default: all; skfolio's set has
@@ -59,13 +78,19 @@ class FinRLEnv(Environment):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
-    def __init__(self, split: str | None = "train", start: str | None = None, end: str | None = None,
+    def __init__(self, split: str | None = "auto", start: str | None = None, end: str | None = None,
                  tickers: Sequence[str] | None = None, data_path: str | None = None, hmax: int = 100,
                  initial_amount: float = 1_000_000.0, buy_cost_pct: float = 0.001,
                  sell_cost_pct: float = 0.001, reward_scaling: float = 1e-4,
                  turbulence_threshold: float | None = None,
                  indicators: Sequence[str] = DEFAULT_INDICATORS, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
+        for name, value in (("hmax", hmax), ("initial_amount", initial_amount),
+                            ("buy_cost_pct", buy_cost_pct), ("sell_cost_pct", sell_cost_pct),
+                            ("reward_scaling", reward_scaling)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                # NaN or inf cash makes the first observation NaN; a NaN scaling every reward.
+                raise InvalidDataError(f"{name} must be a finite number, got {value!r}")
         if int(hmax) < 1 or initial_amount <= 0:
             raise InvalidDataError(f"hmax must be >= 1 and initial_amount > 0, got {hmax}, {initial_amount}")
         if not (0 <= buy_cost_pct < 1 and 0 <= sell_cost_pct < 1):
@@ -122,10 +147,10 @@ class FinRLEnv(Environment):
             raise ResetNeededError("the episode is over (its last day was reached); call reset()")
         prices = self.data.close[self.day]
         begin = self.book.value(prices)
-        orders = np.trunc(np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0) * self.hmax)
+        orders = _shares(action, self.hmax)
         turbulent = (self.turbulence_threshold is not None
                      and self.data.turbulence[self.day] >= self.turbulence_threshold)
-        self.book.execute(prices, orders.astype(np.int64), self.buy_cost_pct, self.sell_cost_pct,
+        self.book.execute(prices, orders, self.buy_cost_pct, self.sell_cost_pct,
                           liquidate=turbulent)
         self.day += 1
         end = self.book.value(self.data.close[self.day])

@@ -87,7 +87,7 @@ def turbulence(close: np.ndarray, window: int = TURBULENCE_WINDOW) -> np.ndarray
     close = np.asarray(close, dtype=np.float64)
     n_days = close.shape[0]
     out = np.zeros(n_days)
-    if n_days <= window + 1:
+    if n_days <= window:  # day `window` is the first with a full history behind it
         return out
     returns = close[1:] / close[:-1] - 1.0  # returns[j] is the return of day j + 1
     # Cumulative sums with a leading zero give any window's sums by subtraction.
