@@ -14,11 +14,11 @@ Example:
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 from gymnasium import spaces
 
+from openenv_gym._numbers import is_finite
 from openenv_gym.errors import InvalidRequestError
 from openenv_gym.spaces import space_from_dict
 
@@ -52,8 +52,8 @@ def call_timeout(spec: dict[str, Any], given: float | None, name: str = "timeout
         5.0
     """
     if given is not None:
-        # numbers.Real: numpy's float32 and int64 too (a value read from a config array).
-        if isinstance(given, bool) or not isinstance(given, numbers.Real) or not 0 < given <= MAX_TIMEOUT:
+        # is_finite takes numpy scalars too (a value read from a config array).
+        if not (is_finite(given) and 0 < given <= MAX_TIMEOUT):
             raise InvalidRequestError(f"{name} must be a positive number of seconds, finite and at "
                                       f"most {MAX_TIMEOUT:.0f} (a year), or None, got {given!r}")
         return float(given)

@@ -22,8 +22,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import math
-import numbers
 import os
 import resource
 import selectors
@@ -36,6 +34,7 @@ import weakref
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+from openenv_gym._numbers import is_finite, is_int
 from openenv_gym.envs._confine import prctl, site_folders
 
 if TYPE_CHECKING:
@@ -61,8 +60,7 @@ def check_output_limit(output_limit: int, max_text: int) -> None:
     Raises:
         ValueError: It is not 1..``max_text - NOTE_ROOM``.
     """
-    if isinstance(output_limit, bool) or not isinstance(output_limit, numbers.Integral) \
-            or not 0 < output_limit <= max_text - NOTE_ROOM:
+    if not is_int(output_limit, 1, max_text - NOTE_ROOM):
         raise ValueError(f"output_limit must be 1..{max_text - NOTE_ROOM} bytes (the observation "
                          f"holds {max_text} characters of output), got {output_limit}")
 
@@ -134,8 +132,7 @@ class Limits:
         for name, value in values.items():
             # A negative rlimit reads as RLIM_INFINITY (no limit at all), a float or str fails
             # in every child: refuse them here, where the caller can still fix them.
-            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
-                                      or not 0 < value <= _MAX_RLIMIT):
+            if value is not None and not is_int(value, 1, _MAX_RLIMIT):
                 raise ValueError(f"limit {name} must be a whole number 1..{_MAX_RLIMIT} (or None: "
                                  f"inherited), got {value!r}")
         return cls(**{k: None if v is None else int(v) for k, v in values.items()})
@@ -181,7 +178,7 @@ def step_timeouts(step_timeout: float, max_timeout: float) -> tuple[float, float
         (10.0, 60.0)
     """
     for name, value in (("step_timeout", step_timeout), ("max_timeout", max_timeout)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        if not is_finite(value):
             raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
     if not 0 < step_timeout <= max_timeout:
         raise ValueError(f"need 0 < step_timeout <= max_timeout, got {step_timeout} and {max_timeout}")

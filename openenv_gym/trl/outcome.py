@@ -16,10 +16,10 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Union
 
+from openenv_gym._numbers import is_finite
 from openenv_gym.errors import InvalidRequestError
 
 __all__ = ["EpisodeOutcome", "FailurePolicy", "FAILURE_KINDS", "FailureReward", "REWARD_MODES"]
@@ -62,7 +62,7 @@ class FailurePolicy:
         for name, value in {**values, "default": self.default}.items():
             # Checked now: reward_for runs at the first failure, maybe hours into training,
             # where a bad value would raise out of the batch instead of scoring it.
-            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+            if value is not None and not is_finite(value):
                 raise InvalidRequestError(f"{name} must be a number or None, got {value!r}")
 
     def reward_for(self, kind: str) -> Optional[float]:

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
-import numbers
 import queue
 import threading
 import time
@@ -36,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from openenv_gym._numbers import is_finite, is_int
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import (
@@ -254,12 +253,11 @@ class EnvPool:
                  reward_mode: str = "return", provider_options: Optional[dict[str, Any]] = None,
                  env_kwargs: Optional[dict[str, Any]] = None, **kwargs: Any) -> None:
         # InvalidRequestError (a ValueError): every error of the package is an OpenEnvError.
-        if isinstance(num_workers, bool) or not isinstance(num_workers, numbers.Integral) or num_workers < 1:
+        if not is_int(num_workers, 1):
             raise InvalidRequestError(f"num_workers must be a positive int, got {num_workers!r}")
-        if isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral) or concurrency < 1:
+        if not is_int(concurrency, 1):
             raise InvalidRequestError(f"concurrency must be a positive int, got {concurrency!r}")
-        if isinstance(episode_timeout, bool) or not isinstance(episode_timeout, numbers.Real) \
-                or not 0 < episode_timeout < math.inf:
+        if not (is_finite(episode_timeout) and episode_timeout > 0):
             # NaN would pass `<= 0` and disable the episode budget altogether.
             raise InvalidRequestError(f"episode_timeout must be a positive, finite number of seconds, "
                                       f"got {episode_timeout!r}")

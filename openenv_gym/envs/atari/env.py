@@ -22,6 +22,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
+from openenv_gym._numbers import is_int
 from openenv_gym.envs.atari.games import rom_id
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError
@@ -62,7 +63,7 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
                                   "drop them")
     if preprocess and obs_type != "rgb":
         raise InvalidRequestError(f"preprocess=True reads rgb screens; got obs_type={obs_type!r}")
-    if preprocess and (isinstance(frameskip, bool) or not isinstance(frameskip, int) or frameskip < 1):
+    if preprocess and not is_int(frameskip, 1):
         raise InvalidRequestError(f"preprocess=True skips a fixed number of frames (an int >= 1); got "
                                   f"frameskip={frameskip!r} (ALE's stochastic (low, high) applies "
                                   "without preprocess)")

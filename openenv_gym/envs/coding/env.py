@@ -32,12 +32,11 @@ Example:
 from __future__ import annotations
 
 import importlib
-import math
-import numbers
 from typing import Any, Callable
 
 import numpy as np
 
+from openenv_gym._numbers import is_finite, is_int
 from openenv_gym.envs._exec import ExecResult, Limits, check_output_limit, step_timeouts
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.coding.grader import grade
@@ -94,14 +93,13 @@ class CodingEnv(Environment):
                  show_failed_checks: bool = False, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         self._fixed_problem = _parse_task(task)
-        if isinstance(max_attempts, bool) or not isinstance(max_attempts, numbers.Integral) or max_attempts < 1:
+        if not is_int(max_attempts, 1):
             raise ValueError(f"max_attempts must be a whole number >= 1, got {max_attempts!r}")
-        if isinstance(per_check_timeout, bool) or not isinstance(per_check_timeout, numbers.Real) \
-                or not 0 < per_check_timeout < math.inf:
+        if not (is_finite(per_check_timeout) and per_check_timeout > 0):
             # <= 0 or NaN fails every check: a correct completion would score 0.
             raise ValueError(f"per_check_timeout must be a positive, finite number of seconds, "
                              f"got {per_check_timeout!r}")
-        if isinstance(memory_mb, bool) or not isinstance(memory_mb, numbers.Integral) or memory_mb < 1:
+        if not is_int(memory_mb, 1):
             raise ValueError(f"memory_mb must be a whole number of MiB >= 1, got {memory_mb!r}")
         for flag, value in (("persistent", persistent), ("confine", confine),
                             ("show_failed_checks", show_failed_checks)):

@@ -10,13 +10,13 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from pydantic import Field
 
+from openenv_gym._numbers import is_int
 from openenv_gym.envs.base import Environment
 from openenv_gym.models import Action, Observation, State
 
@@ -55,7 +55,7 @@ class EchoEnv(Environment):
     def __init__(self, max_steps: int = 100, frame_shape: tuple[int, ...] | None = None,
                  render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
-        if isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral) or max_steps < 1:
+        if not is_int(max_steps, 1):
             raise ValueError(f"max_steps must be >= 1 (a whole number), got {max_steps!r}")
         self.max_steps = max_steps
         self._frame = None

@@ -19,13 +19,12 @@ Example:
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any, Sequence
 
 import numpy as np
 from gymnasium import spaces
 
+from openenv_gym._numbers import is_finite
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.finrl.accounting import Portfolio
 from openenv_gym.envs.finrl.baselines import equal_weight_curve
@@ -88,7 +87,7 @@ class FinRLEnv(Environment):
         for name, value in (("hmax", hmax), ("initial_amount", initial_amount),
                             ("buy_cost_pct", buy_cost_pct), ("sell_cost_pct", sell_cost_pct),
                             ("reward_scaling", reward_scaling)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            if not is_finite(value):
                 # NaN or inf cash makes the first observation NaN; a NaN scaling every reward.
                 raise InvalidDataError(f"{name} must be a finite number, got {value!r}")
         if int(hmax) < 1 or initial_amount <= 0:

@@ -1,0 +1,41 @@
+"""Checks of numeric arguments, shared by every constructor that takes them.
+
+Both accept numpy's scalars (``np.int64(5)`` is what ``rng.integers`` and array indexing give)
+and refuse ``bool`` (``True`` is an ``int`` to Python, never a count or a duration).
+
+Example:
+    >>> import numpy as np
+    >>> is_int(np.int64(3), 1), is_int(True, 0), is_int(2.0, 1)
+    (True, False, False)
+    >>> is_finite(np.float32(0.5)), is_finite(float("nan")), is_finite("1")
+    (True, False, False)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+__all__ = ["is_finite", "is_int"]
+
+
+def is_int(value: Any, low: int | None = None, high: int | None = None) -> bool:
+    """Whether ``value`` is a whole number (not a bool) within ``low``..``high`` (inclusive).
+
+    Args:
+        value: What the caller passed.
+        low: Smallest allowed value (None: no bound).
+        high: Largest allowed value (None: no bound).
+    """
+    return (isinstance(value, numbers.Integral) and not isinstance(value, bool)
+            and (low is None or value >= low) and (high is None or value <= high))
+
+
+def is_finite(value: Any) -> bool:
+    """Whether ``value`` is a finite real number (not a bool, NaN or an infinity).
+
+    Args:
+        value: What the caller passed.
+    """
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
