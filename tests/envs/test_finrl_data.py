@@ -267,3 +267,10 @@ def test_a_users_file_is_traded_whole_by_default(tmp_path: Path) -> None:
         == ["2015-12-29", "2015-12-30"]
     assert len(FinRLEnv(split="trade", tickers=["AAPL"]).data.dates) == 1095
     assert str(FinRLEnv(tickers=["AAPL"]).data.dates[-1]) == "2015-12-31"  # the offline set: train
+
+
+def test_a_bare_indicator_name_is_one_indicator() -> None:
+    # tuple("macd") split it into letters: "indicator 'm' is unknown".
+    env = FinRLEnv(split="trade", tickers=["AAPL", "JPM"], indicators="macd")
+    assert env.observation_space.shape == (1 + 2 + 2 + 2,)
+    assert env.data.indicators.shape[1] == 1

@@ -90,7 +90,7 @@ def _day(value: str, what: str) -> np.datetime64:
 
 def load_market_data(split: str | None = "auto", start: str | None = None, end: str | None = None,
                      tickers: str | Sequence[str] | None = None, data_path: str | None = None,
-                     indicators: Sequence[str] = DEFAULT_INDICATORS) -> MarketData:
+                     indicators: str | Sequence[str] = DEFAULT_INDICATORS) -> MarketData:
     """Load (once per process) and window the data an env trades on.
 
     Args:
@@ -102,7 +102,8 @@ def load_market_data(split: str | None = "auto", start: str | None = None, end: 
         tickers: Subset of tickers, in this order (default: all of the data's); a bare
             string is one ticker. Each ticker may appear once.
         data_path: A user CSV/Parquet in FinRL's long format instead of the default set.
-        indicators: Indicator names (stockstats names, or columns of the user file).
+        indicators: Indicator names (stockstats names, or columns of the user file); a bare
+            string is one indicator.
 
     Returns:
         The :class:`MarketData` of the window.
@@ -119,7 +120,8 @@ def load_market_data(split: str | None = "auto", start: str | None = None, end: 
                                "or None (or give start=/end= dates)")
     lo, hi = SPLITS[split] if split is not None else (None, None)
     source = _source_key(data_path)
-    names = tuple(indicators)
+    # A bare string is one name, as for tickers= (tuple() would split it into letters).
+    names = (indicators,) if isinstance(indicators, str) else tuple(indicators)
     full = _load_tickers(source, _requested_tickers(tickers), names)
     return full.window(start if start is not None else lo, end if end is not None else hi)
 

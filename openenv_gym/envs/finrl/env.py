@@ -71,7 +71,8 @@ class FinRLEnv(Environment):
         sell_cost_pct: Sell cost as a fraction of value.
         reward_scaling: Factor on the dollar change of total assets (FinRL tutorial: 1e-4).
         turbulence_threshold: Liquidate and stop buying at or above it; None disables it.
-        indicators: Indicator names (stockstats names or columns of the user file).
+        indicators: Indicator names (stockstats names or columns of the user file); a bare
+            string is one indicator.
         render_mode: ``"rgb_array"`` for the value chart.
     """
 
@@ -82,7 +83,7 @@ class FinRLEnv(Environment):
                  initial_amount: float = 1_000_000.0, buy_cost_pct: float = 0.001,
                  sell_cost_pct: float = 0.001, reward_scaling: float = 1e-4,
                  turbulence_threshold: float | None = None,
-                 indicators: Sequence[str] = DEFAULT_INDICATORS, render_mode: str | None = None) -> None:
+                 indicators: str | Sequence[str] = DEFAULT_INDICATORS, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         for name, value in (("hmax", hmax), ("initial_amount", initial_amount),
                             ("buy_cost_pct", buy_cost_pct), ("sell_cost_pct", sell_cost_pct),
@@ -94,7 +95,7 @@ class FinRLEnv(Environment):
             raise InvalidDataError(f"hmax must be >= 1 and initial_amount > 0, got {hmax}, {initial_amount}")
         if not (0 <= buy_cost_pct < 1 and 0 <= sell_cost_pct < 1):
             raise InvalidDataError(f"costs must be fractions in [0, 1), got {buy_cost_pct}, {sell_cost_pct}")
-        self.data: MarketData = load_market_data(split, start, end, tickers, data_path, tuple(indicators))
+        self.data: MarketData = load_market_data(split, start, end, tickers, data_path, indicators)
         self.hmax = int(hmax)
         self.initial_amount = float(initial_amount)
         self.buy_cost_pct = float(buy_cost_pct)
