@@ -98,6 +98,11 @@ def test_bad_arguments_are_named() -> None:
     for legacy in ("Pong-v4", "PongNoFrameskip-v4", "BreakoutDeterministic-v4"):
         with pytest.raises(InvalidRequestError, match=r"other settings than ALE v5's.*game='(pong|breakout)'"):
             AtariEnv(game=legacy)
+    # ALE's own "Invalid game mode requested" named neither the value nor the valid ones.
+    with pytest.raises(InvalidRequestError, match=r"mode=99.*modes are \[0, 1\].*difficulties \[0, 1, 2, 3\]"):
+        AtariEnv(game="pong", mode=99)
+    with pytest.raises(InvalidRequestError, match=r"difficulty=9.*difficulties \[0, 1, 2, 3\]"):
+        AtariEnv(game="pong", difficulty=9)
 
 
 def test_stochastic_frameskip_and_the_served_env_s_methods_reach_the_trainer() -> None:

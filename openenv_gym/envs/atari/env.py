@@ -70,12 +70,22 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
     # AtariPreprocessing skips frames itself (max-pooling the last two) and needs frameskip 1.
     # It reads the screen from the emulator itself and drops the inner env's observations:
     # make those the 128-byte RAM, not four discarded 100 KB RGB copies per step.
-    env: gym.Env = ALEEnv(game=rom_id(game), mode=mode, difficulty=difficulty,
-                          obs_type="ram" if preprocess else obs_type,
-                          frameskip=1 if preprocess else frameskip,
-                          repeat_action_probability=repeat_action_probability,
-                          full_action_space=full_action_space,
-                          max_num_frames_per_episode=max_num_frames_per_episode, render_mode=render_mode)
+    try:
+        env: gym.Env = ALEEnv(game=rom_id(game), mode=mode, difficulty=difficulty,
+                              obs_type="ram" if preprocess else obs_type,
+                              frameskip=1 if preprocess else frameskip,
+                              repeat_action_probability=repeat_action_probability,
+                              full_action_space=full_action_space,
+                              max_num_frames_per_episode=max_num_frames_per_episode,
+                              render_mode=render_mode)
+    except RuntimeError as exc:  # ALE's "Invalid game mode requested" names neither
+        if mode is None and difficulty is None:
+            raise
+        ale = ALEEnv(game=rom_id(game)).ale
+        raise InvalidRequestError(
+            f"{exc} for {game!r} (mode={mode!r}, difficulty={difficulty!r}); its modes are "
+            f"{[int(m) for m in ale.getAvailableModes()]}, its difficulties "
+            f"{[int(d) for d in ale.getAvailableDifficulties()]}") from None
     if not preprocess:
         return env
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
