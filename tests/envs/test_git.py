@@ -13,7 +13,7 @@ import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.envs.git.env import GitEnv
 from openenv_gym.envs.git.models import GitAction
 from openenv_gym.envs.git.tasks import load_tasks
-from openenv_gym.errors import InvalidActionError, InvalidRequestError
+from openenv_gym.errors import InvalidActionError, InvalidDataError, InvalidRequestError
 
 from tests.conftest import require_docker
 
@@ -403,3 +403,13 @@ def test_file_unchanged_compares_bytes_that_are_not_utf8(tmp_path) -> None:
         assert (obs.checks_passed, reward) == (1, 1.0), obs.output
         obs, reward, *_ = env.step(GitAction(command="printf 'cafe\\n' > data.bin"))
         assert obs.checks_passed == 0
+
+
+def test_a_tasks_file_that_cannot_be_used_is_the_callers_data_error(tmp_path: Path) -> None:
+    # A missing file came back from the worker as the env crashing (EnvServerError).
+    with pytest.raises(InvalidDataError, match="tasks_file .*nope.toml.* cannot be read"):
+        gym.make("OpenEnv/Git-v0", provider="process", tasks_file=str(tmp_path / "nope.toml"))
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[[task]\nname = 'x'\n")
+    with pytest.raises(InvalidDataError, match="broken.toml.* is not valid TOML"):
+        load_tasks(broken)

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openenv_gym.errors import InvalidDataError
+
 __all__ = ["Task", "Check", "load_tasks", "SETUP_PRELUDE", "BUILTIN_TASKS"]
 
 #: The built-in suite.
@@ -149,10 +151,18 @@ def load_tasks(path: str | Path | None = None) -> dict[str, Task]:
 
     Raises:
         ValueError: A task is malformed; the message names it and the problem.
+        InvalidDataError: The file cannot be read or is not TOML.
     """
     source = Path(path) if path is not None else BUILTIN_TASKS
-    with open(source, "rb") as f:
-        data = tomllib.load(f)
+    try:
+        with open(source, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        raise InvalidDataError(f"tasks_file {str(source)!r} cannot be read: {exc.strerror or exc}; "
+                               "give a TOML file the worker can read (with the docker provider, "
+                               "inside the container)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidDataError(f"tasks_file {str(source)!r} is not valid TOML: {exc}") from None
     tasks: dict[str, Task] = {}
     for raw in data.get("task", []):
         task = _task(raw, str(source))
