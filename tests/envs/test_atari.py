@@ -121,6 +121,17 @@ def test_stochastic_frameskip_and_the_served_env_s_methods_reach_the_trainer() -
         local.close()
 
 
+def test_a_width_height_screen_size_reaches_the_worker_as_a_tuple() -> None:
+    # (84, 64) arrives as a JSON list, which AtariPreprocessing refused ("expect positive").
+    env = gym.make("OpenEnv/Atari-v0", provider="process", game="pong", preprocess=True,
+                   screen_size=(84, 64))
+    try:
+        assert env.observation_space.shape == (64, 84)
+        assert env.reset(seed=0)[0].shape == (64, 84)
+    finally:
+        env.close()
+
+
 def test_every_bundled_rom_name_resolves() -> None:
     from openenv_gym.envs.atari.games import available_games, rom_id
 

@@ -35,7 +35,7 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
                  repeat_action_probability: float = 0.25, full_action_space: bool = False,
                  mode: int | None = None, difficulty: int | None = None,
                  max_num_frames_per_episode: int = 108_000, render_mode: str | None = None,
-                 preprocess: bool = False, noop_max: int = 30, screen_size: int = 84,
+                 preprocess: bool = False, noop_max: int = 30, screen_size: int | tuple[int, int] = 84,
                  terminal_on_life_loss: bool = False, clip_rewards: bool = False,
                  frame_stack: int = 1, grayscale_newaxis: bool = False) -> gym.Env:
     """Build the (optionally preprocessed) ALE env that :class:`AtariEnv` serves.
@@ -51,9 +51,12 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
     """
     from ale_py.env import AtariEnv as ALEEnv
 
+    # Tuples arrive as lists (arguments reach workers as JSON): ALE's stochastic skip (2, 5),
+    # AtariPreprocessing's (width, height) screen size.
     if isinstance(frameskip, list):
-        # ALE's stochastic skip (2, 5) arrives as a list: arguments reach workers as JSON.
         frameskip = tuple(frameskip)
+    if isinstance(screen_size, list):
+        screen_size = tuple(screen_size)
     if frame_stack < 1:
         raise InvalidRequestError(f"frame_stack must be >= 1, got {frame_stack}")
     if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1
@@ -126,7 +129,7 @@ class AtariEnv(Environment):
         max_num_frames_per_episode: Truncation in frames (v5: 108,000).
         preprocess: Apply standard Atari preprocessing in the worker.
         noop_max: Most no-op actions at reset (preprocess; 0 disables).
-        screen_size: Side of the resized square frame (preprocess).
+        screen_size: Side of the resized square frame, or ``(width, height)`` (preprocess).
         terminal_on_life_loss: End the episode when a life is lost (preprocess).
         clip_rewards: Rewards become their sign (preprocess).
         frame_stack: Stack this many frames on a leading axis (preprocess; 1: none).
@@ -144,7 +147,7 @@ class AtariEnv(Environment):
                  frameskip: int | tuple[int, int] = 4, repeat_action_probability: float = 0.25,
                  full_action_space: bool = False, mode: int | None = None,
                  difficulty: int | None = None, max_num_frames_per_episode: int = 108_000,
-                 preprocess: bool = False, noop_max: int = 30, screen_size: int = 84,
+                 preprocess: bool = False, noop_max: int = 30, screen_size: int | tuple[int, int] = 84,
                  terminal_on_life_loss: bool = False, clip_rewards: bool = False,
                  frame_stack: int = 1, grayscale_newaxis: bool = False,
                  render_mode: str | None = None) -> None:
