@@ -126,8 +126,14 @@ class Environment(gym.Env):
                     f"{'.'.join(map(str, e['loc'])) or 'action'}: {e['msg']}" for e in exc.errors()
                 )
                 raise InvalidActionError(f"invalid {self.action_model.__name__}: {problems}") from None
-        value = from_wire(raw, self.action_space)
         space = self.action_space
+        if (not self.enforce_action_bounds and isinstance(space, gym.spaces.Box)
+                and isinstance(raw, np.ndarray) and raw.dtype.kind in "fiu"
+                and raw.shape == space.shape and np.isfinite(raw).all()):
+            # The served env decides, as locally: it gets the array as sent, in its own dtype
+            # (a float64 action rounded to the space's float32 would change its dynamics).
+            return raw.copy()  # wire arrays are read-only views of the frame
+        value = from_wire(raw, self.action_space)
         if not self.enforce_action_bounds and isinstance(space, gym.spaces.Box):
             array = np.asarray(value)
             if array.shape == space.shape and np.can_cast(array.dtype, space.dtype) \

@@ -123,7 +123,10 @@ class VectorSlice:
         cmd: list[int] = cols["cmd"].tolist()
         seeds = _per_env(request, "seeds", n)
         options = request.get("options")
-        actions = self._actions(cmd) if self.layout.flat_action else _per_env(request, "actions", n)
+        # Actions have a column unless they came inline (a flat space's rows in a dtype of
+        # their own, such as float64 for a float32 Box: the env gets them as sent).
+        from_column = self.layout.flat_action and request.get("actions") is None
+        actions = self._actions(cmd) if from_column else _per_env(request, "actions", n)
         obs_col = cols["obs"] if self.layout.flat_obs else None
         obs_list: list[Any] = [None] * n if obs_col is None else []
         rewards, terms, truncs = cols["reward"], cols["terminated"], cols["truncated"]
@@ -144,7 +147,7 @@ class VectorSlice:
                     if isinstance(action, InvalidActionError):
                         raise action
                     obs, reward, terminated, truncated, info = session.step(
-                        action, parsed=self.layout.flat_action)
+                        action, parsed=from_column)
                     if c == STEP_THEN_RESET or (c == STEP_AUTORESET and (terminated or truncated)):
                         finals[j] = (obs, info)
                         obs, info = session.reset()

@@ -401,6 +401,11 @@ class RemoteVectorEnv(VectorEnv):
         if not isinstance(single, spaces.Box) and arr.dtype.kind not in "iub":
             # A column of integers would silently truncate 0.5 to 0: refuse, as contains() does.
             raise InvalidActionError(f"actions for {single} must be integers, got dtype {arr.dtype}")
+        if isinstance(single, spaces.Box) and arr.dtype != single.dtype and arr.dtype.kind in "fiu":
+            # The column holds the space's dtype: float64 actions written there would reach
+            # the envs rounded to float32, where a local env gets them as they are. Such
+            # rows travel inline, in their own dtype.
+            return [row for row in arr]
         return arr
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -568,7 +573,7 @@ class RemoteVectorEnv(VectorEnv):
                 piece.uniform_cmd = uniform
             extra: dict[str, Any] = {}
             if actions is not None:
-                if flat_action:
+                if flat_action and isinstance(actions, np.ndarray):
                     columns["action"][...] = actions[lo:hi]
                 else:
                     extra["actions"] = actions[lo:hi]

@@ -1,0 +1,32 @@
+"""A Gym-v0 env gets a Box action in the dtype it was sent, as a local env does."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import openenv_gym  # noqa: F401
+from openenv_gym.errors import InvalidActionError
+
+
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "MountainCarContinuous-v0"])
+def test_float64_actions_are_not_rounded_to_the_space_dtype(env_id: str) -> None:
+    # numpy's default float is float64 (rng.uniform, np.array([0.1])): a local env computes
+    # with it as given; rounding it to the space's float32 changes rewards from step one.
+    ours = gym.make("OpenEnv/Gym-v0", env_id=env_id, provider="process")
+    local = gym.make(env_id)
+    rng = np.random.default_rng(0)
+    try:
+        np.testing.assert_array_equal(ours.reset(seed=0)[0], local.reset(seed=0)[0])
+        for _ in range(20):
+            action = rng.uniform(-3.0, 3.0, size=(1,))  # float64, some beyond the bounds
+            got, want = ours.step(action), local.step(action)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert float(got[1]) == float(want[1])
+            assert got[2:4] == want[2:4]
+        with pytest.raises(InvalidActionError, match="not in the action space"):
+            ours.step(np.array([np.nan]))  # float64 NaN still refused
+    finally:
+        ours.close()
+        local.close()

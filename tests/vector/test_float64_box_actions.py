@@ -1,0 +1,37 @@
+"""A vector env's float64 Box actions reach the served envs unrounded, as SyncVectorEnv's do."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import openenv_gym  # noqa: F401
+from openenv_gym.errors import InvalidActionError
+
+
+@pytest.mark.parametrize("shared_memory", [True, False])
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_float64_actions_match_sync_vector_env(shared_memory: bool, mode: AutoresetMode) -> None:
+    ours = gym.make_vec("OpenEnv/Gym-v0", 3, env_id="MountainCarContinuous-v0", provider="process",
+                        envs_per_worker=2, shared_memory=shared_memory, autoreset_mode=mode,
+                        max_episode_steps=15)
+    local = gym.make_vec("MountainCarContinuous-v0", 3, vectorization_mode="sync",
+                         vector_kwargs={"autoreset_mode": mode}, max_episode_steps=15)
+    rng = np.random.default_rng(1)
+    try:
+        ours.reset(seed=0)
+        local.reset(seed=0)
+        for t in range(40):
+            actions = rng.uniform(-3.0, 3.0, size=(3, 1))
+            if t % 4 == 0:
+                actions = actions.astype(np.float32)  # the column path still works alongside
+            got, want = ours.step(actions), local.step(actions)
+            for a, b in zip(got[:4], want[:4]):
+                np.testing.assert_array_equal(a, b)
+        with pytest.raises(InvalidActionError, match="env 1"):
+            ours.step(np.array([[0.0], [np.nan], [0.5]]))
+    finally:
+        ours.close()
+        local.close()
