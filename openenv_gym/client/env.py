@@ -48,7 +48,7 @@ from openenv_gym.providers import get_provider
 from openenv_gym.providers.base import Provider, Worker, stop_when_dropped
 from openenv_gym.spaces import from_wire
 
-__all__ = ["RemoteEnv", "ServedGenerator", "attach_address", "not_copyable"]
+__all__ = ["RemoteEnv", "ServedGenerator", "attach_address", "check_render_mode", "not_copyable"]
 
 
 def attach_address(base_url: str, timeout: float = 10.0) -> str:
@@ -118,6 +118,7 @@ class RemoteEnv(gym.Env):
                  render_mode: str | None = None, timeout: float | None = None,
                  provider_options: dict[str, Any] | None = None, **env_kwargs: Any) -> None:
         self.info = get_env_info(env)
+        check_render_mode(render_mode)
         first_timeout = call_timeout({}, timeout)  # until the env's spec is known (checked now)
         self._provider: Provider | None = None
         self._worker: Worker | None = None
@@ -463,6 +464,20 @@ class RemoteEnv(gym.Env):
                 self._stop_worker()
                 self._worker = None
             super().close()
+
+
+def check_render_mode(render_mode: str | None) -> None:
+    """Refuse ``render_mode="human"``: a worker has no display, so the served env would draw
+    into nothing (each step paced at its ``render_fps``) and ``render()`` give None.
+
+    Raises:
+        InvalidRequestError: ``render_mode`` is ``"human"``.
+    """
+    if render_mode == "human":
+        raise InvalidRequestError(
+            "render_mode='human' cannot be served: a worker has no display. Use "
+            "gym.make(id, render_mode='human') (Gymnasium shows the served env's rgb_array "
+            "frames in a window of yours), or render_mode='rgb_array' and show render()'s frames")
 
 
 class ServedGenerator:

@@ -33,7 +33,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
-from openenv_gym.client.env import ServedGenerator, not_copyable
+from openenv_gym.client.env import ServedGenerator, check_render_mode, not_copyable
 from openenv_gym.client.kwargs import merge_env_kwargs
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.errors import (
@@ -134,6 +134,7 @@ class RemoteVectorEnv(VectorEnv):
                  copy: bool = True, shared_memory: bool | None = None,
                  env_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         _check_positive_int("num_envs", num_envs)
+        check_render_mode(render_mode)
         if envs_per_worker is not None:
             _check_positive_int("envs_per_worker", envs_per_worker)
         if max_episode_steps is not None:
