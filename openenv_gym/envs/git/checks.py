@@ -20,6 +20,7 @@ repository's ``core.worktree`` are ignored.
 | file_exists / file_absent | path | the working-tree file exists / does not |
 | rev_file_contains / rev_file_lacks | rev, path, text | the file at ``rev`` has / lacks every text |
 | path_untracked | path, rev (HEAD) | ``path`` is not in ``rev``'s tree |
+| path_not_in_history | path, rev (HEAD) | no commit reachable from ``rev`` ever had ``path`` |
 | no_conflict_markers | paths (all files) | no ``<<<<<<<``/``=======``/``>>>>>>>`` lines |
 | clean_worktree | untracked (true) | ``git status`` shows nothing, and every tracked file is its index entry byte for byte |
 | no_operation_in_progress | | no merge, rebase, cherry-pick, revert or bisect underway |
@@ -30,13 +31,14 @@ repository's ``core.worktree`` are ignored.
 | merge_commit / no_merge_commits | rev, base | ``rev`` has 2+ parents / no merges in ``base..rev`` |
 | tag_exists | tag, annotated, points_to | the tag exists (is annotated, points at a commit) |
 | stash_count | count | the stash holds that many entries |
+| stash_has_file | path, text, index (0) | ``stash@{index}`` saved the file with every text (staged or tracked, or untracked with ``-u``/``-a``) |
 | upstream | branch, upstream | the branch tracks ``upstream`` (``origin/x``) |
 | remote_has_ref / remote_lacks_ref | ref, remote (origin), equals | the bare remote has the ref (at local ``equals``) |
 | remote_contains | ref, rev, remote | the remote ref contains ``rev`` (resolved in the remote) |
 | reverts | target, rev (HEAD) | ``rev`` is a ``git revert`` of ``target``: its message names ``target``'s id and its change undoes ``target``'s |
-| file_unchanged | path, rev | the working-tree file is byte for byte the file at ``rev`` (pin the task's tests) |
+| file_unchanged | path, rev, at (worktree) | the working-tree file (or the file at ``at``) is byte for byte the file at ``rev`` (pin the task's tests) |
 | command | run | a shell command (e.g. the repo's tests) exits 0, under the command limits, with no Python startup hook of ``$HOME`` and no module of the folder shadowing the standard library |
-| unittest | tests, pattern (``test*.py``) | exactly ``tests`` unittest tests of the repo ran and passed (none failed, errored or was skipped), by the report of a harness of the checker's, not by an exit status the code under test can set |
+| unittest | tests, pattern (``test*.py``), rev (worktree) | at least ``tests`` unittest tests of the repo ran and all passed (none failed, errored or was skipped), by the report of a harness of the checker's, not by an exit status the code under test can set; with ``rev``, in a fresh export of that commit's tree (no untracked or ignored file of the worktree) |
 
 Example:
     >>> sorted(CHECKS)[:3]
@@ -50,7 +52,9 @@ import os
 import re
 import secrets
 import shlex
+import shutil
 import stat
+import tempfile
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from openenv_gym.envs._exec import ExecResult, Limits
@@ -84,7 +88,7 @@ _SAFE = (
 
 #: Check fields that name revisions: a whole ``:/message`` value there is pinned at setup.
 REV_FIELDS = frozenset({"rev", "a", "b", "ancestor", "descendant", "base", "points_to", "equals",
-                        "target"})
+                        "target", "at"})
 
 
 class CheckContext(Protocol):
@@ -92,6 +96,8 @@ class CheckContext(Protocol):
 
     work: str
     remotes: str
+    #: A folder of the env's own for the checks' scratch files (the tree a ``unittest`` runs in).
+    tmp: str
     #: ``(repo folder, ":/message")`` -> the commit id it named at setup (:func:`pin_revs`).
     pins: Mapping[tuple[str, str], str]
 
@@ -214,6 +220,12 @@ def path_untracked(ctx: CheckContext, repo: str, path: str, rev: str = "HEAD") -
     return listing == ""
 
 
+def path_not_in_history(ctx: CheckContext, repo: str, path: str, rev: str = "HEAD") -> bool:
+    """No commit reachable from ``rev`` has ``path``: a file committed and then removed again
+    in a later commit is still in the history (and pushed with it)."""
+    return _out(ctx, repo, "rev-list", "-n", "1", rev, "--", path) == ""
+
+
 def no_conflict_markers(ctx: CheckContext, repo: str, paths: list[str] | None = None) -> bool:
     if not os.path.isdir(repo):
         return False
@@ -320,6 +332,13 @@ def stash_count(ctx: CheckContext, repo: str, count: int) -> bool:
     return out is not None and len(out.splitlines()) == count
 
 
+def stash_has_file(ctx: CheckContext, repo: str, path: str, text: str | list[str], index: int = 0) -> bool:
+    """``stash@{index}`` saved the file: in its work-tree commit (a tracked or staged file,
+    ``git add -A && git stash``) or in its untracked-files commit (``git stash -u``/``-a``)."""
+    stash = f"stash@{{{int(index)}}}"
+    return any(rev_file_contains(ctx, repo, rev, path, text) for rev in (stash, f"{stash}^3"))
+
+
 def upstream(ctx: CheckContext, repo: str, branch: str, upstream: str) -> bool:
     return _out(ctx, repo, "rev-parse", "--abbrev-ref", f"{branch}@{{upstream}}") == upstream
 
@@ -367,11 +386,14 @@ def reverts(ctx: CheckContext, repo: str, target: str, rev: str = "HEAD") -> boo
     return bool(undo) and undo == _change(ctx, repo, f"{r}^", r)
 
 
-def file_unchanged(ctx: CheckContext, repo: str, path: str, rev: str) -> bool:
-    """The working-tree file is the one at ``rev`` (a ``:/message`` pinned at setup): a
-    ``command`` check that runs the repo's tests judges with the task's tests, not edited ones."""
-    content = _read_bytes(repo, path)
+def file_unchanged(ctx: CheckContext, repo: str, path: str, rev: str, at: str | None = None) -> bool:
+    """The working-tree file (with ``at``: the file in that commit) is the one at ``rev`` (a
+    ``:/message`` pinned at setup): a ``command`` check that runs the repo's tests judges with
+    the task's tests, not edited ones."""
     blob = _out(ctx, repo, "rev-parse", "--verify", "-q", f"{rev}:{path}")
+    if at is not None:
+        return bool(blob) and blob == _out(ctx, repo, "rev-parse", "--verify", "-q", f"{at}:{path}")
+    content = _read_bytes(repo, path)
     if content is None or not blob:
         return False
     # Compared by object id, as git names the blob: the file's bytes need no decoding.
@@ -414,13 +436,46 @@ main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])
 """
 
 
-def unittest(ctx: CheckContext, repo: str, tests: int, pattern: str = "test*.py") -> bool:
-    """The repo's unittest suite passes: ``tests`` tests ran, none failed, errored or was
-    skipped. Judged by the harness's keyed report, not by the exit status, which the code
-    under test decides (see :data:`_UNITTEST_HARNESS`). Code under test that patches
-    unittest itself is not stopped: see the README's threat model."""
+def _export(ctx: CheckContext, repo: str, rev: str, parent: str) -> str | None:
+    """Check out ``rev``'s tree into ``parent/tree`` through an index of our own (the repo's
+    index and worktree untouched): the folder, or None."""
+    commit = _commit(ctx, repo, rev)
+    if commit is None:
+        return None
+    dest = os.path.join(parent, "tree")
+    env = {**GIT_ENV, "GIT_INDEX_FILE": os.path.join(parent, "index")}
+    git = ["git", *_SAFE, *_location(ctx, repo)]
+    for args in (["read-tree", commit], ["checkout-index", "-a", f"--prefix={dest}/"]):
+        if ctx.run([*git, *args], cwd=repo, env=env).exit_code != 0:
+            return None
+    return dest if os.path.isdir(dest) else None
+
+
+def unittest(ctx: CheckContext, repo: str, tests: int, pattern: str = "test*.py",
+             rev: str | None = None) -> bool:
+    """The repo's unittest suite passes: at least ``tests`` tests ran (the task's; tests the
+    agent added count too), none failed, errored or was skipped. With ``rev``, the tests run
+    in a fresh checkout of that commit's tree: a module the agent left untracked (and hid with
+    an ignore rule) cannot shadow the committed code. Judged by the harness's keyed report,
+    not by the exit status, which the code under test decides (see
+    :data:`_UNITTEST_HARNESS`). Code under test that patches unittest itself is not stopped:
+    see the README's threat model."""
     if not os.path.isdir(repo):
         return False
+    if rev is None:
+        return _unittest_in(ctx, repo, tests, pattern)
+    if os.path.islink(ctx.tmp):
+        return False  # the agent's to write: never followed out of the env's folder
+    os.makedirs(ctx.tmp, mode=0o700, exist_ok=True)
+    parent = tempfile.mkdtemp(prefix="check-", dir=ctx.tmp)
+    try:
+        tree = _export(ctx, repo, rev, parent)
+        return tree is not None and _unittest_in(ctx, tree, tests, pattern)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def _unittest_in(ctx: CheckContext, folder: str, tests: int, pattern: str) -> bool:
     key = secrets.token_hex(16).encode()
     key_r, key_w = os.pipe()
     report_r, report_w = os.pipe()
@@ -430,7 +485,7 @@ def unittest(ctx: CheckContext, repo: str, tests: int, pattern: str = "test*.py"
         key_w = -1
         run = (f"python3 -c {shlex.quote(_UNITTEST_HARNESS)} {key_r} {report_w} "
                f"{shlex.quote(pattern)}")
-        ctx.shell(run, repo, COMMAND_ENV, pass_fds=(key_r, report_w))
+        ctx.shell(run, folder, COMMAND_ENV, pass_fds=(key_r, report_w))
         os.close(report_w)
         report_w = -1
         os.set_blocking(report_r, False)  # a process the tests left behind may hold it open
@@ -442,7 +497,12 @@ def unittest(ctx: CheckContext, repo: str, tests: int, pattern: str = "test*.py"
         for fd in (key_r, key_w, report_r, report_w):
             if fd >= 0:
                 os.close(fd)
-    return report == key + b" %d 0 0 0 0 0" % int(tests)
+    fields = report.split(b" ")
+    if len(fields) != 7 or not secrets.compare_digest(fields[0], key) \
+            or not all(f.isdigit() for f in fields[1:]):
+        return False
+    ran, *problems = (int(f) for f in fields[1:])
+    return ran >= int(tests) and not any(problems)
 
 
 #: Check type name -> function(ctx, repo, **fields) -> bool.
@@ -451,7 +511,7 @@ CHECKS: dict[str, Callable[..., bool]] = {f.__name__: f for f in (
     file_absent, rev_file_contains, rev_file_lacks, path_untracked, no_conflict_markers,
     clean_worktree, no_operation_in_progress, is_ancestor, not_ancestor, same_commit,
     commit_message, commit_count, merge_commit, no_merge_commits, tag_exists, stash_count,
-    upstream, remote_has_ref, remote_lacks_ref, remote_contains, reverts, file_unchanged, command,
+    stash_has_file, path_not_in_history, upstream, remote_has_ref, remote_lacks_ref, remote_contains, reverts, file_unchanged, command,
     unittest,
 )}
 
