@@ -61,7 +61,9 @@ def call_timeout(spec: dict[str, Any], given: float | None, name: str = "timeout
     if longest is None:
         return DEFAULT_TIMEOUT
     longest = float(longest)
-    return max(DEFAULT_TIMEOUT, min(longest + _MARGIN, MAX_TIMEOUT)) if math.isfinite(longest) else MAX_TIMEOUT
+    if not math.isfinite(longest):
+        return MAX_TIMEOUT
+    return max(DEFAULT_TIMEOUT, min(longest + _MARGIN, MAX_TIMEOUT))
 
 
 def read_spec(spec: dict[str, Any]) -> tuple[spaces.Space, spaces.Space, dict[str, Any]]:

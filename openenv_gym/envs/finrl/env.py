@@ -88,7 +88,8 @@ class FinRLEnv(Environment):
                  initial_amount: float = 1_000_000.0, buy_cost_pct: float = 0.001,
                  sell_cost_pct: float = 0.001, reward_scaling: float = 1e-4,
                  turbulence_threshold: float | None = None,
-                 indicators: str | Sequence[str] = DEFAULT_INDICATORS, render_mode: str | None = None) -> None:
+                 indicators: str | Sequence[str] = DEFAULT_INDICATORS,
+                 render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         for name, value in (("hmax", hmax), ("initial_amount", initial_amount),
                             ("buy_cost_pct", buy_cost_pct), ("sell_cost_pct", sell_cost_pct),

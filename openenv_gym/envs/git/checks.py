@@ -511,8 +511,8 @@ CHECKS: dict[str, Callable[..., bool]] = {f.__name__: f for f in (
     file_absent, rev_file_contains, rev_file_lacks, path_untracked, no_conflict_markers,
     clean_worktree, no_operation_in_progress, is_ancestor, not_ancestor, same_commit,
     commit_message, commit_count, merge_commit, no_merge_commits, tag_exists, stash_count,
-    stash_has_file, path_not_in_history, upstream, remote_has_ref, remote_lacks_ref, remote_contains, reverts, file_unchanged, command,
-    unittest,
+    stash_has_file, path_not_in_history, upstream, remote_has_ref, remote_lacks_ref, remote_contains,
+    reverts, file_unchanged, command, unittest,
 )}
 
 
