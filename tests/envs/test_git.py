@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -116,6 +117,41 @@ HACKS: dict[str, tuple[str, str]] = {
         + " && echo 'calc.py filter=h' > .git/info/attributes && git config filter.h.clean \"cat $PWD/.git/o\""
           " && touch -d @1577836800 calc.py && git add calc.py && git config --remove-section filter.h"
           " && : > .git/info/attributes && rm .git/o && test -z \"$(git status --porcelain)\""),
+    # h) `unittest` with rev= runs the commit's tree, not what the repo's config or a link
+    #    makes of it: a smudge filter (.git/config + .git/info/attributes) fixed the broken
+    #    committed calc.py in the export, and a committed link to an ignored untracked file
+    #    imported uncommitted code.
+    "smudge-filter-fixes-the-export": (
+        "merge-conflict-tests", "git merge -q -s ours --no-edit fix-add && git config filter.f.smudge "
+                                "\"sed '1,3s/a - b/a + b/'\" && echo 'calc.py filter=f' > .git/info/attributes"),
+    "committed-link-to-an-ignored-fix": (
+        "merge-conflict-tests", _MERGE_OURS_FIX_WORKTREE.replace("> calc.py", "> .fix.py")
+        + " && echo .fix.py >> .git/info/exclude && ln -sf \"$PWD/.fix.py\" calc.py"
+          " && git commit -q --amend -a --no-edit"),
+    # j) The pinned test file is compared with its mode: as a link whose target is its text,
+    #    or a gitlink naming its blob, it had the same id, and discovery never loaded it (two
+    #    trivial tests of the agent's made up "at least 2").
+    **{name: ("merge-conflict-tests", "git merge -q -s ours --no-edit fix-add && printf 'import unittest\\n"
+              "class T(unittest.TestCase):\\n    def test_a(self): pass\\n    def test_b(self): pass\\n' > test_mine.py"
+              " && b=$(git rev-parse HEAD:test_calc.py) && git rm -q --cached test_calc.py && " + swap
+              + " && git add test_mine.py && git commit -q --amend --no-edit")
+       for name, swap in [
+           ("test-file-as-a-link-of-its-text",
+            "python3 -c \"import os; t=open('test_calc.py').read(); os.remove('test_calc.py'); "
+            "os.symlink(t, 'test_calc.py')\" && git add test_calc.py"),
+           ("test-file-as-a-gitlink",
+            "rm test_calc.py && mkdir test_calc.py && git update-index --add --cacheinfo 160000,$b,test_calc.py")]},
+    # k) A tag named like the branch a check names: `git rev-parse main` took the tag, and
+    #    the branch main was never merged.
+    "tag-named-main": (
+        "merge-conflict-tests", "git checkout -q --detach && " + _MERGE_OURS_FIX_WORKTREE
+        + " && git commit -q -a --amend --no-edit && git tag main && git checkout -q refs/heads/main"),
+    # i) A secret committed on a side branch, removed there and merged: history simplification
+    #    follows only the merge's TREESAME parent and never walked the commit that had it.
+    "secret-behind-a-merge": (
+        "partial-commit", "git switch -q -c side && git commit -q -m 'Add all' && git rm -q --cached secrets.env "
+                          "&& git commit -q -m 'Drop secret' && git switch -q main "
+                          "&& git merge -q --no-ff side -m 'Bump version' && git branch -q -D side"),
 }
 
 
@@ -413,3 +449,39 @@ def test_a_tasks_file_that_cannot_be_used_is_the_callers_data_error(tmp_path: Pa
     broken.write_text("[[task]\nname = 'x'\n")
     with pytest.raises(InvalidDataError, match="broken.toml.* is not valid TOML"):
         load_tasks(broken)
+
+
+def test_programs_the_checks_git_runs_get_the_agents_limits(git_env: gym.Env) -> None:
+    # A clean filter of the agent's repo (run by the checks' `git status`) and a smudge filter
+    # (run by the `unittest` export) ran with no CPU, address-space or file-size limit.
+    git_env.reset(options={"task": "merge-conflict-tests"})
+    obs, *_ = git_env.step({"command": (
+        "printf 'ulimit -t -v >> %s/limits; cat\\n' \"$HOME\" > ~/f.sh && "
+        "git config filter.x.clean \"bash $HOME/f.sh\" && git config filter.x.smudge \"bash $HOME/f.sh\" && "
+        "echo '* filter=x' > .git/info/attributes && touch calc.py")})
+    assert int(obs["exit_code"]) == 0, obs["output"]
+    obs, *_ = git_env.step({"command": "cat ~/limits"})
+    assert "cpu time" in obs["output"] and "unlimited" not in obs["output"], obs["output"]
+
+
+@pytest.mark.docker
+def test_a_folder_the_agent_locked_does_not_outlive_its_episode() -> None:
+    # The worker (not root in Docker) could not enter a `chmod 000` folder to delete it: each
+    # episode left its files in the 64 MiB tmpfs until every reset failed with ENOSPC.
+    require_docker()
+    env = gym.make("OpenEnv/Git-v0", provider="docker", task="create-branch")
+    try:
+        lock = "mkdir -p ../lock/in && head -c 4M /dev/zero > ../lock/in/f && chmod 000 ../lock"
+        for _ in range(3):
+            env.reset()
+            obs, *_ = env.step({"command": lock, "workdir": ""})
+            assert int(obs["exit_code"]) == 0, obs["output"]
+        env.reset()
+        for _ in range(50):  # the old folders are deleted in the background
+            obs, *_ = env.step({"command": "df -k $TMPDIR | tail -1 | awk '{print $3}'", "workdir": ""})
+            if int(obs["output"].split()[-1]) < 4096:
+                break
+            time.sleep(0.1)
+        assert int(obs["output"].split()[-1]) < 4096, "the locked folders' 12 MiB are still in the tmpfs"
+    finally:
+        env.close()

@@ -223,7 +223,10 @@ def path_untracked(ctx: CheckContext, repo: str, path: str, rev: str = "HEAD") -
 def path_not_in_history(ctx: CheckContext, repo: str, path: str, rev: str = "HEAD") -> bool:
     """No commit reachable from ``rev`` has ``path``: a file committed and then removed again
     in a later commit is still in the history (and pushed with it)."""
-    return _out(ctx, repo, "rev-list", "-n", "1", rev, "--", path) == ""
+    # --full-history: by default a path-limited walk follows only a merge's parent that has
+    # the same ``path``, so a side branch that added the file and removed it again, merged
+    # in, is never walked.
+    return _out(ctx, repo, "rev-list", "--full-history", "-n", "1", rev, "--", path) == ""
 
 
 def no_conflict_markers(ctx: CheckContext, repo: str, paths: list[str] | None = None) -> bool:
@@ -390,9 +393,12 @@ def file_unchanged(ctx: CheckContext, repo: str, path: str, rev: str, at: str | 
     """The working-tree file (with ``at``: the file in that commit) is the one at ``rev`` (a
     ``:/message`` pinned at setup): a ``command`` check that runs the repo's tests judges with
     the task's tests, not edited ones."""
-    blob = _out(ctx, repo, "rev-parse", "--verify", "-q", f"{rev}:{path}")
     if at is not None:
-        return bool(blob) and blob == _out(ctx, repo, "rev-parse", "--verify", "-q", f"{at}:{path}")
+        # The whole tree entry, mode too: a link whose target is the file's text, or a gitlink
+        # naming the file's blob id, has the same id but is no file the tests would load.
+        entry = _out(ctx, repo, "ls-tree", "--full-tree", "-z", rev, "--", path)
+        return bool(entry) and entry == _out(ctx, repo, "ls-tree", "--full-tree", "-z", at, "--", path)
+    blob = _out(ctx, repo, "rev-parse", "--verify", "-q", f"{rev}:{path}")
     content = _read_bytes(repo, path)
     if content is None or not blob:
         return False
@@ -437,18 +443,36 @@ main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])
 
 
 def _export(ctx: CheckContext, repo: str, rev: str, parent: str) -> str | None:
-    """Check out ``rev``'s tree into ``parent/tree`` through an index of our own (the repo's
-    index and worktree untouched): the folder, or None."""
+    """Check out ``rev``'s tree into ``parent/tree``: the folder, or None.
+
+    Through a git directory and an index of our own that borrow only the repository's
+    objects: the repository's config and ``info/attributes`` (a smudge filter rewrites the
+    files it checks out, ``core.symlinks=false`` turns a link into a file of its text) play
+    no part, and its index and worktree are untouched. A committed link that leads out of
+    the tree (to an ignored, untracked file of the worktree) fails the export: the tests
+    would import code that is not in the commit."""
     commit = _commit(ctx, repo, rev)
-    if commit is None:
+    objects = _out(ctx, repo, "rev-parse", "--path-format=absolute", "--git-path", "objects")
+    fmt = _out(ctx, repo, "rev-parse", "--show-object-format")
+    if not (commit and objects and fmt):
         return None
-    dest = os.path.join(parent, "tree")
-    env = {**GIT_ENV, "GIT_INDEX_FILE": os.path.join(parent, "index")}
-    git = ["git", *_SAFE, *_location(ctx, repo)]
-    for args in (["read-tree", commit], ["checkout-index", "-a", f"--prefix={dest}/"]):
-        if ctx.run([*git, *args], cwd=repo, env=env).exit_code != 0:
+    git_dir, dest = os.path.join(parent, "git"), os.path.join(parent, "tree")
+    os.mkdir(dest)
+    init = ["git", "init", "-q", "--bare", "--template=", f"--object-format={fmt}", git_dir]
+    if ctx.run(init, cwd=parent, env=GIT_ENV).exit_code != 0:
+        return None
+    env = {**GIT_ENV, "GIT_OBJECT_DIRECTORY": objects, "GIT_INDEX_FILE": os.path.join(parent, "index")}
+    git = ["git", *_SAFE, "--git-dir", git_dir, "--work-tree", dest]
+    for args in (["read-tree", commit], ["checkout-index", "-a"]):
+        if ctx.run([*git, *args], cwd=dest, env=env).exit_code != 0:
             return None
-    return dest if os.path.isdir(dest) else None
+    root = os.path.realpath(dest)
+    for top, dirs, files in os.walk(dest):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            if os.path.islink(path) and not os.path.realpath(path).startswith(root + os.sep):
+                return None
+    return dest
 
 
 def unittest(ctx: CheckContext, repo: str, tests: int, pattern: str = "test*.py",
@@ -555,6 +579,17 @@ def pin_revs(ctx: CheckContext, task: "Task") -> dict[tuple[str, str], str]:
     return pins
 
 
+def _branch_first(ctx: CheckContext, repo: str, rev: str) -> str:
+    """``rev`` with a leading branch name spelled out (``main~1`` -> ``refs/heads/main~1``):
+    ``git rev-parse main`` takes a tag (or ``.git/main``) named ``main`` over the branch, so
+    a tag the agent made would be judged in the branch's place."""
+    name = re.match(r"[^~^:@]*", rev).group()  # type: ignore[union-attr]
+    if name and not name.startswith("refs/") and os.path.isdir(repo) \
+            and _ok(ctx, repo, "show-ref", "--verify", "-q", f"refs/heads/{name}"):
+        return f"refs/heads/{rev}"
+    return rev
+
+
 def run_check(ctx: CheckContext, default_repo: str, kind: str, params: dict[str, Any]) -> bool:
     """Run one check; a malformed check or any error counts as failed, never raises.
 
@@ -574,6 +609,8 @@ def run_check(ctx: CheckContext, default_repo: str, kind: str, params: dict[str,
             if pinned is None:
                 return False
             params[field] = pinned
+        elif field in REV_FIELDS and isinstance(value, str):
+            params[field] = _branch_first(ctx, repo, value)
     try:
         return bool(CHECKS[kind](ctx, repo, **params))
     except (TypeError, ValueError, OSError, re.error):

@@ -43,6 +43,7 @@ from typing import Callable, Mapping, Sequence
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
 from openenv_gym.envs._exec import ExecResult, Limits, minimal_environ, reap_orphans, run
+from openenv_gym.envs.coding.sandbox import _make_removable
 from openenv_gym.envs.git.checks import pin_revs
 from openenv_gym.envs.git.server import GitHttpServer
 from openenv_gym.envs.git.tasks import SETUP_PRELUDE, Task
@@ -120,11 +121,11 @@ class _Shared:
         os.mkdir(trash)
         for entry in os.scandir(folder):
             os.rename(entry.path, os.path.join(trash, entry.name))
-        threading.Thread(target=shutil.rmtree, args=(trash, True), daemon=True).start()
+        threading.Thread(target=_remove, args=(trash,), daemon=True).start()
 
     def close(self) -> None:
         self.server.close()
-        shutil.rmtree(self.root, ignore_errors=True)
+        _remove(self.root)
 
 
 _shared: _Shared | None = None
@@ -293,8 +294,12 @@ class Workspace:
             timeout: Wall-clock seconds.
             env: Variables added to :meth:`environ` (the checks' git settings).
         """
+        # Under the agent's limits too: what the config makes git run (a filter, a command
+        # of core.*) is the agent's code, and got no CPU, memory, file-size or process limit.
+        # Set on git as it starts (prlimit), long before it reads the config and starts one:
+        # a bash ulimit prefix per git call nearly doubled a step.
         return run(argv, timeout=timeout, cwd=cwd, env={**self.environ(), **(env or {})},
-                   output_limit=1 << 20, confine=self.ruleset)
+                   output_limit=1 << 20, confine=self.ruleset, limits=self.limits)
 
     # -- snapshots -----------------------------------------------------------------------
     def restore(self, task: Task | None) -> None:
@@ -373,7 +378,19 @@ class Workspace:
         for ruleset in (self.ruleset, self.check_ruleset):
             if ruleset is not None:
                 ruleset.close()
-        shutil.rmtree(self.base, ignore_errors=True)
+        _remove(self.base)
+
+
+def _remove(path: str) -> None:
+    """Remove a folder of the agent's, even one it locked: Landlock does not cover ``chmod``,
+    and a folder left without read or search permission stops a plain ``rmtree`` of a worker
+    that is not root (Docker's): its files stayed in the tmpfs, episode after episode, until
+    every reset failed for want of space. The owner's rights are given back, then removed."""
+    try:
+        shutil.rmtree(path)
+    except OSError:
+        _make_removable(path)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _snapshot_ident(key: str) -> str:
