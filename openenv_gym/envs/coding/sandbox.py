@@ -24,12 +24,8 @@ Example:
 
 from __future__ import annotations
 
-import array
-import fcntl
 import os
 import select
-import shutil
-import stat
 import tempfile
 import time
 from dataclasses import replace
@@ -37,6 +33,7 @@ from pathlib import Path
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
 from openenv_gym.envs._exec import Child, ExecResult, Limits, minimal_environ, python_argv, run
+from openenv_gym.envs._files import empty_folder, remove_tree, unfreeze
 
 __all__ = ["Sandbox", "Conversation", "Repl", "RUNNER_SOURCE", "MAX_ANSWER"]
 
@@ -99,8 +96,8 @@ class Sandbox:
             # A child running as root can open io/ and runs/ and mark them immutable
             # (chattr): the worker could then create nothing in them. Checked every time
             # (microseconds): an empty frozen folder fails no removal to give it away.
-            _unfreeze(folder)
-            _empty(folder, keep=(self.io, self.runs))
+            unfreeze(folder)
+            empty_folder(folder, keep=(self.io, self.runs))
         self.workdir = os.path.join(self.runs, f"run-{self._counter}")
         os.mkdir(self.workdir, 0o700)
         return self.workdir
@@ -136,10 +133,10 @@ class Sandbox:
         if self.ruleset is not None:
             self.ruleset.close()
         try:
-            _empty(self.base)  # what modes a child left must not keep it on the disk
+            empty_folder(self.base)  # what modes a child left must not keep it on the disk
         except OSError:
             pass  # removed as far as it goes below
-        _remove(self.base)
+        remove_tree(self.base)
 
 
 class Conversation:
@@ -305,79 +302,3 @@ class Repl:
         if self.conversation is not None:
             self.conversation.end()
             self.conversation = None
-
-
-def _remove(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _empty(folder: str, keep: tuple[str, ...] = ()) -> None:
-    """Remove everything in ``folder`` but the entries in ``keep`` (full paths).
-
-    A child runs as the worker's user, and Landlock covers neither ``chmod`` nor the
-    ``chattr`` ioctl: it can leave a folder (even ``runs/`` itself) without read or search
-    permission, which stops a plain ``rmtree`` of a worker that is not root, and a child
-    that runs as root (the process provider as root) can mark files immutable. When the
-    first sweep fails, the owner's rights are given back and those flags cleared, once.
-
-    Raises:
-        OSError: Something is still there after that.
-    """
-    try:
-        _sweep(folder, keep)
-    except OSError:
-        _make_removable(folder)
-        _sweep(folder, keep)
-
-
-def _sweep(folder: str, keep: tuple[str, ...]) -> None:
-    """Remove what ``folder`` holds but ``keep``, with no second chance (see :func:`_empty`)."""
-    os.chmod(folder, 0o700)
-    with os.scandir(folder) as listing:
-        entries = list(listing)
-    for entry in entries:
-        if entry.path in keep:
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path)
-        else:
-            os.unlink(entry.path)
-
-
-def _make_removable(tree: str) -> None:
-    """Give the owner full rights on every folder in ``tree`` and clear the immutable and
-    append-only flags of its folders and regular files (links are not followed)."""
-    _unfreeze(tree)
-    os.chmod(tree, 0o700)
-    for parent, folders, files in os.walk(tree):  # top-down: a folder is fixed before it is listed
-        for name in folders + files:
-            path = os.path.join(parent, name)
-            mode = os.lstat(path).st_mode
-            if stat.S_ISDIR(mode):
-                _unfreeze(path)
-                os.chmod(path, 0o700)
-            elif stat.S_ISREG(mode):
-                _unfreeze(path)
-
-
-#: ``FS_IOC_GETFLAGS`` / ``FS_IOC_SETFLAGS`` (64-bit) and the flags that stop a removal.
-_GETFLAGS, _SETFLAGS = 0x80086601, 0x40086602
-_FROZEN = 0x10 | 0x20  # FS_IMMUTABLE_FL | FS_APPEND_FL
-
-
-def _unfreeze(path: str) -> None:
-    """Clear ``chattr +i``/``+a`` on a regular file or folder, where it is set and allowed."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return
-    try:
-        flags = array.array("i", [0])
-        fcntl.ioctl(fd, _GETFLAGS, flags, True)
-        if flags[0] & _FROZEN:
-            flags[0] &= ~_FROZEN
-            fcntl.ioctl(fd, _SETFLAGS, flags, True)
-    except OSError:
-        pass  # no flags on this file system, or not ours to clear: the retry will say
-    finally:
-        os.close(fd)

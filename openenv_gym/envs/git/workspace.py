@@ -43,7 +43,7 @@ from typing import Callable, Mapping, Sequence
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
 from openenv_gym.envs._exec import ExecResult, Limits, minimal_environ, reap_orphans, run
-from openenv_gym.envs.coding.sandbox import _make_removable
+from openenv_gym.envs._files import remove_tree
 from openenv_gym.envs.git.checks import pin_revs
 from openenv_gym.envs.git.server import GitHttpServer
 from openenv_gym.envs.git.tasks import SETUP_PRELUDE, Task
@@ -121,11 +121,11 @@ class _Shared:
         os.mkdir(trash)
         for entry in os.scandir(folder):
             os.rename(entry.path, os.path.join(trash, entry.name))
-        threading.Thread(target=_remove, args=(trash,), daemon=True).start()
+        threading.Thread(target=remove_tree, args=(trash,), daemon=True).start()
 
     def close(self) -> None:
         self.server.close()
-        _remove(self.root)
+        remove_tree(self.root)
 
 
 _shared: _Shared | None = None
@@ -378,19 +378,7 @@ class Workspace:
         for ruleset in (self.ruleset, self.check_ruleset):
             if ruleset is not None:
                 ruleset.close()
-        _remove(self.base)
-
-
-def _remove(path: str) -> None:
-    """Remove a folder of the agent's, even one it locked: Landlock does not cover ``chmod``,
-    and a folder left without read or search permission stops a plain ``rmtree`` of a worker
-    that is not root (Docker's): its files stayed in the tmpfs, episode after episode, until
-    every reset failed for want of space. The owner's rights are given back, then removed."""
-    try:
-        shutil.rmtree(path)
-    except OSError:
-        _make_removable(path)
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(self.base)
 
 
 def _snapshot_ident(key: str) -> str:
