@@ -20,6 +20,7 @@ from typing import Any, AsyncIterator
 
 import anyio.to_thread
 from fastapi import APIRouter, FastAPI, Query, Response
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_gym.protocol.wire import MAX_FRAME
@@ -97,7 +98,9 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
         limiter.total_tokens = max(limiter.total_tokens, service.sessions.max_sessions + SPARE_THREADS)
         yield
 
-    app = FastAPI(
+    # FastAPIOffline serves /docs and /redoc from files in its wheel: FastAPI's own pages load
+    # Swagger UI from a CDN, and were blank on a machine without internet.
+    app = FastAPIOffline(
         title=f"openenv_gym: {service.env_name}",
         description="Drive episodes of an openenv_gym environment over HTTP/JSON. Every error "
                     "answers with its status and an ErrorBody.",

@@ -170,3 +170,32 @@ def test_pool_page_shows_sessions_of_every_worker(browser, tmp_path) -> None:
         page.close()
         proc.terminate()
         assert proc.wait(30) == 0
+
+
+def test_the_openapi_docs_page_renders_offline(browser, tmp_path) -> None:
+    # FastAPI's own /docs loads Swagger UI from a CDN: on a machine without internet the page
+    # stayed blank. Every request but the server's own is refused here, as offline.
+    proc, _, http = _serve(tmp_path, "echo")
+    page = browser.new_page()
+    outside: list[str] = []
+
+    def only_the_server(route) -> None:
+        if route.request.url.startswith(http):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    try:
+        page.route("**/*", only_the_server)
+        page.goto(f"{http}/docs")
+        page.locator(".opblock-summary-path", has_text="/reset").first.wait_for(timeout=30000)
+        paths = page.locator(".opblock-summary-path").all_inner_texts()
+        assert {"/reset", "/step", "/state", "/spec"} <= {p.strip() for p in paths}
+        assert outside == []
+        page.goto(f"{http}/redoc")
+        page.get_by_text("/reset").first.wait_for(timeout=30000)
+        assert outside == []
+    finally:
+        page.close()
+        _stop(proc)
