@@ -55,7 +55,7 @@ class FailurePolicy:
             unknown = set(self.failure_reward) - set(FAILURE_KINDS)
             if unknown:
                 raise InvalidRequestError(f"failure_reward has unknown kinds {sorted(unknown)}; "
-                                 f"known: {list(FAILURE_KINDS)}")
+                                          f"known: {list(FAILURE_KINDS)}")
             values = {f"failure_reward[{k!r}]": v for k, v in self.failure_reward.items()}
         else:
             values = {"failure_reward": self.failure_reward}
@@ -63,7 +63,7 @@ class FailurePolicy:
             # Checked now: reward_for runs at the first failure, maybe hours into training,
             # where a bad value would raise out of the batch instead of scoring it.
             if value is not None and not is_finite(value):
-                raise InvalidRequestError(f"{name} must be a number or None, got {value!r}")
+                raise InvalidRequestError(f"{name} must be a finite number or None, got {value!r}")
 
     def reward_for(self, kind: str) -> Optional[float]:
         """The reward of an episode that failed with ``kind``."""
