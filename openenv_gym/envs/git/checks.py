@@ -579,11 +579,20 @@ def pin_revs(ctx: CheckContext, task: "Task") -> dict[tuple[str, str], str]:
     return pins
 
 
+#: A branch's upstream or push destination (``@{u}``, ``@{upstream}``, ``@{push}``: any case).
+_TRACKING = re.compile(r"@\{(?:u|upstream|push)\}", re.IGNORECASE)
+
+
 def _branch_first(ctx: CheckContext, repo: str, rev: str) -> str:
     """``rev`` with a leading branch name spelled out (``main~1`` -> ``refs/heads/main~1``):
     ``git rev-parse main`` takes a tag (or ``.git/main``) named ``main`` over the branch, so
     a tag the agent made would be judged in the branch's place."""
     name = re.match(r"[^~^:@]*", rev).group()  # type: ignore[union-attr]
+    if _TRACKING.search(rev, len(name)):
+        # ``main@{upstream}``/``@{push}`` name another ref through the branch's config; git
+        # reads the name there as a branch already, and ``refs/heads/main@{u}`` resolves
+        # to nothing.
+        return rev
     if name and not name.startswith("refs/") and os.path.isdir(repo) \
             and _ok(ctx, repo, "show-ref", "--verify", "-q", f"refs/heads/{name}"):
         return f"refs/heads/{rev}"
@@ -602,16 +611,16 @@ def run_check(ctx: CheckContext, default_repo: str, kind: str, params: dict[str,
     params = dict(params)
     folder = params.pop("repo", default_repo)
     repo = os.path.join(ctx.work, folder)
-    for field, value in params.items():
-        if _is_message_rev(field, value):
-            # Never searched now: the agent can make a commit with any message.
-            pinned = ctx.pins.get((folder, value))
-            if pinned is None:
-                return False
-            params[field] = pinned
-        elif field in REV_FIELDS and isinstance(value, str):
-            params[field] = _branch_first(ctx, repo, value)
     try:
+        for field, value in params.items():
+            if _is_message_rev(field, value):
+                # Never searched now: the agent can make a commit with any message.
+                pinned = ctx.pins.get((folder, value))
+                if pinned is None:
+                    return False
+                params[field] = pinned
+            elif field in REV_FIELDS and isinstance(value, str):
+                params[field] = _branch_first(ctx, repo, value)
         return bool(CHECKS[kind](ctx, repo, **params))
     except (TypeError, ValueError, OSError, re.error):
         return False
