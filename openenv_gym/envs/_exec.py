@@ -156,21 +156,6 @@ class Limits:
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(which, (value, value))
 
-    def apply_to(self, pid: int) -> None:
-        """Set the limits on the running process ``pid`` (``prlimit``): for a child whose
-        command cannot carry a prelude (a ``git`` call); what it starts after this inherits
-        them. Its own first moments run before they are set, so a command whose code is the
-        agent's takes a prelude or :meth:`shell_prefix` instead.
-
-        Args:
-            pid: A child of this process, of the same user.
-        """
-        for name, value in self.resolved().items():
-            which = _RLIMITS[name]
-            _, hard = resource.prlimit(pid, which)
-            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            resource.prlimit(pid, which, (value, value))
-
     def shell_prefix(self) -> str:
         """A bash ``ulimit`` command that applies the limits to the shell and its children."""
         parts = []
@@ -287,13 +272,12 @@ class Child:
         merge_stderr: Send stderr into stdout (one stream, like a terminal).
         pass_fds: Extra descriptors the child inherits.
         confine: Landlock rules the child (and all it starts) is held to.
-        limits: Limits set on the child as soon as it runs (:meth:`Limits.apply_to`).
     """
 
     def __init__(self, argv: Sequence[str], *, cwd: str | None = None,
                  env: Mapping[str, str] | None = None, output_limit: int = 65536,
                  merge_stderr: bool = False, pass_fds: Sequence[int] = (),
-                 confine: Ruleset | None = None, limits: Limits | None = None) -> None:
+                 confine: Ruleset | None = None) -> None:
         self.output_limit = output_limit
         self.started = time.monotonic()
         start = functools.partial(
@@ -306,11 +290,6 @@ class Child:
             self.proc = confine.spawn(start) if confine is not None else start()
             self.pid = self.proc.pid
             _live.add(self)
-        if limits is not None:
-            try:
-                limits.apply_to(self.pid)
-            except ProcessLookupError:
-                pass  # it has exited already: there is nothing left to limit
         self.out = _Stream(output_limit)
         self.err = _Stream(output_limit)
         self._sel = selectors.DefaultSelector()
@@ -564,12 +543,11 @@ def kill_all() -> int:
 def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         env: Mapping[str, str] | None = None, output_limit: int = 65536,
         merge_stderr: bool = False, pass_fds: Sequence[int] = (),
-        confine: Ruleset | None = None, limits: Limits | None = None) -> ExecResult:
+        confine: Ruleset | None = None) -> ExecResult:
     """Run a command to completion or until its wall-clock deadline.
 
     Args:
-        argv: The command (limits are the caller's prelude, see :class:`Limits`, or
-            ``limits``).
+        argv: The command (limits are the caller's prelude: see :class:`Limits`).
         timeout: Wall-clock seconds; then the whole process group is killed.
         cwd: Working directory.
         env: Its whole environment (default :func:`minimal_environ`).
@@ -577,7 +555,6 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         merge_stderr: Send stderr into stdout.
         pass_fds: Extra descriptors the child inherits.
         confine: Landlock rules the child is held to.
-        limits: Limits set on the child as it starts (:meth:`Limits.apply_to`).
 
     Returns:
         The :class:`ExecResult`.
@@ -586,7 +563,7 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         OSError: The command could not be started (missing executable, bad cwd).
     """
     child = Child(argv, cwd=cwd, env=env, output_limit=output_limit, merge_stderr=merge_stderr,
-                  pass_fds=pass_fds, confine=confine, limits=limits)
+                  pass_fds=pass_fds, confine=confine)
     finished = child.pump(child.started + timeout)
     return child.finish(timed_out=not finished)
 

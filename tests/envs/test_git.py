@@ -452,16 +452,23 @@ def test_a_tasks_file_that_cannot_be_used_is_the_callers_data_error(tmp_path: Pa
 
 
 def test_programs_the_checks_git_runs_get_the_agents_limits(git_env: gym.Env) -> None:
-    # A clean filter of the agent's repo (run by the checks' `git status`) and a smudge filter
-    # (run by the `unittest` export) ran with no CPU, address-space or file-size limit.
+    # A clean filter of the agent's repo (run by the checks' `git status`) ran with no CPU,
+    # address-space or file-size limit. The checks' other git calls run none of the config's
+    # programs: the `unittest` export ignores a smudge filter, and nothing runs a textconv.
     git_env.reset(options={"task": "merge-conflict-tests"})
     obs, *_ = git_env.step({"command": (
-        "printf 'ulimit -t -v >> %s/limits; cat\\n' \"$HOME\" > ~/f.sh && "
-        "git config filter.x.clean \"bash $HOME/f.sh\" && git config filter.x.smudge \"bash $HOME/f.sh\" && "
-        "echo '* filter=x' > .git/info/attributes && touch calc.py")})
+        "for p in clean smudge textconv; do "
+        "printf 'echo %s; ulimit -t -v; cat\\n' $p > ~/$p.sh; done && "
+        "printf 'exec >> %s/ran 2>&1; . %s/$1.sh\\n' \"$HOME\" \"$HOME\" > ~/log.sh && "
+        "git config filter.x.clean \"bash $HOME/log.sh clean\" && "
+        "git config filter.x.smudge \"bash $HOME/log.sh smudge\" && "
+        "git config diff.x.textconv \"bash $HOME/log.sh textconv\" && "
+        "echo '* filter=x diff=x' > .git/info/attributes && touch calc.py")})
     assert int(obs["exit_code"]) == 0, obs["output"]
-    obs, *_ = git_env.step({"command": "cat ~/limits"})
-    assert "cpu time" in obs["output"] and "unlimited" not in obs["output"], obs["output"]
+    obs, *_ = git_env.step({"command": "cat ~/ran"})
+    ran = obs["output"]
+    assert "clean" in ran and "cpu time" in ran and "unlimited" not in ran, ran
+    assert "smudge" not in ran and "textconv" not in ran, ran
 
 
 @pytest.mark.docker

@@ -102,8 +102,10 @@ class CheckContext(Protocol):
     pins: Mapping[tuple[str, str], str]
 
     def run(self, argv: list[str], cwd: str, timeout: float = 10.0,
-            env: Mapping[str, str] | None = None) -> ExecResult:
-        """Run a trusted command (git plumbing) in ``cwd``, ``env`` added to its environment."""
+            env: Mapping[str, str] | None = None, agent_programs: bool = False) -> ExecResult:
+        """Run a git command in ``cwd``, ``env`` added to its environment; with
+        ``agent_programs``, under the agent's limits (the call can run a program the
+        repository's config names)."""
 
     def shell(self, command: str, cwd: str, env: Mapping[str, str] | None = None,
               pass_fds: Sequence[int] = ()) -> ExecResult:
@@ -245,9 +247,13 @@ def no_conflict_markers(ctx: CheckContext, repo: str, paths: list[str] | None = 
 
 
 def clean_worktree(ctx: CheckContext, repo: str, untracked: bool = True) -> bool:
-    status = _out(ctx, repo, "status", "--porcelain",
-                  "--untracked-files=" + ("normal" if untracked else "no"))
-    return status == "" and not _index_hides_changes(ctx, repo)
+    # The one git call of the checks that runs a program of the repository's config: status
+    # hashes a changed file through the clean filter its attributes name.
+    args = ["status", "--porcelain", "--untracked-files=" + ("normal" if untracked else "no")]
+    status = ctx.run(["git", *_SAFE, *_location(ctx, repo), *args], cwd=repo, env=GIT_ENV,
+                     agent_programs=True)
+    return status.exit_code == 0 and status.stdout.strip() == "" \
+        and not _index_hides_changes(ctx, repo)
 
 
 def _index_hides_changes(ctx: CheckContext, repo: str) -> bool:

@@ -283,23 +283,24 @@ class Workspace:
             return backend
 
     def run(self, argv: list[str], cwd: str, timeout: float = 10.0,
-            env: Mapping[str, str] | None = None) -> ExecResult:
+            env: Mapping[str, str] | None = None, agent_programs: bool = False) -> ExecResult:
         """Run the checks' plumbing (git, without a shell), confined like the agent's commands:
-        the repository is the agent's, and its config can name programs git runs (a clean
-        filter runs during ``git status``).
+        the repository is the agent's.
 
         Args:
             argv: The command.
             cwd: Its working directory.
             timeout: Wall-clock seconds.
             env: Variables added to :meth:`environ` (the checks' git settings).
+            agent_programs: The call can run programs the repository's config names (``git
+                status`` runs a clean filter): that is the agent's code, so it runs under the
+                agent's limits, set by a ``ulimit`` prefix before git starts. A bash start per
+                call, so only there: the checks' other git calls run none (tested).
         """
-        # Under the agent's limits too: what the config makes git run (a filter, a command
-        # of core.*) is the agent's code, and got no CPU, memory, file-size or process limit.
-        # Set on git as it starts (prlimit), long before it reads the config and starts one:
-        # a bash ulimit prefix per git call nearly doubled a step.
+        if agent_programs:
+            argv = ["bash", "-c", f'{self.limits.shell_prefix()}\nexec "$@"', "bash", *argv]
         return run(argv, timeout=timeout, cwd=cwd, env={**self.environ(), **(env or {})},
-                   output_limit=1 << 20, confine=self.ruleset, limits=self.limits)
+                   output_limit=1 << 20, confine=self.ruleset)
 
     # -- snapshots -----------------------------------------------------------------------
     def restore(self, task: Task | None) -> None:
