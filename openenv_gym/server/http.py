@@ -98,9 +98,11 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
         limiter.total_tokens = max(limiter.total_tokens, service.sessions.max_sessions + SPARE_THREADS)
         yield
 
-    # FastAPIOffline serves /docs and /redoc from files in its wheel: FastAPI's own pages load
-    # Swagger UI from a CDN, and were blank on a machine without internet.
+    # FastAPIOffline serves /docs from files in its wheel: FastAPI's own page loads Swagger UI
+    # from a CDN, and was blank on a machine without internet. No /redoc: ReDoc still loads
+    # its logo from its CDN.
     app = FastAPIOffline(
+        redoc_url=None,
         title=f"openenv_gym: {service.env_name}",
         description="Drive episodes of an openenv_gym environment over HTTP/JSON. Every error "
                     "answers with its status and an ErrorBody.",
