@@ -62,6 +62,9 @@ class _Handler(socketserver.BaseRequestHandler):
                 except (TypeError, ValueError, OverflowError) as exc:
                     # The env returned something the wire cannot carry (an object in info, text
                     # that is not UTF-8): the env's error, not a bad request of the caller's.
+                    # Only a handled request's reply holds a "sid" (an error reply has none).
+                    if reply.get("ok") and "sid" in reply and request.get("op") == "reset":
+                        service.reset_unsent(request.get("sid"), reply["sid"])
                     if isinstance(exc, InvalidRequestError):
                         exc = ValueError(f"the env's reply cannot be sent: {exc}")
                     frame = encode(_error(exc))

@@ -132,16 +132,15 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
         """Start an episode; creates a session unless ``session_id`` names one."""
         body = body or ResetRequest()
         out = service.reset(body.session_id, body.seed, body.options)
+        # Encoded here, not by FastAPI after the return, so that a reply that cannot be sent
+        # (an object JSON has no form for) still lets the service drop the session it made.
         try:
-            # Encoded here, not after the return: a session whose id never reaches its
-            # client must not stay behind (it would hold a --max-sessions slot until expiry).
             reply = ResetResponse(session_id=out["sid"], observation=to_jsonable(out["obs"]),
-                                  info=to_jsonable(out["info"]))
-            return Response(reply.model_dump_json(), media_type="application/json")
-        except Exception:
-            if body.session_id is None:
-                service.close(out["sid"])
+                                  info=to_jsonable(out["info"])).model_dump_json()
+        except (ValueError, TypeError):  # pydantic's ValidationError and SerializationError
+            service.reset_unsent(body.session_id, out["sid"])
             raise
+        return Response(reply, media_type="application/json")
 
     @api.post("/step", response_model=StepResponse,
               responses=error_responses(400, 404, 409, 413, 415, 422, 500))

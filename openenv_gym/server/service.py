@@ -143,6 +143,18 @@ class EnvService:
                 raise
         return {"sid": session.id, "obs": obs, "info": info}
 
+    def reset_unsent(self, requested: str | None, created: str) -> None:
+        """A reset's reply could not be sent (the env returned what the front cannot encode):
+        a session it created is closed, since its client never learns its id (it would hold
+        a ``max_sessions`` slot until it expired). Each front calls this on a failed send.
+
+        Args:
+            requested: The ``sid`` the reset asked for (None: the reset created one).
+            created: The ``sid`` in the unsent reply.
+        """
+        if requested is None:
+            self.sessions.close(created)
+
     def step(self, sid: str, action: Any) -> dict[str, Any]:
         """Step a session with an action (validated before the env sees it).
 

@@ -8,7 +8,7 @@ import pytest
 
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.envs.echo.env import EchoEnv
-from openenv_gym.errors import WorkerConnectionError, WorkerCrashedError
+from openenv_gym.errors import EnvServerError, WorkerConnectionError, WorkerCrashedError
 from openenv_gym.server.binary import BinaryServer
 from openenv_gym.server.service import EnvService
 
@@ -28,4 +28,23 @@ def test_closing_the_server_ends_open_connections(tmp_path: Path, kind: str) -> 
             client.request({"op": "health"})
     finally:
         client.drop()
+        service.shutdown()
+
+
+def test_a_reset_whose_reply_cannot_be_sent_leaves_no_session_behind() -> None:
+    # As over HTTP: the session was made before its reply failed to encode, and stayed,
+    # holding a max_sessions slot its client never learnt the id of.
+    from tests.server.test_http_encoding import OpaqueObservationEnv
+
+    service = EnvService(OpaqueObservationEnv, env_name="test", max_sessions=2, idle_timeout=None)
+    server = BinaryServer(service, "tcp://127.0.0.1:0")
+    client = BinaryClient(server.address, 5.0)
+    try:
+        for _ in range(3):  # more than max_sessions: none may stay behind to refuse the next
+            with pytest.raises(EnvServerError, match="cannot send"):
+                client.request({"op": "reset"})
+        assert len(service.sessions) == 0
+    finally:
+        client.drop()
+        server.close()
         service.shutdown()
