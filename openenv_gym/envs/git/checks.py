@@ -55,6 +55,7 @@ import shlex
 import shutil
 import stat
 import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from openenv_gym.envs._exec import ExecResult, Limits
@@ -62,7 +63,7 @@ from openenv_gym.envs._exec import ExecResult, Limits
 if TYPE_CHECKING:
     from openenv_gym.envs.git.tasks import Task
 
-__all__ = ["CHECKS", "CheckContext", "GIT_ENV", "REV_FIELDS", "pin_revs", "run_check"]
+__all__ = ["CHECKS", "CheckContext", "GIT_ENV", "REV_FIELDS", "pin_revs", "run_check", "run_checks"]
 
 _MARKERS = re.compile(rb"^(<{7} |={7}$|>{7} )", re.MULTILINE)
 
@@ -458,15 +459,20 @@ def _export(ctx: CheckContext, repo: str, rev: str, parent: str) -> str | None:
     the tree (to an ignored, untracked file of the worktree) fails the export: the tests
     would import code that is not in the commit."""
     commit = _commit(ctx, repo, rev)
-    objects = _out(ctx, repo, "rev-parse", "--path-format=absolute", "--git-path", "objects")
-    fmt = _out(ctx, repo, "rev-parse", "--show-object-format")
-    if not (commit and objects and fmt):
+    where = _out(ctx, repo, "rev-parse", "--path-format=absolute", "--git-path", "objects",
+                 "--show-object-format")
+    if not (commit and where and len(where.splitlines()) == 2):
         return None
+    objects, fmt = where.splitlines()
     git_dir, dest = os.path.join(parent, "git"), os.path.join(parent, "tree")
-    os.mkdir(dest)
-    init = ["git", "init", "-q", "--bare", "--template=", f"--object-format={fmt}", git_dir]
-    if ctx.run(init, cwd=parent, env=GIT_ENV).exit_code != 0:
-        return None
+    # The smallest git directory git accepts, written here rather than by `git init` (a
+    # process less per check): no config of the repository's, no hooks, its objects borrowed.
+    for folder in (dest, git_dir, os.path.join(git_dir, "refs")):
+        os.mkdir(folder)
+    Path(git_dir, "HEAD").write_text("ref: refs/heads/export\n")
+    Path(git_dir, "config").write_text(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = true\n" if fmt == "sha1" else
+        f"[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tobjectformat = {fmt}\n")
     env = {**GIT_ENV, "GIT_OBJECT_DIRECTORY": objects, "GIT_INDEX_FILE": os.path.join(parent, "index")}
     git = ["git", *_SAFE, "--git-dir", git_dir, "--work-tree", dest]
     for args in (["read-tree", commit], ["checkout-index", "-a"]):
@@ -589,23 +595,27 @@ def pin_revs(ctx: CheckContext, task: "Task") -> dict[tuple[str, str], str]:
 _TRACKING = re.compile(r"@\{(?:u|upstream|push)\}", re.IGNORECASE)
 
 
-def _branch_first(ctx: CheckContext, repo: str, rev: str) -> str:
+def _branch_first(ctx: CheckContext, repo: str, rev: str,
+                  branches: dict[str, frozenset[str]]) -> str:
     """``rev`` with a leading branch name spelled out (``main~1`` -> ``refs/heads/main~1``):
     ``git rev-parse main`` takes a tag (or ``.git/main``) named ``main`` over the branch, so
-    a tag the agent made would be judged in the branch's place."""
+    a tag the agent made would be judged in the branch's place. ``branches`` caches each
+    repo's branch names for one round of checks (one listing, not one git call per field)."""
     name = re.match(r"[^~^:@]*", rev).group()  # type: ignore[union-attr]
-    if _TRACKING.search(rev, len(name)):
+    if not name or name.startswith("refs/") or _TRACKING.search(rev, len(name)):
         # ``main@{upstream}``/``@{push}`` name another ref through the branch's config; git
         # reads the name there as a branch already, and ``refs/heads/main@{u}`` resolves
         # to nothing.
         return rev
-    if name and not name.startswith("refs/") and os.path.isdir(repo) \
-            and _ok(ctx, repo, "show-ref", "--verify", "-q", f"refs/heads/{name}"):
-        return f"refs/heads/{rev}"
-    return rev
+    if repo not in branches:
+        listing = _out(ctx, repo, "for-each-ref", "--format=%(refname:lstrip=2)",
+                       "refs/heads") if os.path.isdir(repo) else None
+        branches[repo] = frozenset((listing or "").splitlines())
+    return f"refs/heads/{rev}" if name in branches[repo] else rev
 
 
-def run_check(ctx: CheckContext, default_repo: str, kind: str, params: dict[str, Any]) -> bool:
+def run_check(ctx: CheckContext, default_repo: str, kind: str, params: dict[str, Any],
+              branches: dict[str, frozenset[str]] | None = None) -> bool:
     """Run one check; a malformed check or any error counts as failed, never raises.
 
     Args:
@@ -613,7 +623,10 @@ def run_check(ctx: CheckContext, default_repo: str, kind: str, params: dict[str,
         default_repo: The task's repo folder (relative to the workspace).
         kind: The check type.
         params: Its fields (``repo`` overrides the folder).
+        branches: Each repo's branch names, shared by the checks of one round (filled on
+            first use: see :func:`run_checks`).
     """
+    branches = {} if branches is None else branches
     params = dict(params)
     folder = params.pop("repo", default_repo)
     repo = os.path.join(ctx.work, folder)
@@ -626,7 +639,19 @@ def run_check(ctx: CheckContext, default_repo: str, kind: str, params: dict[str,
                     return False
                 params[field] = pinned
             elif field in REV_FIELDS and isinstance(value, str):
-                params[field] = _branch_first(ctx, repo, value)
+                params[field] = _branch_first(ctx, repo, value, branches)
         return bool(CHECKS[kind](ctx, repo, **params))
     except (TypeError, ValueError, OSError, re.error):
         return False
+
+
+def run_checks(ctx: CheckContext, default_repo: str,
+               checks: Sequence[tuple[str, dict[str, Any]]]) -> list[bool]:
+    """Run a task's checks as one round: :func:`run_check` each, with the repos' branch
+    names listed once for all of them (the checks change no ref).
+
+    Returns:
+        Whether each check passed, in order.
+    """
+    branches: dict[str, frozenset[str]] = {}
+    return [run_check(ctx, default_repo, kind, params, branches) for kind, params in checks]

@@ -26,7 +26,7 @@ from typing import Any
 
 from openenv_gym.envs._exec import ExecResult, Limits, check_output_limit, step_timeouts
 from openenv_gym.envs.base import Environment
-from openenv_gym.envs.git.checks import run_check
+from openenv_gym.envs.git.checks import run_checks
 from openenv_gym.envs.git.models import MAX_BRANCH, MAX_OUTPUT_TEXT, GitAction, GitObservation
 from openenv_gym.envs.git.tasks import Task, load_tasks
 from openenv_gym.envs.git.workspace import LIMITS, Workspace
@@ -151,12 +151,10 @@ class GitEnv(Environment):
     def _evaluate(self) -> tuple[float, int]:
         if self.task is None:
             return 0.0, 0
-        got, passed = 0.0, 0
-        for check in self.task.checks:
-            if run_check(self.workspace, self.task.repo, check.type, check.params):
-                got += check.weight
-                passed += 1
-        return got / self.task.total_weight, passed
+        results = run_checks(self.workspace, self.task.repo,
+                             [(check.type, check.params) for check in self.task.checks])
+        got = sum(check.weight for check, ok in zip(self.task.checks, results) if ok)
+        return got / self.task.total_weight, sum(results)
 
     def _observe(self, result: ExecResult, cwd: str | None = None) -> GitObservation:
         return GitObservation(
