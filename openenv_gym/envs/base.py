@@ -127,18 +127,18 @@ class Environment(gym.Env):
                 )
                 raise InvalidActionError(f"invalid {self.action_model.__name__}: {problems}") from None
         space = self.action_space
-        if (not self.enforce_action_bounds and isinstance(space, gym.spaces.Box)
-                and isinstance(raw, np.ndarray) and raw.dtype.kind in "fiu"
-                and raw.shape == space.shape and np.isfinite(raw).all()):
-            # The served env decides, as locally: it gets the array as sent, in its own dtype
-            # (a float64 action rounded to the space's float32 would change its dynamics).
-            return raw.copy()  # wire arrays are read-only views of the frame
-        value = from_wire(raw, self.action_space)
         if not self.enforce_action_bounds and isinstance(space, gym.spaces.Box):
+            # The served env decides, as locally: any finite array of the right shape, an
+            # array in its own dtype (a float64 action rounded to the space's float32 would
+            # change its dynamics; wire arrays are read-only views of the frame: copied), a
+            # JSON list in the space's.
+            value = raw.copy() if isinstance(raw, np.ndarray) and raw.dtype.kind in "fiu" \
+                else from_wire(raw, space)
             array = np.asarray(value)
-            if array.shape == space.shape and np.can_cast(array.dtype, space.dtype) \
-                    and np.isfinite(array).all():
+            if array.shape == space.shape and array.dtype.kind in "fiu" and np.isfinite(array).all():
                 return value
+        else:
+            value = from_wire(raw, space)
         if not space.contains(value):
             raise InvalidActionError(f"action {_short(raw)} is not in the action space {self.action_space}")
         return value
