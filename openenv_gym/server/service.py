@@ -96,6 +96,10 @@ class EnvService:
             "metadata": _plain(env.metadata),
             "render_mode": env.render_mode,
         }
+        if not env.enforce_action_bounds:
+            # The env takes a Box action in any float dtype as sent (Gym-v0): a vector client
+            # then keeps float64 rows out of the space's float32 action column.
+            spec["actions_as_sent"] = True
         if env.max_step_seconds is not None:
             spec["max_step_seconds"] = float(env.max_step_seconds)
         if getattr(env, "info_types", None):

@@ -202,6 +202,8 @@ class RemoteVectorEnv(VectorEnv):
         #: ``{env: (final_obs, final_info)}`` of the last step (``SAME_STEP``), for SB3.
         self.last_final: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._flat_action = is_flat(self.single_action_space)
+        self._actions_as_sent = isinstance(self.single_action_space, spaces.Box) \
+            and bool(spec.get("actions_as_sent"))
         self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
         self._bounds = [(g[0], g[-1] + 1) for g in self._pool.groups]
         # Infos the env declares (``info_types``) come in columns: their values for every env,
@@ -402,10 +404,11 @@ class RemoteVectorEnv(VectorEnv):
         if not isinstance(single, spaces.Box) and arr.dtype.kind not in "iub":
             # A column of integers would silently truncate 0.5 to 0: refuse, as contains() does.
             raise InvalidActionError(f"actions for {single} must be integers, got dtype {arr.dtype}")
-        if isinstance(single, spaces.Box) and arr.dtype != single.dtype and arr.dtype.kind in "fiu":
+        if self._actions_as_sent and arr.dtype != single.dtype and arr.dtype.kind in "fiu":
             # The column holds the space's dtype: float64 actions written there would reach
-            # the envs rounded to float32, where a local env gets them as they are. Such
-            # rows travel inline, in their own dtype.
+            # an env that takes them as sent (Gym-v0) rounded to float32, where a local env
+            # gets them as they are. Such rows travel inline, in their own dtype. Other envs
+            # cast every action to their space anyway: the column serves them.
             return [row for row in arr]
         return arr
 

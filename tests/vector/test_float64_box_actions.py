@@ -35,3 +35,27 @@ def test_float64_actions_match_sync_vector_env(shared_memory: bool, mode: Autore
     finally:
         ours.close()
         local.close()
+
+
+def test_an_env_that_casts_its_actions_keeps_float64_rows_on_the_column() -> None:
+    # FinRL casts every action to its float32 space (and checks the bounds there): float64
+    # rows need not travel inline, and reach it exactly as the same rows in float32 would.
+    envs = gym.make_vec("OpenEnv/FinRL-v0", 2, provider="process", split="train")
+    gym_v0 = gym.make_vec("OpenEnv/Gym-v0", 2, env_id="MountainCarContinuous-v0", provider="process")
+    try:
+        assert "actions_as_sent" not in envs.remote_spec and gym_v0.remote_spec["actions_as_sent"]
+        rows = np.random.default_rng(0).uniform(-1, 1, size=(2, 20))
+        assert isinstance(envs._action_batch(rows), np.ndarray)  # the column, not a list of rows
+        assert isinstance(gym_v0._action_batch(rows[:, :1]), list)
+        envs.reset(seed=3)
+        wide = [envs.step(rows)[:4] for _ in range(3)]
+        envs.reset(seed=3)
+        narrow = [envs.step(rows.astype(np.float32))[:4] for _ in range(3)]
+        for a, b in zip(wide, narrow):
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(x, y)
+        with pytest.raises(InvalidActionError, match="env 0"):
+            envs.step(np.full((2, 20), 1.5))  # out of bounds, refused as before
+    finally:
+        envs.close()
+        gym_v0.close()
