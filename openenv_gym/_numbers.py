@@ -1,13 +1,17 @@
-"""Checks of numeric arguments, shared by every constructor that takes them.
+"""Checks of numeric and on/off arguments, shared by every constructor that takes them.
 
-Both accept numpy's scalars (``np.int64(5)`` is what ``rng.integers`` and array indexing give)
-and refuse ``bool`` (``True`` is an ``int`` to Python, never a count or a duration).
+All accept numpy's scalars (``np.int64(5)`` is what ``rng.integers`` and array indexing give);
+the numeric ones refuse ``bool`` (``True`` is an ``int`` to Python, never a count or a
+duration), and :func:`is_flag` refuses anything else (``bool("False")`` is True: a string
+from a config file would flip the flag).
 
 Example:
     >>> import numpy as np
     >>> is_int(np.int64(3), 1), is_int(True, 0), is_int(2.0, 1)
     (True, False, False)
     >>> is_finite(np.float32(0.5)), is_finite(float("nan")), is_finite("1")
+    (True, False, False)
+    >>> is_flag(np.bool_(True)), is_flag("False"), is_flag(0)
     (True, False, False)
 """
 
@@ -17,7 +21,9 @@ import math
 import numbers
 from typing import Any
 
-__all__ = ["is_finite", "is_int"]
+import numpy as np
+
+__all__ = ["is_finite", "is_flag", "is_int"]
 
 
 def is_int(value: Any, low: int | None = None, high: int | None = None) -> bool:
@@ -39,3 +45,12 @@ def is_finite(value: Any) -> bool:
         value: What the caller passed.
     """
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def is_flag(value: Any) -> bool:
+    """Whether ``value`` is ``True`` or ``False`` (numpy's ``np.bool_`` too).
+
+    Args:
+        value: What the caller passed.
+    """
+    return isinstance(value, (bool, np.bool_))

@@ -103,6 +103,10 @@ def test_bad_arguments_are_named() -> None:
         AtariEnv(game="pong", mode=99)
     with pytest.raises(InvalidRequestError, match=r"difficulty=9.*difficulties \[0, 1, 2, 3\]"):
         AtariEnv(game="pong", difficulty=9)
+    # bool("False") is True: a string from a config file would turn preprocessing on.
+    for flag in ("preprocess", "full_action_space", "clip_rewards"):
+        with pytest.raises(InvalidRequestError, match=f"{flag} must be True or False, got 'False'"):
+            AtariEnv(game="pong", **{flag: "False"})
 
 
 def test_stochastic_frameskip_and_the_served_env_s_methods_reach_the_trainer() -> None:

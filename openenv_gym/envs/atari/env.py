@@ -22,7 +22,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from openenv_gym._numbers import is_int
+from openenv_gym._numbers import is_flag, is_int
 from openenv_gym.envs.atari.games import rom_id
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError
@@ -57,6 +57,11 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
         frameskip = tuple(frameskip)
     if isinstance(screen_size, list):
         screen_size = tuple(screen_size)
+    for flag, value in (("full_action_space", full_action_space), ("preprocess", preprocess),
+                        ("terminal_on_life_loss", terminal_on_life_loss),
+                        ("clip_rewards", clip_rewards), ("grayscale_newaxis", grayscale_newaxis)):
+        if not is_flag(value):
+            raise InvalidRequestError(f"{flag} must be True or False, got {value!r}")
     if frame_stack < 1:
         raise InvalidRequestError(f"frame_stack must be >= 1, got {frame_stack}")
     if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1

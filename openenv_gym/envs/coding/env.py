@@ -34,9 +34,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-import numpy as np
-
-from openenv_gym._numbers import is_finite, is_int
+from openenv_gym._numbers import is_finite, is_flag, is_int
 from openenv_gym.envs._exec import ExecResult, Limits, check_output_limit, step_timeouts
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.coding.grader import grade
@@ -103,8 +101,7 @@ class CodingEnv(Environment):
             raise ValueError(f"memory_mb must be a whole number of MiB >= 1, got {memory_mb!r}")
         for flag, value in (("persistent", persistent), ("confine", confine),
                             ("show_failed_checks", show_failed_checks)):
-            if not isinstance(value, (bool, np.bool_)):
-                # bool("False") is True: a string from a config file would flip the flag.
+            if not is_flag(value):
                 raise ValueError(f"{flag} must be True or False, got {value!r}")
         check_output_limit(output_limit, MAX_OUTPUT_TEXT)
         self.step_timeout, self.max_timeout = step_timeouts(step_timeout, max_timeout)

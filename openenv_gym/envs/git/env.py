@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from openenv_gym._numbers import is_flag
 from openenv_gym.envs._exec import ExecResult, Limits, check_output_limit, step_timeouts
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.git.checks import run_checks
@@ -69,6 +70,9 @@ class GitEnv(Environment):
         if task is not None and (not isinstance(task, str) or (task != SUITE and task not in self.tasks)):
             raise ValueError(f"unknown git task {task!r}; use None (free-form), {SUITE!r} or one "
                              f"of: {', '.join(self.tasks)}")
+        for flag, value in (("shaping", shaping), ("confine", confine)):
+            if not is_flag(value):
+                raise ValueError(f"{flag} must be True or False, got {value!r}")
         self.step_timeout, self.max_timeout = step_timeouts(step_timeout, max_timeout)
         self.max_step_seconds = self.max_timeout
         check_output_limit(output_limit, MAX_OUTPUT_TEXT)
