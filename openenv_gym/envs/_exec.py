@@ -144,18 +144,6 @@ class Limits:
             out["processes"] += _user_process_count()
         return out
 
-    def apply(self, values: Mapping[str, int] | None = None) -> None:
-        """Set the limits on the calling process (run this inside the child).
-
-        Args:
-            values: What :meth:`resolved` returned in the parent (default: resolve here).
-        """
-        for name, value in (values if values is not None else self.resolved()).items():
-            which = _RLIMITS[name]
-            _, hard = resource.getrlimit(which)
-            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            resource.setrlimit(which, (value, value))
-
     def shell_prefix(self) -> str:
         """A bash ``ulimit`` command that applies the limits to the shell and its children."""
         parts = []
