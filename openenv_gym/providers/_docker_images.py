@@ -51,6 +51,7 @@ from urllib.parse import unquote, urlparse
 
 from openenv_gym.catalog import ENTRY_POINT_GROUP, EnvInfo
 from openenv_gym.errors import ProviderUnavailableError
+from openenv_gym.providers._docker_owner import LABEL_PROJECT
 
 __all__ = [
     "BuildResult", "DEFAULT_BASE_IMAGE", "IMAGE_REPO", "PYTHON_VERSION", "base_candidates",
@@ -64,7 +65,6 @@ DEFAULT_BASE_IMAGE = "python:3.11-slim"
 PYTHON_VERSION = "3.11"
 #: Repository prefix of env images: ``openenv-gym/<env>:<hash>``.
 IMAGE_REPO = "openenv-gym"
-PROJECT_LABEL = "openenv-gym.project"
 
 Progress = Callable[[str], None]
 
@@ -638,7 +638,7 @@ def _docker_build(client: Any, ctx: str, tag: str, base: str, env: str, no_cache
                   progress: Progress) -> None:
     # The classic builder (docker-py's API) builds FROM a local tag without any pull attempt.
     stream = client.api.build(path=ctx, tag=tag, buildargs={"BASE_IMAGE": base, "ENV_NAME": env},
-                              labels={PROJECT_LABEL: "1"}, rm=True, forcerm=True, pull=False,
+                              labels={LABEL_PROJECT: "1"}, rm=True, forcerm=True, pull=False,
                               nocache=no_cache, decode=True)
     tail: list[str] = []
     for chunk in stream:
