@@ -78,7 +78,7 @@ class ServerHost:
         """
         if self.isolation == "docker":
             return self._start_container()
-        from openenv_gym.providers._runtime import remove_orphaned_folders, worker_environ
+        from openenv_gym.providers._runtime import MAX_SOCKET_PATH, remove_orphaned_folders, worker_environ
 
         # A private folder for the Unix socket, named by this actor's pid: Ray kills an
         # actor's children with it, so a lost actor's server cannot remove it; the next
@@ -86,9 +86,10 @@ class ServerHost:
         remove_orphaned_folders(tempfile.gettempdir(), _FOLDER_PREFIX)
         self.folder = tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
         sock = os.path.join(self.folder, "worker.sock")
-        # A socket path longer than the kernel takes (108 bytes; a long TMPDIR) would fail
-        # the bind and so the worker: serve TCP alone then.
-        unix = ["--unix", sock, "--owner-dir", self.folder] if len(sock.encode()) < 100 else []
+        # A socket path longer than the kernel takes (a long TMPDIR) would fail the bind and
+        # so the worker: serve TCP alone then.
+        unix = (["--unix", sock, "--owner-dir", self.folder]
+                if len(os.fsencode(sock)) <= MAX_SOCKET_PATH else [])
         cmd = [sys.executable, "-m", "openenv_gym.server", self.env, *unix, "--tcp-port", "0",
                "--host", self.host, "--env-kwargs", self.kwargs_json,
                "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
