@@ -20,9 +20,7 @@ from __future__ import annotations
 import json
 import os
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import weakref
 from typing import Any, Callable
 
@@ -77,10 +75,14 @@ def attach_address(base_url: str, timeout: float = 10.0) -> str:
                                   f"'http://127.0.0.1:8000', or a worker's binary address as "
                                   f"`openenv-gym ps` prints it ('unix:///...'), got {base_url!r}")
     url = base_url.rstrip("/") + "/health"
+    # Only an attach needs HTTP: urllib.request pulls in ssl, http.client and email (~6 ms).
+    from urllib.error import URLError
+    from urllib.request import urlopen
+
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (user's own server)
+        with urlopen(url, timeout=timeout) as resp:  # noqa: S310 (user's own server)
             health = json.load(resp)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (URLError, OSError, ValueError) as exc:
         raise WorkerConnectionError(f"no openenv_gym server answers at {base_url}: {exc}; start one "
                                     "with `openenv-gym serve ENV --port N`") from None
     address = health.get("binary")
