@@ -6,8 +6,9 @@ vector env's per-env calls, the SB3 adapter, TRL's :class:`~openenv_gym.trl.Epis
 vocabulary of the protocol is written down once on each side. A request is a plain dict:
 msgpack carries it as it is. Values must already be in wire form (``to_wire``).
 
-The vector env's step does not use these: it goes through a slice's shared buffer
-(:mod:`openenv_gym.protocol.slices`).
+The vector env's step goes through a slice (:func:`slice_open`, :func:`slice_step`): its
+commands, actions and results sit in a shared buffer laid out by
+:mod:`openenv_gym.protocol.slices`, and the request only says "run them".
 
 Example:
     >>> step("s1", {"message": "hi"})
@@ -22,7 +23,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-__all__ = ["call", "close", "get_attr", "render", "reset", "set_attr", "spec", "state", "step", "web"]
+__all__ = ["batch", "call", "close", "get_attr", "render", "reset", "set_attr",
+           "slice_open", "slice_step", "spec", "state", "step", "web"]
 
 Request = dict[str, Any]
 
@@ -79,3 +81,24 @@ def set_attr(sid: str, name: str, value: Any) -> Request:
 def web(known: str | None = None) -> Request:
     """Ask for what the live web view shows; ``known`` is the version already shown."""
     return {"op": "web", "known": known}
+
+
+def batch(calls: Sequence[Request]) -> Request:
+    """Run ``calls`` (requests of this module) one after the other; one reply holds theirs."""
+    return {"op": "batch", "calls": list(calls)}
+
+
+def slice_open(n: int, size: int | None = None) -> Request:
+    """Start ``n`` sessions as one slice. With ``size``, the request carries a shared-memory
+    descriptor of that many bytes (the buffer's layout: :mod:`openenv_gym.protocol.slices`);
+    without, the columns travel in the messages (a worker over TCP)."""
+    request: Request = {"op": "slice_open", "n": n}
+    if size is not None:
+        request["size"] = size
+    return request
+
+
+def slice_step(slice_id: str, **extra: Any) -> Request:
+    """Run the commands in slice ``slice_id``'s ``cmd`` column; ``extra`` holds what has no
+    column (``seeds``, ``options``, inline ``actions``; over TCP the columns themselves)."""
+    return {"op": "slice_step", "slice": slice_id, **extra}

@@ -77,7 +77,6 @@ class EnvService:
             "batch": lambda r: {"results": [self.handle(c) for c in _calls(r)]},
             "slice_open": lambda r: self.open_slice(r.get("n"), r.get(_FD), r.get("size")),
             "slice_step": lambda r: self._slice(r).step(r),
-            "slice_close": lambda r: self.close_slice(_field(r, "slice")),
             "web": lambda r: {"web": self.web(r.get("known"))},
         }
 
@@ -247,14 +246,6 @@ class EnvService:
                                       f"this worker needs {piece.layout.size} (different spaces or versions)")
         self.slices[piece.id] = piece
         return {"slice": piece.id, "sids": [s.id for s in piece.sessions], "size": piece.layout.size}
-
-    def close_slice(self, slice_id: str) -> dict[str, Any]:
-        """Close a slice and its sessions."""
-        piece = self.slices.pop(slice_id, None)
-        if piece is None:
-            raise InvalidRequestError(f"no slice {slice_id!r}")
-        piece.close(self)
-        return {"closed": slice_id}
 
     def _slice(self, request: dict[str, Any]) -> VectorSlice:
         piece = self.slices.get(request.get("slice"))  # type: ignore[arg-type]

@@ -27,6 +27,7 @@ import math
 from typing import Any, Callable, Union
 
 from openenv_gym.client.transport import BinaryClient
+from openenv_gym.protocol import ops
 from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
 from openenv_gym.providers.base import Provider, Worker, naming_fd_limit, stop_when_dropped
@@ -137,7 +138,7 @@ class WorkerPool:
             Worker index -> its sub-replies (each ``{"ok": ..., ...}``, in order), or a
             :class:`WorkerFailure` when the worker crashed, hung or is unreachable.
         """
-        self._send_each(list(calls), lambda w: self.clients[w].send({"op": "batch", "calls": calls[w]}, timeout))
+        self._send_each(list(calls), lambda w: self.clients[w].send(ops.batch(calls[w]), timeout))
         return self._gather(list(calls), lambda w: self.clients[w].receive()["results"],
                             lambda w, error: [{"ok": False, "error": error}] * len(calls[w]))
 

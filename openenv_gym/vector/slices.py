@@ -31,6 +31,7 @@ from gymnasium import spaces
 
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import ProtocolError
+from openenv_gym.protocol import ops
 from openenv_gym.protocol.slices import SliceLayout, create_shared
 from openenv_gym.protocol.wire import encode
 
@@ -59,12 +60,12 @@ class RemoteSlice:
         if self.shared:
             fd, self._buffer = create_shared(self.layout.size)
             try:
-                reply = client.request({"op": "slice_open", "n": n, "size": self.layout.size}, fds=(fd,))
+                reply = client.request(ops.slice_open(n, self.layout.size), fds=(fd,))
             finally:
                 os.close(fd)  # the worker holds its own copy now
         else:
             self._buffer = bytearray(self.layout.size)
-            reply = client.request({"op": "slice_open", "n": n})
+            reply = client.request(ops.slice_open(n))
         if reply.get("size") != self.layout.size:
             raise ProtocolError(f"slice layout mismatch with the worker at {client.address}: "
                                 f"{reply.get('size')} bytes there, {self.layout.size} here")
@@ -79,7 +80,7 @@ class RemoteSlice:
         #: The one command the ``cmd`` column holds for every env, when the trainer wrote one
         #: (None: not known, e.g. a fresh slice), so a run of plain steps writes it once.
         self.uniform_cmd: int | None = None
-        self._step_frame = encode({"op": "slice_step", "slice": self.id})
+        self._step_frame = encode(ops.slice_step(self.id))
 
     def frame(self, extra: dict[str, Any] | None = None) -> bytes:
         """The ``slice_step`` frame asking the worker to run the commands now in the ``cmd``
@@ -94,7 +95,7 @@ class RemoteSlice:
         """
         if self.shared and not extra:
             return self._step_frame
-        message: dict[str, Any] = {"op": "slice_step", "slice": self.id, **(extra or {})}
+        message: dict[str, Any] = ops.slice_step(self.id, **(extra or {}))
         if not self.shared:
             message["cmd"] = self.columns["cmd"]
             if "action" in self.columns:
