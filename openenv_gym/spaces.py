@@ -167,7 +167,9 @@ def space_from_dict(d: dict[str, Any]) -> spaces.Space:
     if kind == "Text":
         return spaces.Text(d["max_length"], min_length=d["min_length"], charset=d["charset"])
     if kind == "Dict":
-        return spaces.Dict({k: space_from_dict(s) for k, s in d["spaces"].items()})
+        # Pairs, not a mapping: gymnasium sorts a mapping's keys, while the served space's
+        # order (an env may build its Dict from pairs) decides sampling and flattening.
+        return spaces.Dict([(k, space_from_dict(s)) for k, s in d["spaces"].items()])
     if kind == "Tuple":
         return spaces.Tuple([space_from_dict(s) for s in d["spaces"]])
     raise ValueError(f"unknown space type {kind!r} in spec")

@@ -66,3 +66,18 @@ def test_model_space_rejects_unmapped_types() -> None:
 
     with pytest.raises(TypeError, match="B.items"):
         model_space(B)
+
+
+def test_dict_space_keeps_the_served_key_order() -> None:
+    # A Dict built from pairs keeps its order (gymnasium sorts only a mapping's keys); that
+    # order decides seeded sampling and flattening, so the client's copy must keep it.
+    served = spaces.Dict([("vel", spaces.Box(-1, 1, (2,), np.float32)), ("pos", spaces.Discrete(3)),
+                          ("inner", spaces.Dict([("z", spaces.Discrete(2)), ("a", spaces.Discrete(5))]))])
+    rebuilt = space_from_dict(space_to_dict(served))
+    assert list(rebuilt.spaces) == ["vel", "pos", "inner"]
+    assert list(rebuilt["inner"].spaces) == ["z", "a"]
+    served.seed(7)
+    rebuilt.seed(7)
+    for _ in range(3):
+        a, b = served.sample(), rebuilt.sample()
+        np.testing.assert_array_equal(spaces.flatten(served, a), spaces.flatten(rebuilt, b))
