@@ -42,6 +42,31 @@ _SOCKET_NAME = "worker.sock"
 
 _reaped: list[bool] = []
 
+#: Trainer variables that pick numeric kernels or hashing: OpenBLAS's core type and threads,
+#: MKL's and OpenMP's, numpy's CPU features, Python's hash seed. A process worker inherits
+#: them with the trainer's environment; a container gets them too, or the same seed and
+#: actions can give results that differ in their last bits between the two providers
+#: (``OPENBLAS_CORETYPE=Haswell`` on the host, SkylakeX kernels in the container).
+NUMERICS_ENV = (("OPENBLAS_", "MKL_", "OMP_", "NPY_"), ("PYTHONHASHSEED",))
+
+
+def with_numerics_environment(options: dict[str, Any],
+                              environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``options`` with the trainer's :data:`NUMERICS_ENV` variables in its ``environment``
+    (those the caller's ``environment`` sets win)."""
+    environ = os.environ if environ is None else environ
+    prefixes, names = NUMERICS_ENV
+    inherited = {k: v for k, v in environ.items() if k.startswith(prefixes) or k in names}
+    if not inherited:
+        return options
+    given = options.get("environment") or {}
+    if isinstance(given, Mapping):
+        options["environment"] = {**inherited, **given}
+    else:  # docker-py's other form: ["NAME=value", ...]
+        named = {str(item).split("=", 1)[0] for item in given}
+        options["environment"] = [f"{k}={v}" for k, v in inherited.items() if k not in named] + list(given)
+    return options
+
 
 def _check_utf8(folder: str) -> None:
     # The engine's API is JSON: a bind-mount source that is not UTF-8 arrives mangled, and the
@@ -316,7 +341,10 @@ class DockerProvider(Provider):
 
     def run_options(self, info: EnvInfo) -> dict[str, Any]:
         """The ``containers.run`` options for ``info``: defaults < env overrides < call overrides."""
-        return container_options(info.container_options, self.container_options)
+        options = container_options(info.container_options, self.container_options)
+        if (self.container_options or {}).get("environment", ...) is None:
+            return options  # the caller removed the environment (``None``): add nothing
+        return with_numerics_environment(options)
 
     def start(self, env: str, n: int = 1, env_kwargs: dict[str, Any] | None = None,
               pool: str | None = None) -> list[Worker]:
