@@ -402,8 +402,13 @@ class RemoteVectorEnv(VectorEnv):
             raise InvalidRequestError(f"got {1 if arr.ndim == 0 else len(arr)} actions for "
                                       f"{self.num_envs} envs")
         if not isinstance(single, spaces.Box) and arr.dtype.kind not in "iub":
-            # A column of integers would silently truncate 0.5 to 0: refuse, as contains() does.
-            raise InvalidActionError(f"actions for {single} must be integers, got dtype {arr.dtype}")
+            if isinstance(single, spaces.MultiBinary) and arr.dtype.kind == "f" and np.isin(arr, (0, 1)).all():
+                # MultiBinary.contains takes floats 0./1. (SB3's Bernoulli policies send
+                # float32), as a local env does: the column holds them exactly.
+                arr = arr.astype(single.dtype)
+            else:
+                # A column of integers would silently truncate 0.5 to 0: refuse, as contains() does.
+                raise InvalidActionError(f"actions for {single} must be integers, got dtype {arr.dtype}")
         if self._actions_as_sent and arr.dtype != single.dtype and arr.dtype.kind in "fiu":
             # The column holds the space's dtype: float64 actions written there would reach
             # an env that takes them as sent (Gym-v0) rounded to float32, where a local env
