@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -70,6 +70,10 @@ class RemoteVecEnv(VecEnv):
             max_episode_steps=max_episode_steps, render_mode=render_mode, **env_kwargs)
         self._render_mode = render_mode
         super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
+        # SB3's VecEnv keeps only ``render_modes``; DummyVecEnv's and SubprocVecEnv's users
+        # (VecVideoRecorder's ``render_fps``) read the sub-envs' metadata: keep the served env's.
+        served = {k: v for k, v in self.venv.metadata.items() if k != "autoreset_mode"}
+        self.metadata = {**served, **self.metadata}
         self._actions: Any = None
 
     @property
@@ -88,12 +92,14 @@ class RemoteVecEnv(VecEnv):
             for i, opts in enumerate(self._options):
                 mask = np.zeros(self.num_envs, dtype=np.bool_)
                 mask[i] = True
-                obs, infos = self.venv.reset(seed=self._seeds, options={**opts, "reset_mask": mask})
-                reset_infos.append(_split_infos(infos, self.num_envs)[i])
+                obs, _ = self.venv.reset(seed=self._seeds, options={**opts, "reset_mask": mask})
+                reset_infos.append(dict(self.venv.last_env_infos[i]))
             self.reset_infos = reset_infos
         else:
-            obs, infos = self.venv.reset(seed=self._seeds, options=options or None)
-            self.reset_infos = _split_infos(infos, self.num_envs)
+            obs, _ = self.venv.reset(seed=self._seeds, options=options or None)
+            # Each env's own reset info, as its autoreset infos are (and DummyVecEnv's): not the
+            # batched dict split again, which drops "_"-prefixed keys and turns values into numpy's.
+            self.reset_infos = [dict(info) for info in self.venv.last_env_infos]
         self._reset_seeds()
         self._reset_options()
         return obs
@@ -161,19 +167,3 @@ def _same_options(a: dict[str, Any], b: dict[str, Any]) -> bool:
         return bool(a == b)
     except ValueError:  # numpy arrays inside: reset env by env
         return False
-
-
-def _split_infos(infos: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """Gymnasium's batched info dict -> SB3's list of per-env dicts."""
-    out: list[dict[str, Any]] = [{} for _ in range(n)]
-    for key, value in infos.items():
-        if key.startswith("_"):
-            continue
-        mask = infos.get(f"_{key}")
-        for i in _where(mask, n):
-            out[i][key] = _split_infos(value, n)[i] if isinstance(value, dict) else value[i]
-    return out
-
-
-def _where(mask: Any, n: int) -> Iterable[int]:
-    return range(n) if mask is None else (i for i in range(n) if mask[i])
