@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, Callable, Union
 
 from openenv_gym.client.transport import BinaryClient
@@ -89,6 +90,11 @@ class WorkerPool:
         self.slices: list[RemoteSlice] = []
         self._slice_args: tuple[Any, ...] = ()
         self._send_failed: dict[int, WorkerFailure] = {}
+        #: Held while a thread sends to or reads from the workers' connections: close() from
+        #: another thread wakes that thread (interrupt) and waits for it to let go of them,
+        #: instead of closing descriptors it is polling (whose numbers the next socket opened,
+        #: e.g. the Docker engine's, takes over) and emptying the slices it is reading.
+        self._io = threading.RLock()
 
     def set_timeout(self, seconds: float) -> None:
         """Let every worker take up to ``seconds`` per exchange from now on."""
@@ -164,39 +170,41 @@ class WorkerPool:
     def _send_each(self, workers: list[int], send: Callable[[int], None]) -> None:
         """``send(w)`` for each worker; a failed worker is remembered for :meth:`_gather`, and an
         interrupt drops every connection a request may have gone out on."""
-        try:
-            for w in workers:
-                try:
-                    send(w)
-                except (WorkerError, OSError) as exc:
-                    self._send_failed[w] = WorkerFailure(w, exc)
-        except BaseException:
-            self._interrupted(workers)
-            raise
+        with self._io:
+            try:
+                for w in workers:
+                    try:
+                        send(w)
+                    except (WorkerError, OSError) as exc:
+                        self._send_failed[w] = WorkerFailure(w, exc)
+            except BaseException:
+                self._interrupted(workers)
+                raise
 
     def _gather(self, workers: list[int], read: Callable[[int], Any],
                 refused: Callable[[int, dict[str, Any]], Any]) -> dict[int, Any]:
         """Read each worker's reply; a failed worker becomes a :class:`WorkerFailure`, never an
         exception, so every other reply is still read and every connection stays in frame."""
-        failed, self._send_failed = self._send_failed, {}
-        out: dict[int, Any] = {}
-        try:
-            for w in workers:
-                if w in failed:
-                    out[w] = failed[w]
-                    continue
-                try:
-                    out[w] = read(w)
-                except (WorkerError, ProtocolError, OSError) as exc:
-                    out[w] = WorkerFailure(w, exc)
-                except OpenEnvError as exc:
-                    # The worker refused the whole message (e.g. a reply the wire cannot carry):
-                    # it is alive and in frame, so each of its envs gets that error.
-                    out[w] = refused(w, error_to_wire(exc))
-        except BaseException:
-            self._interrupted([w for w in workers if w not in out])
-            raise
-        return out
+        with self._io:
+            failed, self._send_failed = self._send_failed, {}
+            out: dict[int, Any] = {}
+            try:
+                for w in workers:
+                    if w in failed:
+                        out[w] = failed[w]
+                        continue
+                    try:
+                        out[w] = read(w)
+                    except (WorkerError, ProtocolError, OSError) as exc:
+                        out[w] = WorkerFailure(w, exc)
+                    except OpenEnvError as exc:
+                        # The worker refused the whole message (e.g. a reply the wire cannot
+                        # carry): it is alive and in frame, so each of its envs gets that error.
+                        out[w] = refused(w, error_to_wire(exc))
+            except BaseException:
+                self._interrupted([w for w in workers if w not in out])
+                raise
+            return out
 
     def _interrupted(self, workers: list[int]) -> None:
         """An exchange was cut short (Ctrl-C): the replies still due from ``workers`` would be
@@ -225,11 +233,19 @@ class WorkerPool:
         return f"{text}\nlast worker log lines:\n{tail}" if tail else text
 
     def close(self) -> None:
-        """Drop every connection and stop every worker (safe to call twice)."""
-        for piece in self.slices:
-            piece.release()
+        """Drop every connection and stop every worker (safe to call twice, and from another
+        thread while an exchange is in flight: that exchange ends at once, each worker failed)."""
         for client in self.clients:
-            client.drop()
-        self.slices = []
+            client.interrupt()  # a read or send in flight on another thread fails now
+        held = self._io.acquire(timeout=10.0)  # ... and lets go of the connections
+        try:
+            for piece in self.slices:
+                piece.release()
+            for client in self.clients:
+                client.drop()
+            self.slices = []
+        finally:
+            if held:
+                self._io.release()
         self._stop_workers()
         self.workers, self.clients = [], []
