@@ -30,6 +30,7 @@ Example (skipped by doctest: it needs a Docker engine, and a first build needs P
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -37,6 +38,7 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -46,7 +48,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import unquote, urlparse
 
 from openenv_gym.catalog import ENTRY_POINT_GROUP, EnvInfo
@@ -351,7 +353,7 @@ def _build_wheel(what: str, root: Path, files: list[Path], target: Path,
     """The folder ``target`` holding the wheel of the project ``files`` under ``root``."""
     def fill(tmp: Path) -> None:
         progress(f"building the {what} wheel")
-        with tempfile.TemporaryDirectory(prefix="openenv-gym-src-") as stage:
+        with _scratch() as scratch, tempfile.TemporaryDirectory(prefix="src-", dir=scratch) as stage:
             # A staged copy keeps build/ and egg-info churn out of the user's folder.
             for path in files:
                 dest = Path(stage) / path.relative_to(root)
@@ -614,7 +616,7 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
         own = [_build_self_wheel(src, progress)]
         if plugin:  # a plugin's wheel joins openenv_gym's: the Dockerfile installs both
             own.append(_plugin_wheel(info, plugin, progress))
-        with tempfile.TemporaryDirectory(prefix="openenv-gym-ctx-") as ctx:
+        with _scratch() as scratch, tempfile.TemporaryDirectory(prefix="ctx-", dir=scratch) as ctx:
             shutil.copy2(_dockerfile(), Path(ctx) / "Dockerfile")
             _link_tree(deps, Path(ctx) / "deps")
             for folder in own:
@@ -623,6 +625,24 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
         image = client.images.get(tag)
         return BuildResult(info.name, tag, image.attrs.get("Size", 0),
                            time.monotonic() - started, True)
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[str]:
+    """A folder of this process's in the runtime folder (``<pid>-build-<id>``, with its owner
+    file) for a build's scratch copies: the build context (wheels, ~25 MB to hundreds) and
+    the staged source. A trainer killed mid-build (SIGKILL, or SIGTERM, which Python does not
+    turn into an exception) leaves it to the sweep of dead owners' folders, where a
+    ``$TMPDIR/openenv-gym-ctx-*`` folder stayed for good."""
+    from openenv_gym.providers._runtime import make_owned_folder, remove_folder, runtime_dir
+
+    # A folder per build: two threads may build images at once.
+    folder = os.path.join(runtime_dir(), f"{os.getpid()}-build-{secrets.token_hex(4)}")
+    make_owned_folder(folder)
+    try:
+        yield folder
+    finally:
+        remove_folder(folder)
 
 
 def _link_tree(src: Path, dest: Path) -> None:
