@@ -388,6 +388,11 @@ class EnvPool:
         executor = getattr(self, "_executor", None)
         if executor is not None:
             executor.shutdown(wait=True)
+        lanes = getattr(self, "_lanes", None)
+        while lanes is not None and not lanes.empty():
+            # Each lane's connection now, not when the garbage collector gets to it (an
+            # Episode and its pool refer to each other): 50 pools made and closed held 26 fds.
+            lanes.get_nowait()._client.drop()
         if getattr(self, "workers", None):
             self._stop_workers()
             self.workers = []

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import os
 
 import pytest
 
@@ -135,3 +137,20 @@ def test_env_kwargs_reach_the_env_for_names_the_pool_takes_itself() -> None:
         EnvPool("echo", num_workers=1, provider="process", step_timeout=-1)
     with pytest.raises(ValueError, match="max_steps given both as keyword and in env_kwargs"):
         EnvPool("echo", num_workers=1, provider="process", max_steps=2, env_kwargs={"max_steps": 3})
+
+
+def test_close_releases_every_lane_s_connection() -> None:
+    # Without the garbage collector: an Episode and its pool refer to each other, so their
+    # sockets stayed open after close() until a collection ran.
+    with EnvPool("echo", num_workers=1, provider="process"):
+        pass  # what the first pool starts for good (the provider's fork server)
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(3):
+            with EnvPool("echo", num_workers=2, provider="process", concurrency=2) as pool:
+                pool.run([EpisodeJob([{"message": "hi"}])] * 4)
+        assert len(os.listdir("/proc/self/fd")) <= before
+    finally:
+        gc.enable()
