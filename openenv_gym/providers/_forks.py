@@ -231,9 +231,11 @@ class ForkedProcess:
             # The pidfd stays open until this object goes: closing it here could let another
             # thread, polling it right now, poll whatever file reuses the number.
 
-    def __del__(self) -> None:
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        # os.close bound at definition: at interpreter exit the module's globals may already
+        # be gone (a forked child ending with sys.exit printed "Exception ignored" per worker).
         if getattr(self, "_pidfd", None) is not None:
-            os.close(self._pidfd)  # type: ignore[arg-type]
+            _close(self._pidfd)  # type: ignore[arg-type]
             self._pidfd = None
 
 
