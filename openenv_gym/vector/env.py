@@ -335,8 +335,17 @@ class RemoteVectorEnv(VectorEnv):
         Returns:
             Batched observations, rewards, terminations, truncations and infos.
         """
-        self.step_async(actions)
-        return self.step_wait()
+        already = self._pending
+        try:
+            self.step_async(actions)
+            return self.step_wait()
+        except BaseException:
+            if already is None and self._pending is not None:
+                # Cut short (Ctrl-C) after sending, before step_wait took the exchange: its
+                # replies would answer the next requests. Forget it, as step_wait would.
+                self.pool._interrupted(self._pending[1])
+                self._out_of_sync()
+            raise
 
     def step_async(self, actions: Any) -> None:
         """Send each worker the actions of its envs (one message per worker), without waiting.

@@ -119,6 +119,32 @@ def test_ctrl_c_mid_step_asks_for_a_reset_and_leaves_every_worker_in_frame(provi
         envs.close()
 
 
+def test_ctrl_c_between_sending_and_reading_asks_for_a_reset() -> None:
+    # The interrupt lands after step_async sent the actions, before step_wait took the
+    # exchange (here made to happen every time): the next step() said "step_async called
+    # twice", and the unread replies would have answered later requests.
+    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=1)
+    u = envs.unwrapped
+    real = u.step_wait
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    try:
+        envs.reset(seed=0)
+        u.step_wait = interrupted
+        with pytest.raises(KeyboardInterrupt):
+            envs.step({"message": np.array(["x", "y"])})
+        u.step_wait = real
+        with pytest.raises(gym.error.ResetNeeded, match="interrupted"):
+            envs.step({"message": np.array(["a", "b"])})
+        envs.reset(seed=1)
+        obs, *_ = envs.step({"message": np.array(["ab", "c"])})
+        assert list(obs["echo"]) == ["ab", "c"]
+    finally:
+        envs.close()
+
+
 # A step or reset refused before anything is sent (a lone surrogate in a text action or a reset
 # option) leaves the vector env usable: it must not use up the seed of an env's first episode
 # after its worker restarted, nor change the seeds restarts derive from.
