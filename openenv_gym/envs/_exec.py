@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Limits", "step_timeouts", "ExecResult", "Child", "run", "kill_all", "adopt_orphans",
            "reap_orphans", "minimal_environ", "python_argv", "TRUNCATION_MARK", "NOTE_ROOM",
-           "check_output_limit"]
+           "check_output_limit", "OUTPUT_LIMIT", "MAX_OUTPUT_TEXT"]
 
 #: Appended to a stream whose output went past the cap.
 TRUNCATION_MARK = "\n[... output truncated at {limit} bytes ...]\n"
@@ -50,9 +50,13 @@ TRUNCATION_MARK = "\n[... output truncated at {limit} bytes ...]\n"
 FLOOD_MARK = "\n[... process killed: it kept writing past the output cap ...]\n"
 #: Characters the notes after capped output take at most (the marks above, with the limit).
 NOTE_ROOM = 1024
+#: Bytes of a stream's output kept by default (Coding's and Git's ``output_limit``).
+OUTPUT_LIMIT = 65536
+#: Characters of output an observation's text field holds (Coding's stdout/stderr, Git's output).
+MAX_OUTPUT_TEXT = 1 << 20
 
 
-def check_output_limit(output_limit: int, max_text: int) -> None:
+def check_output_limit(output_limit: int, max_text: int = MAX_OUTPUT_TEXT) -> None:
     """Refuse an ``output_limit`` (bytes kept per stream) whose text, with the notes appended
     to capped output, would not fit an observation field of ``max_text`` characters (the first
     step that printed that much failed its observation, and its result was lost).
@@ -263,7 +267,7 @@ class Child:
     """
 
     def __init__(self, argv: Sequence[str], *, cwd: str | None = None,
-                 env: Mapping[str, str] | None = None, output_limit: int = 65536,
+                 env: Mapping[str, str] | None = None, output_limit: int = OUTPUT_LIMIT,
                  merge_stderr: bool = False, pass_fds: Sequence[int] = (),
                  confine: Ruleset | None = None) -> None:
         self.output_limit = output_limit
@@ -529,7 +533,7 @@ def kill_all() -> int:
 
 
 def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
-        env: Mapping[str, str] | None = None, output_limit: int = 65536,
+        env: Mapping[str, str] | None = None, output_limit: int = OUTPUT_LIMIT,
         merge_stderr: bool = False, pass_fds: Sequence[int] = (),
         confine: Ruleset | None = None) -> ExecResult:
     """Run a command to completion or until its wall-clock deadline.

@@ -35,11 +35,11 @@ import importlib
 from typing import Any, Callable
 
 from openenv_gym._numbers import is_finite, is_flag, is_int
-from openenv_gym.envs._exec import ExecResult, Limits, check_output_limit, step_timeouts
+from openenv_gym.envs._exec import OUTPUT_LIMIT, ExecResult, Limits, check_output_limit, step_timeouts
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.coding.grader import grade
 from openenv_gym.envs.coding.humaneval import NUM_PROBLEMS, Problem, get_problem
-from openenv_gym.envs.coding.models import MAX_OUTPUT_TEXT, CodeAction, CodeObservation
+from openenv_gym.envs.coding.models import CodeAction, CodeObservation
 from openenv_gym.envs.coding.sandbox import Repl, Sandbox
 from openenv_gym.errors import InvalidRequestError
 from openenv_gym.models import State
@@ -86,7 +86,7 @@ class CodingEnv(Environment):
     def __init__(self, task: str | None = None, max_attempts: int = 1, step_timeout: float = 10.0,
                  max_timeout: float = 60.0, per_check_timeout: float = 3.0,
                  persistent: bool = False, reward_fn: str | RewardFn | None = None,
-                 memory_mb: int = 1024, output_limit: int = 65536,
+                 memory_mb: int = 1024, output_limit: int = OUTPUT_LIMIT,
                  limits: dict[str, int | None] | None = None, confine: bool = True,
                  show_failed_checks: bool = False, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
@@ -103,7 +103,7 @@ class CodingEnv(Environment):
                             ("show_failed_checks", show_failed_checks)):
             if not is_flag(value):
                 raise ValueError(f"{flag} must be True or False, got {value!r}")
-        check_output_limit(output_limit, MAX_OUTPUT_TEXT)
+        check_output_limit(output_limit)
         self.step_timeout, self.max_timeout = step_timeouts(step_timeout, max_timeout)
         self.max_step_seconds = self.max_timeout
         if persistent and task is not None:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from openenv_gym.envs._exec import MAX_OUTPUT_TEXT
 from openenv_gym.models import Action, Observation
 
 __all__ = ["CodeAction", "CodeObservation", "MAX_CODE", "MAX_OUTPUT_TEXT"]
 
 #: Longest code (characters) an action may carry.
 MAX_CODE = 1 << 20
-#: Longest stdout/stderr text an observation carries (the byte cap plus its marker fits).
-MAX_OUTPUT_TEXT = 1 << 20
 
 
 class CodeAction(Action):

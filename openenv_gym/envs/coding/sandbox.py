@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
-from openenv_gym.envs._exec import Child, ExecResult, Limits, minimal_environ, python_argv, run
+from openenv_gym.envs._exec import OUTPUT_LIMIT, Child, ExecResult, Limits, minimal_environ, python_argv, run
 from openenv_gym.envs._files import empty_folder, remove_tree, unfreeze
 
 __all__ = ["Sandbox", "Conversation", "Repl", "RUNNER_SOURCE", "MAX_ANSWER"]
@@ -54,7 +54,7 @@ class Sandbox:
         confine: Hold every child to :meth:`confinement` (where the kernel has Landlock).
     """
 
-    def __init__(self, limits: Limits | None = None, output_limit: int = 65536,
+    def __init__(self, limits: Limits | None = None, output_limit: int = OUTPUT_LIMIT,
                  confine: bool = True) -> None:
         self.limits = limits or Limits()
         self.output_limit = output_limit

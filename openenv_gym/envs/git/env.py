@@ -25,10 +25,10 @@ import os
 from typing import Any
 
 from openenv_gym._numbers import is_flag
-from openenv_gym.envs._exec import ExecResult, Limits, check_output_limit, step_timeouts
+from openenv_gym.envs._exec import OUTPUT_LIMIT, ExecResult, Limits, check_output_limit, step_timeouts
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.git.checks import run_checks
-from openenv_gym.envs.git.models import MAX_BRANCH, MAX_OUTPUT_TEXT, GitAction, GitObservation
+from openenv_gym.envs.git.models import MAX_BRANCH, GitAction, GitObservation
 from openenv_gym.envs.git.tasks import Task, load_tasks
 from openenv_gym.envs.git.workspace import LIMITS, Workspace
 from openenv_gym.errors import InvalidActionError, InvalidRequestError
@@ -63,7 +63,7 @@ class GitEnv(Environment):
 
     def __init__(self, task: str | None = None, tasks_file: str | None = None,
                  shaping: bool = False, step_timeout: float = 30.0, max_timeout: float = 120.0,
-                 output_limit: int = 65536, limits: dict[str, int | None] | None = None,
+                 output_limit: int = OUTPUT_LIMIT, limits: dict[str, int | None] | None = None,
                  confine: bool = True, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         self.tasks = load_tasks(tasks_file)
@@ -75,7 +75,7 @@ class GitEnv(Environment):
                 raise ValueError(f"{flag} must be True or False, got {value!r}")
         self.step_timeout, self.max_timeout = step_timeouts(step_timeout, max_timeout)
         self.max_step_seconds = self.max_timeout
-        check_output_limit(output_limit, MAX_OUTPUT_TEXT)
+        check_output_limit(output_limit)
         self.task_name = task
         self.shaping = shaping
         self.workspace = Workspace(Limits.merged(limits, **LIMITS),

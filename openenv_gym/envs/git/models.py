@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
+from openenv_gym.envs._exec import MAX_OUTPUT_TEXT
 from openenv_gym.models import Action, Observation
 
 __all__ = ["GitAction", "GitObservation", "MAX_BRANCH", "MAX_OUTPUT_TEXT"]
 
 MAX_COMMAND = 65536
-MAX_OUTPUT_TEXT = 1 << 20
 #: Longest branch name an observation carries.
 MAX_BRANCH = 4096
 

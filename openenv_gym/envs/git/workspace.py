@@ -42,7 +42,7 @@ from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
-from openenv_gym.envs._exec import ExecResult, Limits, minimal_environ, reap_orphans, run
+from openenv_gym.envs._exec import OUTPUT_LIMIT, ExecResult, Limits, minimal_environ, reap_orphans, run
 from openenv_gym.envs._files import remove_tree
 from openenv_gym.envs.git.checks import pin_revs
 from openenv_gym.envs.git.server import GitHttpServer
@@ -152,7 +152,7 @@ class Workspace:
         ident: The folder's name under the worker's root (default: a fresh random one).
     """
 
-    def __init__(self, limits: Limits | None = None, output_limit: int = 65536,
+    def __init__(self, limits: Limits | None = None, output_limit: int = OUTPUT_LIMIT,
                  confine: bool = True, ident: str | None = None) -> None:
         self.shared = shared()
         self.limits = limits or Limits(**LIMITS)
