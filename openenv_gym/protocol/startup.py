@@ -24,10 +24,52 @@ from typing import Sequence
 
 from openenv_gym.errors import OpenEnvError, error_from_wire, error_to_wire
 
-__all__ = ["failure_in", "failure_line", "parse_ready", "ready_line"]
+__all__ = ["failure_in", "failure_line", "parse_ready", "ready_line", "server_argv"]
 
 _READY = "openenv-gym worker ready:"
 _FAILED = "openenv-gym worker failed:"
+
+
+def server_argv(env: str, kwargs_json: str, *, unix: str | None = None,
+                tcp_port: int | None = None, host: str | None = None, owner_pid: int | None = None,
+                owner_dir: str | None = None, private_tmp: tuple[str, str] | None = None,
+                tmpdir: str | None = None) -> list[str]:
+    """The arguments after ``python -m openenv_gym.server`` that start a provider's worker:
+    no idle timeout (its owner stops it), and what else the provider gives it.
+
+    Args:
+        env: Catalog name of the env to serve.
+        kwargs_json: The env's keyword arguments as JSON.
+        unix: Path of the Unix socket to serve on.
+        tcp_port: TCP port to serve on (0: any free one).
+        host: Address the TCP port binds.
+        owner_pid: Exit when this process is gone.
+        owner_dir: Exit when this folder is gone (a sweep finds the worker by it).
+        private_tmp: ``(mount point, tmpfs options)`` of a private tmpfs for its sandboxes.
+        tmpdir: A folder for its sandboxes, without a tmpfs.
+
+    Example:
+        >>> server_argv("echo", "{}", unix="/tmp/w0.sock", owner_pid=42)
+        ['echo', '--unix', '/tmp/w0.sock', '--env-kwargs', '{}', '--owner-pid', '42', '--idle-timeout', '0']
+    """
+    argv = [env]
+    if unix is not None:
+        argv += ["--unix", unix]
+    if tcp_port is not None:
+        argv += ["--tcp-port", str(tcp_port)]
+    if host is not None:
+        argv += ["--host", host]
+    argv += ["--env-kwargs", kwargs_json]
+    if owner_pid is not None:
+        argv += ["--owner-pid", str(owner_pid)]
+    if owner_dir is not None:
+        argv += ["--owner-dir", owner_dir]
+    argv += ["--idle-timeout", "0"]
+    if private_tmp is not None:
+        argv += ["--private-tmp", private_tmp[0], "--private-tmp-options", private_tmp[1]]
+    if tmpdir is not None:
+        argv += ["--tmpdir", tmpdir]
+    return argv
 
 
 def ready_line(env: str, binary: str | None, also: Sequence[str] = (), http: str | None = None) -> str:

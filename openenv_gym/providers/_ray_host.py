@@ -20,7 +20,7 @@ from typing import Any
 import ray
 
 from openenv_gym.errors import WorkerError
-from openenv_gym.protocol.startup import parse_ready
+from openenv_gym.protocol.startup import parse_ready, server_argv
 from openenv_gym.providers.base import startup_error, terminate
 
 __all__ = ["ServerHost"]
@@ -88,11 +88,7 @@ class ServerHost:
         sock = os.path.join(self.folder, "worker.sock")
         # A socket path longer than the kernel takes (a long TMPDIR) would fail the bind and
         # so the worker: serve TCP alone then.
-        unix = (["--unix", sock, "--owner-dir", self.folder]
-                if len(os.fsencode(sock)) <= MAX_SOCKET_PATH else [])
-        cmd = [sys.executable, "-m", "openenv_gym.server", self.env, *unix, "--tcp-port", "0",
-               "--host", self.host, "--env-kwargs", self.kwargs_json,
-               "--owner-pid", str(os.getpid()), "--idle-timeout", "0"]
+        unix = len(os.fsencode(sock)) <= MAX_SOCKET_PATH
         from openenv_gym.providers import _cgroup, _tmpfs
 
         # The same hardening overrides as a container's (``docker_options["container_options"]``).
@@ -100,7 +96,11 @@ class ServerHost:
         tmpfs = _tmpfs.spec_for_env(self.env, overrides) if self.private_tmp else None
         if tmpfs:
             os.mkdir(os.path.join(self.folder, "tmp"), 0o700)
-            cmd += ["--private-tmp", os.path.join(self.folder, "tmp"), "--private-tmp-options", tmpfs]
+        cmd = [sys.executable, "-m", "openenv_gym.server",
+               *server_argv(self.env, self.kwargs_json, unix=sock if unix else None, tcp_port=0,
+                            host=self.host, owner_pid=os.getpid(),
+                            owner_dir=self.folder if unix else None,
+                            private_tmp=(os.path.join(self.folder, "tmp"), tmpfs) if tmpfs else None)]
 
         # As on the process provider: an untrusted env's server gets Docker's pids and
         # memory limits, and stopping it ends whatever it left. Ray kills an actor's

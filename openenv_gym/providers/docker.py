@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 from openenv_gym.catalog import EnvInfo, get_env_info
 from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
+from openenv_gym.protocol.startup import server_argv
 from openenv_gym.providers import _docker_owner as owner
 from openenv_gym.providers._docker_hardening import container_options, with_own_uid
 from openenv_gym.providers._docker_images import build_image, build_problem, env_code_missing, find_image
@@ -114,9 +115,8 @@ class DockerWorker(Worker):
         # umask 0: the socket must be connectable by the host user, whose uid differs from
         # the container's; the folder's parent (0700, the host user's) keeps others out.
         self.command = ["sh", "-c", 'umask 000 && exec "$@"', "sh",
-                        "python", "-m", "openenv_gym.server", env,
-                        "--unix", f"{SOCKET_DIR}/{_SOCKET_NAME}", "--env-kwargs", kwargs_json,
-                        "--idle-timeout", "0"]
+                        "python", "-m", "openenv_gym.server",
+                        *server_argv(env, kwargs_json, unix=f"{SOCKET_DIR}/{_SOCKET_NAME}")]
         self.container: Any = None
         self.last_exit: str | None = None
         self._lock = threading.Lock()

@@ -28,6 +28,7 @@ import threading
 from typing import Any
 
 from openenv_gym.catalog import get_env_info
+from openenv_gym.protocol.startup import server_argv
 from openenv_gym.providers import _cgroup, _forks, _tmpfs
 from openenv_gym.providers._runtime import (
     OWNER_FILE,
@@ -97,11 +98,10 @@ class ProcessWorker(Worker):
         make_owned_folder(self.folder)
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)
-        argv = [self.env, "--unix", self.socket_path, "--env-kwargs", self._kwargs_json,
-                "--owner-pid", str(os.getpid()), "--owner-dir", self.folder, "--idle-timeout", "0"]
+        private_tmp, tmpdir = None, None
         if self.tmpfs:
             os.makedirs(self.tmp_path, mode=0o700, exist_ok=True)  # the mount point (empty here)
-            argv += ["--private-tmp", self.tmp_path, "--private-tmp-options", self.tmpfs]
+            private_tmp = (self.tmp_path, self.tmpfs)
         elif get_env_info(self.env).untrusted:
             # No tmpfs (not root): the sandboxes still live in the worker's folder, not loose
             # in $TMPDIR, so a worker that dies without cleaning up (SIGKILL, the OOM killer,
@@ -109,7 +109,9 @@ class ProcessWorker(Worker):
             # sweep of dead owners' folders remove them. What a crashed worker left goes now.
             remove_folder(self.tmp_path)
             os.makedirs(self.tmp_path, mode=0o700, exist_ok=True)
-            argv += ["--tmpdir", self.tmp_path]
+            tmpdir = self.tmp_path
+        argv = server_argv(self.env, self._kwargs_json, unix=self.socket_path, owner_pid=os.getpid(),
+                           owner_dir=self.folder, private_tmp=private_tmp, tmpdir=tmpdir)
         environ = worker_environ(trainer_path=True)  # started with python_command()'s -P
         # Into its cgroup before it runs anything: a forked worker is held until then; a
         # spawned one spends that time starting Python.
