@@ -18,7 +18,8 @@ from packaging.specifiers import SpecifierSet  # noqa: E402
 from packaging.version import Version  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Standard-library modules newer than Python 3.9, with the release that added them.
+#: Standard-library modules that need a recent Python, with the release that added them
+#: (the floor is what setup.cfg says; this lists what would break a lower one).
 NEW_STDLIB = {"tomllib": (3, 11), "wsgiref.types": (3, 11)}
 
 

@@ -81,11 +81,14 @@ def connect(address: str, timeout: float) -> socket.socket:
 _CHUNK = 1 << 16  # one recv takes a whole small frame (and never more than this)
 
 
+_DEFAULT_SPIN_US = 300.0
+
+
 def _spin_seconds() -> float:
     try:
-        return max(0.0, float(os.environ.get("OPENENV_GYM_SPIN_US", "300"))) / 1e6
+        return max(0.0, float(os.environ.get("OPENENV_GYM_SPIN_US", _DEFAULT_SPIN_US))) / 1e6
     except ValueError:
-        return 300e-6
+        return _DEFAULT_SPIN_US / 1e6
 
 
 #: How long a reader polls (yielding the CPU) before it sleeps in the kernel. Waking a

@@ -248,10 +248,10 @@ def _has_wheel(folder: Path) -> bool:
 
 def _cached_folder(target: Path, ready: Callable[[Path], bool],
                    fill: Callable[[Path], None]) -> Path:
-    """``target``, unless ``ready`` finds it done already made by ``fill`` in a temporary folder
-    renamed into place: a cache entry is complete or absent, also when two processes fill it at
-    once. A folder of that name that is not ready (left half-made by an older version, or
-    emptied by hand) is replaced."""
+    """The cache folder ``target``: as it is when ``ready`` says it is complete, else made by
+    ``fill`` in a temporary folder that is then renamed into place, so a cache entry is
+    complete or absent, also when two processes fill it at once. A folder of that name that
+    is not ready (left half-made by an older version, or emptied by hand) is replaced."""
     if ready(target):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

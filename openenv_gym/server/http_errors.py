@@ -62,7 +62,8 @@ _ERRORS: dict[int, str] = {
     405: "The path does not take this method.",
     409: "The session needs a reset: it was never reset, or its episode ended "
          "(ResetNeededError).",
-    413: f"The body is larger than the {MAX_FRAME >> 20} MiB limit; nothing of it is read.",
+    413: f"The body is larger than the server's limit ({MAX_FRAME >> 20} MiB unless it was made "
+         "with another); nothing of it is read.",
     415: "The body was not sent as Content-Type: application/json.",
     422: "The body is not valid JSON (NaN and Infinity included), or it or the query does not "
          "fit the schema: a missing or unknown field, a wrong type (InvalidRequestError); or "
