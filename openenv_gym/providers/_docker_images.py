@@ -359,13 +359,23 @@ def _build_wheel(what: str, root: Path, files: list[Path], target: Path,
                 dest = Path(stage) / path.relative_to(root)
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, dest)
-            # No build isolation: it would fetch the build backend from an index on every build.
-            proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                                   "--no-build-isolation", "--disable-pip-version-check",
-                                   "--wheel-dir", str(tmp), stage], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise ProviderUnavailableError(f"could not build the {what} wheel from {root}: "
-                                           f"{proc.stderr.strip()[-2000:]}")
+            pip = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                   "--disable-pip-version-check", "--wheel-dir", str(tmp), stage]
+            # Without build isolation first: isolation fetches the build backend from an index
+            # on every build. A fresh venv may lack the backend (3.12+ venvs have no
+            # setuptools; 3.11's setuptools 65 builds no wheel without `wheel`) where the
+            # isolated `pip install -e .` that installed the plugin worked: then as that did.
+            errors = []
+            for isolation in (["--no-build-isolation"], []):
+                proc = subprocess.run([*pip, *isolation], capture_output=True, text=True)
+                if proc.returncode == 0:
+                    return
+                errors.append(proc.stderr.strip())
+        raise ProviderUnavailableError(
+            f"could not build the {what} wheel from {root}: {errors[0][-2000:]}\n"
+            f"with build isolation: {errors[1][-1000:]}\n"
+            f"fix: make the project's build backend importable in {sys.executable} "
+            "(`pip install -U setuptools` for setuptools projects), or let pip reach an index")
 
     return _cached_folder(target, _has_wheel, fill)
 
@@ -396,6 +406,14 @@ def plugin_distribution(info: EnvInfo) -> importlib.metadata.Distribution | None
     return importlib.metadata.distribution(names[0]) if names else None
 
 
+def _direct_url(dist: importlib.metadata.Distribution) -> str:
+    """The URL a distribution was installed from (PEP 610), or ``""``."""
+    try:
+        return str(json.loads(dist.read_text("direct_url.json") or "{}").get("url", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
 def plugin_source(info: EnvInfo) -> Path:
     """Where plugin env ``info``'s package was installed from: a project folder or a wheel.
 
@@ -412,7 +430,13 @@ def plugin_source(info: EnvInfo) -> Path:
         raise ProviderUnavailableError(
             f"env {info.name!r} comes from {module}, which no installed distribution provides; "
             "install the plugin from its folder: pip install -e PATH")
-    url = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+    url = _direct_url(dist)
+    if not url:
+        # `pip install -e .` leaves NAME.egg-info in the project folder, and Python run from
+        # there (python -c, python -m, a notebook) has that folder first on sys.path, so
+        # importlib.metadata reports that copy, which has no direct_url.json: ask every copy.
+        url = next((u for u in map(_direct_url, importlib.metadata.distributions(
+            name=dist.metadata["Name"])) if u), "")
     path = Path(unquote(urlparse(url).path)) if url.startswith("file://") else None
     if path is None or not (path.is_dir() or path.suffix == ".whl") or not path.exists():
         where = f"from {url}" if url else "from a package index"
@@ -425,11 +449,20 @@ def plugin_source(info: EnvInfo) -> Path:
 
 
 def _plugin_files(root: Path) -> list[Path]:
+    """The regular files of a plugin's project folder that its wheel may be built from.
+
+    Left out: what never goes into a wheel (VCS, caches, build output), a virtual environment
+    made in the folder (``python -m venv venv``: thousands of files, hashed at every
+    ``gym.make``), and whatever is not a regular file (a dangling link to a data set, a FIFO,
+    a socket), which cannot be read, or would block the read.
+    """
     files: list[Path] = []
     for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not (d.startswith(".") or d in _SKIP_DIRS
-                                                or d.endswith(".egg-info")))
-        files += [Path(folder) / n for n in sorted(names) if not n.endswith((".pyc", ".pyo"))]
+        dirs[:] = sorted(d for d in dirs if not (
+            d.startswith(".") or d in _SKIP_DIRS or d.endswith(".egg-info")
+            or os.path.isfile(os.path.join(folder, d, "pyvenv.cfg"))))
+        files += [Path(folder) / n for n in sorted(names)
+                  if not n.endswith((".pyc", ".pyo")) and os.path.isfile(os.path.join(folder, n))]
     return files
 
 

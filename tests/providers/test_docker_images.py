@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers import _docker_images
+
+
+@pytest.fixture(autouse=True)
+def _no_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A build that falls back to build isolation would fetch its backend from an index:
+    # tests reach loopback only.
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
 
 
 def _project(root: Path, name: str = "tinyplug") -> list[Path]:
@@ -46,6 +54,43 @@ def test_a_failed_build_leaves_neither_the_target_nor_a_temp_folder(tmp_path: Pa
     files = _project(tmp_path / "src")
     (tmp_path / "src" / "setup.cfg").write_text("[metadata]\nname = \n[options]\npackages = nope\n")
     target = tmp_path / "wheels" / "plugin-broken-0123"
-    with pytest.raises(ProviderUnavailableError, match="could not build the broken wheel"):
+    with pytest.raises(ProviderUnavailableError,
+                       match="(?s)could not build the broken wheel.*with build isolation.*fix: "):
         _docker_images._build_wheel("broken", tmp_path / "src", files, target, lambda _: None)
     assert list(target.parent.iterdir()) == []
+
+
+# An in-tree build backend that builds only in pip's isolated build environment (there
+# numpy, installed here, cannot be imported): what a project whose backend the trainer's
+# Python lacks looks like, with no index needed (it requires nothing).
+_BACKEND = textwrap.dedent("""
+    import base64, hashlib, importlib.util, os, zipfile
+
+    def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+        if importlib.util.find_spec("numpy") is not None:
+            raise RuntimeError("this backend needs an isolated build")
+        name = "isoplug-0.1-py3-none-any.whl"
+        files = {"isoplug/__init__.py": b"X = 1\\n",
+                 "isoplug-0.1.dist-info/METADATA": b"Metadata-Version: 2.1\\nName: isoplug\\nVersion: 0.1\\n",
+                 "isoplug-0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
+        record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}"
+                  for path, data in files.items()] + ["isoplug-0.1.dist-info/RECORD,,"]
+        with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as z:
+            for path, data in files.items():
+                z.writestr(path, data)
+            z.writestr("isoplug-0.1.dist-info/RECORD", "\\n".join(record) + "\\n")
+        return name
+""")
+
+
+def test_a_backend_missing_here_builds_isolated_as_pip_install_did(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    (root / "isoplug").mkdir(parents=True)
+    files = {root / "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+                                      'backend-path = ["."]\n',
+             root / "backend.py": _BACKEND, root / "isoplug" / "__init__.py": "X = 1\n"}
+    for path, text in files.items():
+        path.write_text(text)
+    target = tmp_path / "wheels" / "plugin-iso-0123"
+    out = _docker_images._build_wheel("iso", root, list(files), target, lambda _: None)
+    assert [p.name for p in out.glob("*.whl")] == ["isoplug-0.1-py3-none-any.whl"]
