@@ -77,6 +77,11 @@ def _problem(name: str) -> str | None:
                 "characters (it names the Python package, the distribution and the Gymnasium id)")
     if keyword.iskeyword(name):
         return f"{name!r} is a Python keyword"
+    folders = {out.split("/")[0] for out in TEMPLATES if "/" in out} - {"{package}"}
+    if name in folders:
+        # The package would share that folder: its tests inside the package, and a plugin
+        # that openenv_gym loads while `import tests` is still running (it then fails).
+        return f"{name!r} is the name of the project's own {name}/ folder"
     derived = names(name)
     for info in all_envs():
         if info.name == name:
