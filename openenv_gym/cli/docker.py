@@ -149,11 +149,23 @@ def _stop(args: argparse.Namespace) -> int:
         return FAILED
     ours = _ours(client)
     if args.names:
-        chosen = [c for c in ours if c.name in args.names or c.id.startswith(tuple(args.names))]
-        unknown = [n for n in args.names
-                   if not any(c.name == n or c.id.startswith(n) for c in ours)]
-        for name in unknown:
-            console.print(f"[yellow]not an openenv_gym container: {name}")
+        chosen, unknown, ambiguous = [], [], []
+        for n in args.names:
+            # As `docker rm`: a name, or an id prefix that names one container only (a short
+            # prefix would otherwise take other trainers' containers with it).
+            hits = [c for c in ours if c.name == n] or [c for c in ours if c.id.startswith(n)]
+            if not hits:
+                unknown.append(n)
+            elif len(hits) > 1:
+                ambiguous.append(f"{n!r} ({len(hits)} containers)")
+            chosen += [c for c in hits if c not in chosen]
+        if ambiguous:
+            return error(f"ambiguous id prefix {', '.join(ambiguous)}; nothing was removed",
+                         "give the container's name or a longer id prefix "
+                         "(`openenv-gym docker ps`)", USAGE)
+        if unknown:
+            return error(f"no openenv_gym container named {', '.join(map(repr, unknown))}; "
+                         "nothing was removed", "`openenv-gym docker ps` lists them")
     elif args.all:
         chosen = ours
     else:

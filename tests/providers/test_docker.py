@@ -611,3 +611,25 @@ def test_processes_held_in_one_worker_leave_the_others_their_budget(client) -> N
         assert out.rewards == [1.0]
     finally:
         pool.close()
+
+
+def test_docker_stop_takes_a_name_or_an_id_prefix_of_one_container(provider, client) -> None:
+    # As `docker rm`: a prefix that fits more than one container (another trainer's too)
+    # removes nothing, and an unknown name is an error, not a note.
+    from tests.cli.cli_helpers import run
+
+    workers = provider.start("echo", n=2)
+    try:
+        a, b = (client.containers.get(w.container_id) for w in workers)
+        common = os.path.commonprefix([a.id, b.id])  # fits both (and maybe others): ambiguous
+        out = run("docker", "stop", common)
+        assert out.returncode == 2 and "ambiguous" in out.stderr, out.stderr
+        out = run("docker", "stop", a.id[:12], "no-such-openenv-container")
+        assert out.returncode == 1 and "no-such-openenv-container" in out.stderr, out.stderr
+        assert {c.id for c in _ours(client)} >= {a.id, b.id}  # nothing was removed
+        out = run("docker", "stop", a.id[:12])
+        assert out.returncode == 0, out.stderr
+        left = {c.id for c in _ours(client)}
+        assert a.id not in left and b.id in left
+    finally:
+        provider.stop_all(workers)
