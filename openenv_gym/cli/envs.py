@@ -70,6 +70,9 @@ def _serve(args: argparse.Namespace) -> int:
         info = get_env_info(args.env)
     except OpenEnvError as exc:
         return error(str(exc), "see `openenv-gym list`", USAGE)
+    if args.port == args.binary_port != 0:
+        return error(f"--port and --binary-port are both {args.port}: the two servers need a "
+                     "port each", "leave --binary-port out (any free port), or give another", USAGE)
     for flag, number in (("--port", args.port), ("--binary-port", args.binary_port)):
         problem = bind_problem(args.host, number)
         if problem:
