@@ -104,6 +104,12 @@ _EXT_CODES = {tuple: _TUPLE, set: _SET, frozenset: _FROZENSET}
 _EXT_KINDS = {code: kind for kind, code in _EXT_CODES.items()}
 #: The plain types a subclass of which crosses as its base (bool has no subclasses).
 _BASES = (int, float, complex, str, bytes, list, tuple, set, frozenset, dict)
+#: Deepest nesting :func:`pack_plain` sends, and :func:`unpack_plain` takes. Each tuple, set
+#: or complex is an extension whose payload is decoded by a nested ``msgpack.unpackb`` call,
+#: which puts ~50 KB on the C stack: bytes nesting a few hundred of them (which a child can
+#: write on its status pipe itself) overflowed the worker's 8 MiB stack, a segfault that
+#: ended every session of the worker.
+MAX_DEPTH = 100
 
 
 def _as_base(base: type, value: "Any") -> object:
@@ -145,8 +151,8 @@ def _packable(value: "Any", msgpack: "Any", depth: int) -> object:
             return msgpack.ExtType(_BIGINT, str(value).encode())
         except ValueError:  # more digits than int <-> str converts
             raise NotPlain("it holds an int too large to convert") from None
-    if depth > 100:
-        raise NotPlain("it is nested more than 100 levels deep")
+    if depth > MAX_DEPTH:
+        raise NotPlain(f"it is nested more than {MAX_DEPTH} levels deep")
     if kind is list:
         return [_packable(item, msgpack, depth + 1) for item in value]
     if kind is dict:
@@ -203,11 +209,19 @@ def unpack_plain(data: bytes) -> object:
         _distinct_hashes([k for k, _ in pairs])
         return dict(pairs)
 
+    nesting = [0]
+
     def ext_hook(code: int, payload: bytes) -> object:
         if code == _BIGINT:
             return int(payload.decode("ascii"))
-        items = msgpack.unpackb(payload, raw=False, strict_map_key=False, ext_hook=ext_hook,
-                                object_pairs_hook=pairs_hook)
+        if nesting[0] >= MAX_DEPTH:
+            raise NotPlain(f"it is nested more than {MAX_DEPTH} levels deep")
+        nesting[0] += 1
+        try:
+            items = msgpack.unpackb(payload, raw=False, strict_map_key=False, ext_hook=ext_hook,
+                                    object_pairs_hook=pairs_hook)
+        finally:
+            nesting[0] -= 1
         if code in (_SET, _FROZENSET) and type(items) is list:
             return _EXT_KINDS[code](_distinct_hashes(items))
         if code in _EXT_KINDS and type(items) is list:
