@@ -319,13 +319,15 @@ _ARCHES = {
         "sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
         "sched_setattr": 314, "ioprio_set": 251,
         "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66,
-        "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220}),
+        "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220,
+        "add_key": 248, "request_key": 249, "keyctl": 250}),
     "aarch64": (0xC00000B7, {
         "socket": 198, "io_uring_setup": 425, "prlimit64": 261, "setpriority": 140,
         "sched_setparam": 118, "sched_setscheduler": 119, "sched_setaffinity": 122,
         "sched_setattr": 274, "ioprio_set": 30,
         "msgget": 186, "msgctl": 187, "msgrcv": 188, "msgsnd": 189, "semget": 190, "semctl": 191,
-        "semtimedop": 192, "semop": 193, "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197}),
+        "semtimedop": 192, "semop": 193, "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197,
+        "add_key": 217, "request_key": 218, "keyctl": 219}),
 }
 #: System calls that act on another process by its pid and that Landlock does not scope
 #: (it scopes signals and ptrace only): a child may use them on itself only (pid 0), not on
@@ -348,6 +350,12 @@ _SELF_ONLY: dict[str, tuple[int, tuple[int, int] | None]] = {
 #: child could attach to the segments of other programs. Landlock does not cover it.
 _SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
              "msgget", "msgsnd", "msgrcv", "msgctl")
+
+#: Kernel keys (as Docker's seccomp profile refuses them): the user keyring belongs to the
+#: uid, not to any folder, process or cgroup of the worker. A key a child adds there outlives
+#: the step, the episode and the worker, every other session's children (same uid) read it,
+#: and the child reads and changes the keys of the worker's user (the trainer's, root's).
+_KEYS = ("add_key", "request_key", "keyctl")
 
 
 class _SockFprog(ctypes.Structure):
@@ -387,7 +395,7 @@ def _seccomp_filter(families: tuple[int, ...] | None) -> bytes | None:
     op(load, 0)                                         # seccomp_data.nr
     op(jge, _X32_SYSCALL_BIT, "enosys", None)           # x32
     op(jeq, nr["io_uring_setup"], "enosys", None)
-    for name in _SYSV_IPC:
+    for name in _SYSV_IPC + _KEYS:
         op(jeq, nr[name], "eperm", None)
     for name, (who, which) in _SELF_ONLY.items():
         skips += 1
