@@ -253,6 +253,23 @@ def minimal_environ(**extra: str) -> dict[str, str]:
     return env
 
 
+def _first_for_the_oom_killer(pid: int) -> None:
+    """Make ``pid`` the OOM killer's first choice (``oom_score_adj`` 1000, which a process
+    may raise without privilege; what it forks inherits it).
+
+    The worker and its children share one memory limit (the worker's cgroup, a container's
+    ``mem_limit``), and the OOM killer takes the largest process: code that spreads its
+    memory over processes each smaller than the worker (~40 MB) had the worker killed,
+    and with it every session it hosted, instead of one of its own. Set before the
+    child's code runs (it is still starting its interpreter); on no ``/proc``, nothing.
+    """
+    try:
+        with open(f"/proc/{pid}/oom_score_adj", "wb", buffering=0) as f:
+            f.write(b"1000")
+    except OSError:
+        pass
+
+
 class Child:
     """A running child in its own session whose output is collected with a cap.
 
@@ -282,6 +299,7 @@ class Child:
             self.proc = confine.spawn(start) if confine is not None else start()
             self.pid = self.proc.pid
             _live.add(self)
+        _first_for_the_oom_killer(self.pid)
         self.out = _Stream(output_limit)
         self.err = _Stream(output_limit)
         self._sel = selectors.DefaultSelector()
