@@ -22,6 +22,13 @@ thread of the worker that restricts itself at birth and then only starts childre
 child is confined from its first instruction, through ``vfork``. The alternative,
 ``preexec_fn``, forces a full ``fork`` of the worker: measured, 5 ms more per child.
 
+That thread is in the children's domain, and Landlock scopes signals by the target thread's
+domain: a child could signal it (``tgkill``), and a SIGKILL to one thread ends the worker.
+So a child that runs code it was given leaves that domain first: a Python child adds a
+Landlock layer of its own before anything else (:func:`own_domain_source`), and a shell
+command is started from a thread of its own that has ended before the command runs
+(:meth:`Ruleset.spawn_alone`, and a gate the command waits at).
+
 Example:
     >>> import subprocess
     >>> rules = Ruleset(Confinement(read=system_roots()))
@@ -42,11 +49,13 @@ import struct
 import sys
 import sysconfig
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TypeVar
 
-__all__ = ["Confinement", "Ruleset", "abi", "system_roots", "python_roots", "site_folders", "prctl"]
+__all__ = ["Confinement", "Ruleset", "abi", "system_roots", "python_roots", "site_folders", "prctl",
+           "own_domain_source"]
 
 T = TypeVar("T")
 
@@ -148,6 +157,7 @@ class Ruleset:
     def __init__(self, confinement: Confinement) -> None:
         self.confinement = confinement
         self.fd = -1
+        self._program: bytes | None = None
         self._closed = False
         # Orders requests before the stop sentinel: one put after it would wait forever.
         self._lock = threading.Lock()
@@ -180,7 +190,7 @@ class Ruleset:
             self.close()
             raise
         families = confinement.socket_families
-        program = _seccomp_filter(families)
+        program = self._program = _seccomp_filter(families)
         self._requests = queue.SimpleQueue()
         # The thread gets its own descriptor: close() may run before it has used it.
         threading.Thread(target=_spawner, args=(os.dup(self.fd), program, self._requests),
@@ -209,6 +219,51 @@ class Ruleset:
         if requests is None:
             return start()  # no Landlock on this kernel
         return done.result()
+
+    def spawn_alone(self, start: Callable[[], T]) -> T:
+        """:meth:`spawn` from a thread of its own, which has ended when this returns: the
+        child's Landlock domain then holds no thread of the worker.
+
+        Landlock scopes signals by the domain of the target *thread*, and a child starts in
+        the domain of the thread that started it. A child of :meth:`spawn` can signal that
+        long-lived thread (``tgkill``), and a SIGKILL to one thread ends the worker, with
+        every session it hosts. For a child that runs code it was given (an agent's shell
+        command), which cannot add a Landlock layer of its own first as a Python child does
+        (:func:`own_domain_source`): that code must wait until this returned (the caller
+        holds it at a gate, a pipe it reads first). A thread start and a restriction per
+        child, about a tenth of a millisecond.
+
+        Raises:
+            RuntimeError: As :meth:`spawn`.
+        """
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this Ruleset is closed: build a new one")
+            if self._requests is None:
+                return start()  # no Landlock on this kernel
+            fd = os.dup(self.fd)  # the thread's own: close() may run meanwhile
+        outcome: list[tuple[int, bool, Any]] = []
+
+        def confined() -> None:
+            error = _restrict_thread(fd, self._program)
+            os.close(fd)
+            try:
+                if error is not None:
+                    raise error
+                outcome.append((threading.get_native_id(), True, start()))
+            except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+                outcome.append((threading.get_native_id(), False, exc))
+
+        thread = threading.Thread(target=confined, name="landlock-spawn", daemon=True)
+        thread.start()
+        thread.join()
+        tid, ok, value = outcome[0]
+        # join() returns before the kernel has let go of the thread: wait until it has.
+        while os.path.exists(f"/proc/self/task/{tid}"):
+            time.sleep(0.0001)
+        if not ok:
+            raise value
+        return value
 
     def _add_path(self, path: str, rights: int) -> None:
         try:
@@ -254,21 +309,8 @@ def _spawner(fd: int, program: bytes | None,
     starts from then on. If it cannot restrict itself, every request fails: no child is
     ever started unconfined.
     """
-    error: RuntimeError | None = None
-    restricted = _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 and _syscall(_SYS_RESTRICT_SELF, fd, 0) == 0
-    reason = os.strerror(ctypes.get_errno())
+    error = _restrict_thread(fd, program)
     os.close(fd)  # this thread's own copy (see Ruleset)
-    if not restricted:
-        error = RuntimeError(f"landlock_restrict_self failed ({reason}); the child was not started")
-    elif not _drop_capabilities():
-        error = RuntimeError(f"dropping capabilities failed ({os.strerror(ctypes.get_errno())}); "
-                             "the child was not started")
-    elif program is not None:
-        buffer = ctypes.create_string_buffer(program, len(program))
-        fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-        if _prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-            error = RuntimeError(f"seccomp filter refused ({os.strerror(ctypes.get_errno())}); "
-                                 "the child was not started")
     while (request := requests.get()) is not None:
         start, done = request
         if error is not None:
@@ -278,6 +320,53 @@ def _spawner(fd: int, program: bytes | None,
             done.set_result(start())
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
             done.set_exception(exc)
+
+
+#: Python source that puts the interpreter running it in a Landlock domain of its own, nested
+#: in the one it was started in, that scopes signals and abstract Unix sockets. A child starts
+#: in the domain of the worker thread that started it (:func:`_spawner`), and Landlock scopes
+#: by the *target thread's* domain: ``tgkill(worker, spawner_thread, SIGKILL)`` reached that
+#: thread, and killed the worker with every session it hosted. From a nested domain the
+#: spawner thread is outside: refused. ``_ctypes`` directly (``ctypes`` costs more to import);
+#: the child exits when the layer cannot be added, rather than run without it.
+_OWN_DOMAIN_SOURCE = f"""import _ctypes as _k
+class _L(_k._SimpleCData):
+    _type_ = "l"
+class _F(_k.CFuncPtr):
+    _flags_ = _k.FUNCFLAG_CDECL | _k.FUNCFLAG_USE_ERRNO
+    _restype_ = _L
+class _D:
+    _handle = _k.dlopen(None, 0)
+_c = _F(("syscall", _D()))
+_f = _c({_SYS_CREATE_RULESET}, bytes(16) + ({_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL}).to_bytes(8, "little"), 24, 0)
+if _f < 0 or _c({_SYS_RESTRICT_SELF}, _f, 0) != 0:
+    raise SystemExit("openenv-gym: the child could not enter a Landlock domain of its own")
+del _k, _L, _F, _D, _c, _f
+"""
+
+
+def own_domain_source() -> str:
+    """Source to run first in a confined Python child (see :data:`_OWN_DOMAIN_SOURCE`), or
+    ``""`` where Landlock has no signal scoping (ABI < 6): nothing to nest there."""
+    return _OWN_DOMAIN_SOURCE if abi() >= 6 else ""
+
+
+def _restrict_thread(fd: int, program: bytes | None) -> RuntimeError | None:
+    """Confine the calling thread and what it starts: ``no_new_privs``, the Landlock ruleset
+    ``fd``, no capabilities, the seccomp ``program``. Returns why that failed, or None."""
+    if not (_prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 and _syscall(_SYS_RESTRICT_SELF, fd, 0) == 0):
+        return RuntimeError(f"landlock_restrict_self failed ({os.strerror(ctypes.get_errno())}); "
+                            "the child was not started")
+    if not _drop_capabilities():
+        return RuntimeError(f"dropping capabilities failed ({os.strerror(ctypes.get_errno())}); "
+                            "the child was not started")
+    if program is not None:
+        buffer = ctypes.create_string_buffer(program, len(program))
+        fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+        if _prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+            return RuntimeError(f"seccomp filter refused ({os.strerror(ctypes.get_errno())}); "
+                                "the child was not started")
+    return None
 
 
 # -- capabilities -----------------------------------------------------------------------------

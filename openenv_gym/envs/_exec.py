@@ -32,7 +32,7 @@ import threading
 import time
 import weakref
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar
 
 from openenv_gym._numbers import is_finite, is_int
 from openenv_gym.envs._confine import prctl, site_folders
@@ -52,6 +52,7 @@ FLOOD_MARK = "\n[... process killed: it kept writing past the output cap ...]\n"
 NOTE_ROOM = 1024
 #: Bytes of a stream's output kept by default (Coding's and Git's ``output_limit``).
 OUTPUT_LIMIT = 65536
+T = TypeVar("T")
 #: Characters of output an observation's text field holds (Coding's stdout/stderr, Git's output).
 MAX_OUTPUT_TEXT = 1 << 20
 
@@ -270,6 +271,41 @@ def _first_for_the_oom_killer(pid: int) -> None:
         pass
 
 
+def gate_line(fd: int) -> str:
+    """The first line of a bash script held at the gate ``fd``: it reads a line from the
+    descriptor (the worker writes it, see :class:`Child`'s ``gate``), closes it, and goes on;
+    it exits if the descriptor closes instead. bash: dash takes single-digit descriptors."""
+    return f"read -r _ <&{fd} || exit 125\nexec {fd}<&-\n"
+
+
+def held_start(start: Callable[[int], T], spawn: Callable[[Callable[[], T]], T] | None = None) -> T:
+    """Start a child held at a gate, and open the gate once ``spawn`` returned.
+
+    Args:
+        start: Starts the child with the gate's read end, which the child reads a line from
+            before it runs anything it was given (``bash -c`` with :func:`gate_line`).
+        spawn: How ``start`` is called (:meth:`~._confine.Ruleset.spawn_alone`: from a
+            thread that has ended when it returns); None: directly.
+
+    Returns:
+        What ``start`` returned.
+    """
+    read, write = os.pipe()
+    try:
+        child = spawn(lambda: start(read)) if spawn is not None else start(read)
+        os.close(read)
+        read = -1
+        try:
+            os.write(write, b"\n")
+        except BrokenPipeError:
+            pass  # it died before reading: its result says how
+        return child
+    finally:
+        for fd in (read, write):
+            if fd >= 0:
+                os.close(fd)
+
+
 class Child:
     """A running child in its own session whose output is collected with a cap.
 
@@ -281,25 +317,43 @@ class Child:
         merge_stderr: Send stderr into stdout (one stream, like a terminal).
         pass_fds: Extra descriptors the child inherits.
         confine: Landlock rules the child (and all it starts) is held to.
+        held: ``argv`` is a function of a gate descriptor that gives a command which reads
+            a line from it before it runs anything it was given (an agent's commands:
+            :func:`gate_line`). The child is started from a thread of its own, and the
+            line written once that thread has ended (:func:`held_start`).
     """
 
-    def __init__(self, argv: Sequence[str], *, cwd: str | None = None,
+    def __init__(self, argv: Sequence[str] | Callable[[int], Sequence[str]], *, cwd: str | None = None,
                  env: Mapping[str, str] | None = None, output_limit: int = OUTPUT_LIMIT,
                  merge_stderr: bool = False, pass_fds: Sequence[int] = (),
-                 confine: Ruleset | None = None) -> None:
+                 confine: Ruleset | None = None, held: bool = False) -> None:
         self.output_limit = output_limit
         self.started = time.monotonic()
-        start = functools.partial(
-            subprocess.Popen, list(argv), cwd=cwd, env=dict(env) if env is not None else minimal_environ(),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-            start_new_session=True, pass_fds=tuple(pass_fds), close_fds=True,
-        )
-        with _spawn_lock:  # a sweep for orphans must not take a child not yet in _live for one
-            self.proc = confine.spawn(start) if confine is not None else start()
-            self.pid = self.proc.pid
-            _live.add(self)
-        _first_for_the_oom_killer(self.pid)
+
+        def start(gate: int | None = None) -> subprocess.Popen:
+            command = argv(gate) if gate is not None else argv  # type: ignore[operator]
+            return subprocess.Popen(
+                list(command), cwd=cwd, env=dict(env) if env is not None else minimal_environ(),
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                start_new_session=True, pass_fds=(*pass_fds, *([gate] if gate is not None else [])),
+                close_fds=True)
+
+        def spawn(begin: Callable[[], subprocess.Popen]) -> subprocess.Popen:
+            with _spawn_lock:  # a sweep for orphans must not take a child not yet in _live for one
+                if confine is None:
+                    self.proc = begin()
+                else:
+                    self.proc = confine.spawn_alone(begin) if held else confine.spawn(begin)
+                self.pid = self.proc.pid
+                _live.add(self)
+            _first_for_the_oom_killer(self.pid)  # before a held child runs anything
+            return self.proc
+
+        if held:
+            held_start(start, spawn)
+        else:
+            spawn(start)
         self.out = _Stream(output_limit)
         self.err = _Stream(output_limit)
         self._sel = selectors.DefaultSelector()
@@ -550,10 +604,10 @@ def kill_all() -> int:
     return len(children)
 
 
-def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
+def run(argv: Sequence[str] | Callable[[int], Sequence[str]], *, timeout: float, cwd: str | None = None,
         env: Mapping[str, str] | None = None, output_limit: int = OUTPUT_LIMIT,
         merge_stderr: bool = False, pass_fds: Sequence[int] = (),
-        confine: Ruleset | None = None) -> ExecResult:
+        confine: Ruleset | None = None, held: bool = False) -> ExecResult:
     """Run a command to completion or until its wall-clock deadline.
 
     Args:
@@ -565,6 +619,7 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         merge_stderr: Send stderr into stdout.
         pass_fds: Extra descriptors the child inherits.
         confine: Landlock rules the child is held to.
+        held: See :class:`Child`.
 
     Returns:
         The :class:`ExecResult`.
@@ -573,13 +628,14 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         OSError: The command could not be started (missing executable, bad cwd).
     """
     child = Child(argv, cwd=cwd, env=env, output_limit=output_limit, merge_stderr=merge_stderr,
-                  pass_fds=pass_fds, confine=confine)
+                  pass_fds=pass_fds, confine=confine, held=held)
     finished = child.pump(child.started + timeout)
     return child.finish(timed_out=not finished)
 
 
-def python_argv(prelude_limits: Limits, script: str, *args: str) -> list[str]:
-    """``python -I -S -c`` that applies ``prelude_limits`` and then runs ``script``.
+def python_argv(prelude_limits: Limits, script: str, *args: str, first: str = "") -> list[str]:
+    """``python -I -S -c`` that runs ``first`` (source: :func:`~._confine.own_domain_source`),
+    applies ``prelude_limits`` and then runs ``script``.
 
     The script sees ``sys.argv[1:] == args``; one interpreter start, no files. ``-S`` skips
     the ``site`` module, whose ``.pth`` hooks (editable installs, certificate shims) took
@@ -597,4 +653,4 @@ def python_argv(prelude_limits: Limits, script: str, *args: str) -> list[str]:
                "    raise SystemExit(code)\n"
                "_b.exit = _b.quit = _quit\n"
                "del _r, _s, _b, _quit\n")
-    return [sys.executable, "-I", "-S", "-c", prelude + script, *args]
+    return [sys.executable, "-I", "-S", "-c", first + prelude + script, *args]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 
+from openenv_gym.envs._exec import held_start
 from openenv_gym.envs.git.server import GitHttpServer
 
 
@@ -55,7 +56,7 @@ def test_one_envs_git_requests_at_once_are_capped_and_the_others_are_refused(tmp
             if top == "busy":  # its backends wait here, holding their slots
                 entered.release()
                 release.wait(30)
-            return start()
+            return held_start(start)
         return run
 
     server = GitHttpServer(str(tmp_path), gate=gate)

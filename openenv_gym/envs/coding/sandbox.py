@@ -31,7 +31,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
+from openenv_gym.envs._confine import Confinement, Ruleset, own_domain_source, python_roots, system_roots
 from openenv_gym.envs._exec import OUTPUT_LIMIT, Child, ExecResult, Limits, minimal_environ, python_argv, run
 from openenv_gym.envs._files import empty_folder, remove_tree, unfreeze
 
@@ -68,6 +68,9 @@ class Sandbox:
         self.fresh_workdir()
         #: The Landlock rules of every child (built once: the folders above stay put).
         self.ruleset: Ruleset | None = Ruleset(self.confinement()) if confine else None
+        #: Source every child runs first: a Landlock domain of its own, so that it cannot
+        #: signal the worker's thread that started it (in the domain the child starts in).
+        self.first = own_domain_source() if self.ruleset is not None and self.ruleset.active else ""
 
     def confinement(self) -> Confinement:
         """What a child may reach: read the system, the interpreter and ``io/``; write in
@@ -121,7 +124,8 @@ class Sandbox:
         try:
             path = os.path.join(self.io, "code.py")
             Path(path).write_text(code, encoding="utf-8")
-            return run(python_argv(self.child_limits(timeout), RUNNER_SOURCE, "run", path), timeout=timeout,
+            return run(python_argv(self.child_limits(timeout), RUNNER_SOURCE, "run", path, first=self.first),
+                       timeout=timeout,
                        cwd=self.workdir, env=self.environ(), output_limit=self.output_limit,
                        confine=self.ruleset)
         finally:
@@ -153,7 +157,8 @@ class Conversation:
         control_r, self._control = os.pipe()
         self._status, status_w = os.pipe()
         try:
-            self.child = Child(python_argv(limits, RUNNER_SOURCE, *args, str(control_r), str(status_w)),
+            self.child = Child(python_argv(limits, RUNNER_SOURCE, *args, str(control_r), str(status_w),
+                                           first=sandbox.first),
                                cwd=sandbox.workdir, env=sandbox.environ(),
                                output_limit=sandbox.output_limit, pass_fds=(control_r, status_w),
                                confine=sandbox.ruleset)

@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 from urllib.parse import SplitResult, urlsplit
 
-from openenv_gym.envs._exec import reap_orphans
+from openenv_gym.envs._exec import gate_line, held_start, reap_orphans
 
 __all__ = ["GitHttpServer"]
 
@@ -72,9 +72,10 @@ class GitHttpServer:
 
 
 #: ``gate(top_folder) -> run`` : how to run ``git http-backend`` for a request under
-#: ``<root>/<top_folder>/``: ``run(start)`` calls ``start`` (which starts the backend) and
-#: returns its result, confined as that folder's commands are; None refuses the request.
-Gate = Callable[[str], Optional[Callable[[Callable[[], Any]], Any]]]
+#: ``<root>/<top_folder>/``: ``run(start)`` calls ``start(fd)`` (which starts the backend,
+#: held until a line arrives on ``fd``) and returns its result, confined as that folder's
+#: commands are; None refuses the request.
+Gate = Callable[[str], Optional[Callable[[Callable[[int], Any]], Any]]]
 
 
 class _Slots:
@@ -144,7 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _backend(self) -> None:
         url = urlsplit(self.path)
         top = url.path.lstrip("/").split("/", 1)[0]
-        run: Callable[[Callable[[], Any]], Any] | None = lambda start: start()
+        run: Callable[[Callable[[int], Any]], Any] | None = held_start
         if self.gate is not None:
             run = self.gate(top)
         if run is None:
@@ -195,9 +196,12 @@ class _Handler(BaseHTTPRequestHandler):
             # In a session of its own: what it starts (a program of the agent's config, sent
             # to the background) must neither stay in the worker's session, which the sweep
             # of a step's orphans never touches, nor outlive the request.
-            backend = run(lambda: subprocess.Popen(["git", "http-backend"], env=env, stdin=subprocess.PIPE,
-                                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                                   start_new_session=True))
+            # Held at a gate until the thread that started it has ended (held_start): no
+            # program of the agent's runs while a thread of the worker is in its domain.
+            backend = run(lambda gate: subprocess.Popen(
+                ["bash", "-c", gate_line(gate) + "exec git http-backend"],
+                env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                start_new_session=True, pass_fds=(gate,)))
         except RuntimeError as exc:  # its confinement is gone (the env is resetting or closed)
             self.send_error(503, str(exc))
             return

@@ -42,7 +42,8 @@ from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
-from openenv_gym.envs._exec import OUTPUT_LIMIT, ExecResult, Limits, minimal_environ, reap_orphans, run
+from openenv_gym.envs._exec import (OUTPUT_LIMIT, ExecResult, Limits, gate_line, held_start, minimal_environ,
+                                    reap_orphans, run)
 from openenv_gym.envs._files import remove_tree
 from openenv_gym.envs.git.checks import pin_revs
 from openenv_gym.envs.git.server import GitHttpServer
@@ -104,7 +105,7 @@ class _Shared:
         self.lock = threading.Lock()
         atexit.register(self.close)
 
-    def gate(self, ident: str) -> Callable[[Callable[[], subprocess.Popen]], subprocess.Popen] | None:
+    def gate(self, ident: str) -> Callable[[Callable[[int], subprocess.Popen]], subprocess.Popen] | None:
         """How the git server runs a request for ``<root>/<ident>/``: as that workspace's
         commands run (a live env's: confined; a snapshot builder's: trusted setup) and only
         while one does (:meth:`Workspace.serve`), or refused (None) for anything else, such
@@ -139,6 +140,8 @@ def shared() -> _Shared:
         if _shared is None:
             _shared = _Shared()
         return _shared
+
+
 
 
 class Workspace:
@@ -254,10 +257,11 @@ class Workspace:
     def _run_shell(self, command: str, timeout: float, cwd: str | None,
                    env: Mapping[str, str] | None, pass_fds: Sequence[int],
                    ruleset: Ruleset | None) -> ExecResult:
-        prefix = self.limits.shell_prefix()
-        return run(["bash", "-c", f"{prefix}\n{command}"], timeout=timeout, cwd=cwd or self.work,
-                   env={**self.environ(), **(env or {})}, output_limit=self.output_limit,
-                   merge_stderr=True, pass_fds=pass_fds, confine=ruleset)
+        script = f"{self.limits.shell_prefix()}\n{command}"
+        return run(lambda gate: ["bash", "-c", gate_line(gate) + script], timeout=timeout,
+                   cwd=cwd or self.work, env={**self.environ(), **(env or {})},
+                   output_limit=self.output_limit, merge_stderr=True, pass_fds=pass_fds,
+                   confine=ruleset, held=True)
 
     def shell(self, command: str, cwd: str, env: Mapping[str, str] | None = None,
               pass_fds: Sequence[int] = ()) -> ExecResult:
@@ -267,9 +271,11 @@ class Workspace:
         in that domain, ended with it."""
         return self._serving(command, 60.0, cwd, env, pass_fds, self.check_ruleset)
 
-    def serve(self, start: Callable[[], subprocess.Popen]) -> subprocess.Popen:
+    def serve(self, start: Callable[[int], subprocess.Popen]) -> subprocess.Popen:
         """How the git server starts a backend for this env: confined as its commands are,
-        and only while one runs (the backend is ended with it).
+        and only while one runs (the backend is ended with it). ``start(gate)`` starts it
+        held at ``gate`` (:func:`~openenv_gym.envs._exec.held_start`): it runs programs of
+        the agent's config.
 
         Raises:
             RuntimeError: No command of this env is running (the server answers 503).
@@ -278,7 +284,7 @@ class Workspace:
             if not self._running:
                 raise RuntimeError("no command of this env is running")
             ruleset = self._serve_ruleset
-            backend = ruleset.spawn(start) if ruleset is not None else start()
+            backend = held_start(start, ruleset.spawn_alone if ruleset is not None else None)
             self._backends = [b for b in self._backends if b.returncode is None] + [backend]
             return backend
 
@@ -297,10 +303,12 @@ class Workspace:
                 agent's limits, set by a ``ulimit`` prefix before git starts. A bash start per
                 call, so only there: the checks' other git calls run none (tested).
         """
+        command: list[str] | Callable[[int], list[str]] = argv
         if agent_programs:
-            argv = ["bash", "-c", f'{self.limits.shell_prefix()}\nexec "$@"', "bash", *argv]
-        return run(argv, timeout=timeout, cwd=cwd, env={**self.environ(), **(env or {})},
-                   output_limit=1 << 20, confine=self.ruleset)
+            script = f'{self.limits.shell_prefix()}\nexec "$@"'
+            command = lambda gate: ["bash", "-c", gate_line(gate) + script, "bash", *argv]  # noqa: E731
+        return run(command, timeout=timeout, cwd=cwd, env={**self.environ(), **(env or {})},
+                   output_limit=1 << 20, confine=self.ruleset, held=agent_programs)
 
     # -- snapshots -----------------------------------------------------------------------
     def restore(self, task: Task | None) -> None:
