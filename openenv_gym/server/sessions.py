@@ -163,9 +163,23 @@ class Session:
             self.episode_return += reward
             self.done = done
             self.last_obs = obs
-            self.history.append((self.step_count, action, reward))
+            self.history.append((self.step_count, _preview(action), reward))
             if done:
                 self.returns.append(self.episode_return)
+
+
+#: Characters of a text action (or of each text field of a mapping) that the history keeps:
+#: ``/web`` shows 300 of them; a Coding action may be 1 MiB, and 50 of them would stay resident.
+PREVIEW = 1000
+
+
+def _preview(action: Any) -> Any:
+    """The action as the history keeps it: long text cut to :data:`PREVIEW` characters."""
+    if isinstance(action, str):
+        return action[:PREVIEW]
+    if isinstance(action, dict) and any(isinstance(v, str) and len(v) > PREVIEW for v in action.values()):
+        return {k: v[:PREVIEW] if isinstance(v, str) else v for k, v in action.items()}
+    return action
 
 
 class SessionManager:
