@@ -127,7 +127,7 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
         return service.spec()
 
     @api.post("/reset", response_model=ResetResponse,
-              responses=error_responses(400, 404, 413, 415, 422, 429, 500))
+              responses=error_responses(400, 403, 404, 413, 415, 422, 429, 500))
     def reset(body: ResetRequest | None = None) -> Any:
         """Start an episode; creates a session unless ``session_id`` names one."""
         body = body or ResetRequest()
@@ -143,7 +143,7 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
         return Response(reply, media_type="application/json")
 
     @api.post("/step", response_model=StepResponse,
-              responses=error_responses(400, 404, 409, 413, 415, 422, 500))
+              responses=error_responses(400, 403, 404, 409, 413, 415, 422, 500))
     def step(body: StepRequest) -> dict[str, Any]:
         """Take one step in a session; after the episode ends (terminated or truncated), 409
         until the session is reset."""
@@ -167,7 +167,7 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
                             "episode_return": s.episode_return})
         return out
 
-    @api.delete("/sessions/{session_id}", responses=error_responses(404, 422))
+    @api.delete("/sessions/{session_id}", responses=error_responses(403, 404, 422))
     def close(session_id: str) -> dict[str, Any]:
         """Close a session and free its env (once a call in flight on it ends)."""
         return service.close(session_id)

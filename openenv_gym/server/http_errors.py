@@ -15,8 +15,10 @@ Example:
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
+import socket
 from typing import Any, Callable, Coroutine
 
 from fastapi import FastAPI, Request, Response
@@ -31,7 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from openenv_gym.errors import OpenEnvError, error_from_wire, error_to_wire
 from openenv_gym.protocol.wire import MAX_FRAME
 
-__all__ = ["ErrorBody", "ErrorDetail", "ErrorRoute", "error_responses", "install"]
+__all__ = ["ErrorBody", "ErrorDetail", "ErrorRoute", "LocalOnly", "error_responses", "install"]
 
 logger = logging.getLogger("openenv_gym.http")
 
@@ -57,6 +59,8 @@ class ErrorBody(BaseModel):
 #: What each error status means on this API (the OpenAPI descriptions).
 _ERRORS: dict[int, str] = {
     400: "A request the env refuses: a seed or options it cannot use (InvalidRequestError).",
+    403: "A browser request from another site (its Origin is not this server), or one that "
+         "reached this server over loopback under a name that is not local (DNS rebinding).",
     404: "No such session: never created, closed, or expired idle (SessionNotFoundError); or "
          "no such path.",
     405: "The path does not take this method.",
@@ -209,6 +213,81 @@ class _LengthLimit:
         await self.app(scope, receive, send)
 
 
+def _name_of(host: str) -> str:
+    """The host name of a ``Host`` header or an origin's ``netloc``, without the port."""
+    host = host.strip().lower()
+    if host.startswith("["):  # [::1]:8000
+        return host[1:host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _is_local_name(name: str) -> bool:
+    if name == "localhost" or name.endswith(".localhost"):  # browsers resolve these themselves
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        # The machine's own name (Debian maps it to 127.0.1.1): no attacker's DNS answers a
+        # browser's request for it. Not getfqdn(): a DNS lookup per refused request.
+        return name == _HOSTNAME
+
+
+_HOSTNAME = socket.gethostname().lower()
+
+
+class LocalOnly:
+    """Keeps web pages of other sites away from a server that runs code for its caller.
+
+    The servers listen on 127.0.0.1 without authentication, which keeps other machines out,
+    but not the pages the user's browser shows: those can send requests to 127.0.0.1 too.
+
+    * A request that arrives over loopback must name a local host (``localhost``,
+      ``127.0.0.1``, ``[::1]``, this machine's name) in its ``Host`` header: under DNS
+      rebinding a page of ``attacker.example`` reaches 127.0.0.1 under its own name, and
+      would otherwise read and drive every session (a Coding step runs its code).
+    * A request that changes something (any method but GET, HEAD, OPTIONS) and carries an
+      ``Origin`` header (browsers send it; curl and the Python client do not) must come from
+      this server's own origin: a cross-site form or ``fetch(..., {mode: "no-cors"})`` with
+      no body is a "simple" request, sent without a preflight, and would create sessions.
+
+    Refused requests get 403 and an :class:`ErrorBody`; nothing of them reaches a route.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            problem = self.problem(scope)
+            if problem:
+                logger.warning("refused %s %s: %s", scope.get("method"), scope.get("path"), problem)
+                await _invalid(problem, 403)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def problem(scope: Scope) -> str | None:
+        """Why the request is refused, or None."""
+        headers = Headers(scope=scope)
+        host = headers.get("host", "")
+        server = scope.get("server") or (None, None)
+        try:
+            over_loopback = ipaddress.ip_address(str(server[0])).is_loopback
+        except ValueError:  # a Unix socket, or a test client
+            over_loopback = False
+        if over_loopback and not _is_local_name(_name_of(host)):
+            return (f"this server answers local names only (Host: {host or 'none'}); use "
+                    "http://127.0.0.1:PORT or http://localhost:PORT")
+        origin = headers.get("origin")
+        if origin is not None and scope.get("method") not in ("GET", "HEAD", "OPTIONS"):
+            netloc = origin.split("://", 1)[1] if "://" in origin else None
+            if netloc is None or netloc.strip("/").lower() != host.lower():
+                return (f"a request from the web page of another site ({origin}) may not change "
+                        "this server's sessions; send it without an Origin header, or from this "
+                        "server's own pages")
+        return None
+
+
 def install(app: FastAPI, max_body_size: int, bodies: dict[str, type[BaseModel]]) -> None:
     """Make every error ``app`` answers an :class:`ErrorBody` with its status.
 
@@ -220,6 +299,7 @@ def install(app: FastAPI, max_body_size: int, bodies: dict[str, type[BaseModel]]
             when a body has an unknown one.
     """
     app.add_middleware(_LengthLimit, max_body_size=max_body_size)
+    app.add_middleware(LocalOnly)  # added last: runs first
 
     @app.exception_handler(OpenEnvError)
     async def _openenv_error(_: Request, exc: OpenEnvError) -> JSONResponse:

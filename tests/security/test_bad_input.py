@@ -125,7 +125,7 @@ def test_truncated_http_body_and_slow_client_do_not_hurt(cartpole: ServedEnv) ->
     host, port = cartpole.http.removeprefix("http://").split(":")
     for _ in range(20):  # announce 1000 bytes, send 10, hang up
         s = socket.create_connection((host, int(port)), timeout=5)
-        s.sendall(b"POST /step HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(b"POST /step HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   b"Content-Length: 1000\r\n\r\n{\"session_")
         s.close()
     _still_serving(cartpole, sid, 1)

@@ -253,7 +253,7 @@ def _length(data: bytes) -> int:
 def test_a_body_over_the_frame_limit_is_refused_before_it_is_read(gated) -> None:
     _, live = gated
     # Only the headers are sent: the answer comes without waiting for 64 MiB.
-    reply = _raw_request(live.url, b"POST /step HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+    reply = _raw_request(live.url, b"POST /step HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                                    b"Content-Length: %d\r\n\r\n" % (MAX_FRAME + 1))
     head, body = reply.split(b"\r\n\r\n", 1)
     assert head.startswith(b"HTTP/1.1 413")
