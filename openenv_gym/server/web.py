@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import html
 import json
 import math
 import os
@@ -383,7 +384,10 @@ def web_router(source: Source, stopping: threading.Event | None = None,
                 summary="The live web view")
     def page() -> HTMLResponse:
         with open(PAGE_PATH, encoding="utf-8") as f:
-            return HTMLResponse(f.read().replace("{{title}}", title))
+            # No other site's page may frame it (clickjacking of its buttons).
+            return HTMLResponse(f.read().replace("{{title}}", html.escape(title)),
+                                headers={"Content-Security-Policy": "frame-ancestors 'none'",
+                                         "X-Frame-Options": "DENY"})
 
     # The JSON of both is FastAPI's, as /step's: a non-finite number is null (snapshots of a
     # pool's workers arrive over msgpack, which keeps infinities).

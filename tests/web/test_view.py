@@ -86,3 +86,18 @@ def test_pool_source_reports_a_dead_worker_and_keeps_the_others() -> None:
         assert "w1" in view["errors"] and "w0" not in view["errors"]
     finally:
         provider.stop_all(workers)
+
+
+def test_the_page_escapes_its_title_and_refuses_to_be_framed() -> None:
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from openenv_gym.server.web import web_router
+
+    app = FastAPI()
+    app.include_router(web_router(lambda known: {"sessions": []}, title="<img src=x onerror=alert(1)>"))
+    reply = TestClient(app).get("/web")
+    assert reply.status_code == 200
+    assert "<img src=x" not in reply.text and "&lt;img src=x onerror=alert(1)&gt;" in reply.text
+    assert reply.headers["content-security-policy"] == "frame-ancestors 'none'"
+    assert reply.headers["x-frame-options"] == "DENY"
