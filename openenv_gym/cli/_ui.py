@@ -6,6 +6,7 @@ something did not work), :data:`USAGE` (2: bad arguments; nothing was done).
 
 from __future__ import annotations
 
+import errno
 import socket
 
 from rich.console import Console
@@ -72,6 +73,11 @@ def bind_problem(host: str, port: int) -> OSError | None:
 
 def port_refused(flag: str, port: int, exc: OSError, host: str = "127.0.0.1") -> int:
     """Report that the port given by ``flag`` cannot be listened on; returns :data:`FAILED`."""
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        # The host is the problem, not the port.
+        return error(f"cannot listen on {host}:{port} ({flag}): {exc}",
+                     f"--host must be an address of this machine: 127.0.0.1 (the default) "
+                     "or localhost")
     return error(f"cannot listen on {host}:{port} ({flag}): {exc}",
                  f"pick a free port with {flag} N ({flag} 0: any free port); "
                  f"`openenv-gym doctor --port {port}` checks one, "

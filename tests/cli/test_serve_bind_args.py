@@ -1,0 +1,21 @@
+"""What `openenv-gym serve` says about where it cannot listen: the same port twice (exit 2),
+or a host that is not this machine (not "pick a free port")."""
+
+import socket
+
+from openenv_gym.cli import main
+
+
+def test_the_same_port_for_both_servers_is_refused(capsys) -> None:
+    with socket.socket() as s:  # a port free now
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["serve", "echo", "--port", str(port), "--binary-port", str(port)]) == 2
+    assert "--binary-port" in capsys.readouterr().err
+
+
+def test_a_host_that_is_not_this_machine_is_named_not_the_port(capsys) -> None:
+    # 192.0.2.1 (TEST-NET-1) is an address of no machine here: the bind fails on the host.
+    assert main(["serve", "echo", "--host", "192.0.2.1", "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "--host must be an address of this machine" in err and "pick a free port" not in err
