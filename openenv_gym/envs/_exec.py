@@ -40,9 +40,11 @@ from openenv_gym.envs._confine import prctl, site_folders
 if TYPE_CHECKING:
     from openenv_gym.envs._confine import Ruleset
 
+T = TypeVar("T")
+
 __all__ = ["Limits", "step_timeouts", "ExecResult", "Child", "run", "kill_all", "adopt_orphans",
            "reap_orphans", "minimal_environ", "python_argv", "TRUNCATION_MARK", "NOTE_ROOM",
-           "check_output_limit", "OUTPUT_LIMIT", "MAX_OUTPUT_TEXT"]
+           "check_output_limit", "OUTPUT_LIMIT", "MAX_OUTPUT_TEXT", "gate_line", "held_start"]
 
 #: Appended to a stream whose output went past the cap.
 TRUNCATION_MARK = "\n[... output truncated at {limit} bytes ...]\n"
@@ -52,7 +54,6 @@ FLOOD_MARK = "\n[... process killed: it kept writing past the output cap ...]\n"
 NOTE_ROOM = 1024
 #: Bytes of a stream's output kept by default (Coding's and Git's ``output_limit``).
 OUTPUT_LIMIT = 65536
-T = TypeVar("T")
 #: Characters of output an observation's text field holds (Coding's stdout/stderr, Git's output).
 MAX_OUTPUT_TEXT = 1 << 20
 
@@ -273,7 +274,7 @@ def _first_for_the_oom_killer(pid: int) -> None:
 
 def gate_line(fd: int) -> str:
     """The first line of a bash script held at the gate ``fd``: it reads a line from the
-    descriptor (the worker writes it, see :class:`Child`'s ``gate``), closes it, and goes on;
+    descriptor (the worker writes it: :func:`held_start`), closes it, and goes on;
     it exits if the descriptor closes instead. bash: dash takes single-digit descriptors."""
     return f"read -r _ <&{fd} || exit 125\nexec {fd}<&-\n"
 
