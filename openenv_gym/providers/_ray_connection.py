@@ -16,7 +16,7 @@ import ray
 
 from openenv_gym.errors import ProviderUnavailableError
 
-__all__ = ["acquire_ray", "cause", "release_ray"]
+__all__ = ["acquire_ray", "cause", "release_ray", "ray_session"]
 
 logger = logging.getLogger("openenv_gym.ray")
 
@@ -29,16 +29,35 @@ def cause(exc: BaseException) -> str:
 
 _connection_lock = threading.Lock()
 _connection_users = 0
-_connected_by_us = False
+#: The Ray connection this module made (:func:`ray_session`), None when the current one
+#: is not ours (the user's own ``ray.init``) or there is none.
+_our_session: tuple[str, str] | None = None
 
 
-def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> bool:
-    """Connect to (or start) Ray once per process; returns whether this call counted a user.
+def ray_session() -> tuple[str, str] | None:
+    """Which Ray connection this process has now: its cluster (GCS address) and job, or None.
+
+    ``ray.shutdown()`` then ``ray.init()`` (a notebook cell run again) gives another one, in
+    which the actors of the first are unknown: Ray then raises a bare ``Exception`` ("it's
+    from a different cluster") for any call to them.
+    """
+    if not ray.is_initialized():
+        return None
+    ctx = ray.get_runtime_context()
+    return str(getattr(ctx, "gcs_address", "") or ""), str(ctx.get_job_id())
+
+
+def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, str] | None:
+    """Connect to (or start) Ray once per process.
+
+    Returns:
+        The session this call counted a user of (give it to :func:`release_ray`), or None
+        when Ray runs by the user's own ``ray.init`` (never shut down for them).
 
     Raises:
         ProviderUnavailableError: Nothing answers at ``address``.
     """
-    global _connection_users, _connected_by_us
+    global _connection_users, _our_session
     with _connection_lock:
         if not ray.is_initialized():
             _check_reachable(address)
@@ -49,11 +68,12 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> bool:
                 raise ProviderUnavailableError(
                     f"cannot connect to the Ray cluster at {address!r}: {exc}; start it "
                     "(`ray start --head`), or pass address=None to start a local one") from None
-            _connected_by_us = True
-        elif not _connected_by_us:
-            return False  # the user's own ray.init: never shut it down for them
+            # The users of a Ray of ours that the user shut down went with it.
+            _our_session, _connection_users = ray_session(), 0
+        elif _our_session is None or ray_session() != _our_session:
+            return None  # the user's own ray.init: never shut it down for them
         _connection_users += 1
-        return True
+        return _our_session
 
 
 def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
@@ -84,13 +104,17 @@ def _others_use_ray(wait: float = 2.0) -> bool:
         time.sleep(0.05)
 
 
-def release_ray() -> None:
-    global _connection_users, _connected_by_us
+def release_ray(session: tuple[str, str] | None) -> None:
+    """Count off a user of ``session`` (what :func:`acquire_ray` returned); shut Ray down
+    after the last, unless it is no longer the one we connected."""
+    global _connection_users, _our_session
     with _connection_lock:
+        if session is None or session != _our_session:
+            return  # not ours, or a Ray of ours the user shut down (and maybe made anew)
         _connection_users -= 1
-        if _connection_users == 0 and _connected_by_us:
-            if not ray.is_initialized():  # the user shut it down already
-                _connected_by_us = False
+        if _connection_users == 0:
+            if ray_session() != _our_session:  # the user shut it down already
+                _our_session = None
                 return
             if _others_use_ray():
                 # Shutting down would kill that work; Ray ends with this process instead.
@@ -99,4 +123,4 @@ def release_ray() -> None:
                 return
             # Terminates a local Ray we started; only disconnects from a running cluster.
             ray.shutdown()
-            _connected_by_us = False
+            _our_session = None

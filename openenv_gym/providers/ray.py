@@ -52,7 +52,7 @@ except ImportError as _exc:  # the registry turns this into "pip install 'openen
     raise ImportError(f"the ray provider needs Ray: {_exc}") from None
 
 from openenv_gym.errors import OpenEnvError, ProviderUnavailableError, WorkerError  # noqa: E402
-from openenv_gym.providers._ray_connection import acquire_ray, cause, release_ray  # noqa: E402
+from openenv_gym.providers._ray_connection import acquire_ray, cause, ray_session, release_ray  # noqa: E402
 from openenv_gym.providers._ray_host import ServerHost  # noqa: E402
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json  # noqa: E402
 
@@ -101,13 +101,22 @@ class RayWorker(Worker):
         self.node_id = self.node_ip = ""
         self.pid = self.actor_pid = 0
         self._lock = threading.Lock()
+        #: The Ray connection its actor lives in (see :meth:`_on_its_ray`).
+        self.session = ray_session()
         self._place()
+
+    def _on_its_ray(self) -> bool:
+        """Whether this process is still connected to the Ray its actor was placed in: after
+        ``ray.shutdown()`` its actors are gone, and after a new ``ray.init()`` they are unknown
+        (every call to them raises a bare ``Exception``)."""
+        return self.session is not None and ray_session() == self.session
 
     def _place(self, restarting: bool = False) -> None:
         p = self.provider
-        if not ray.is_initialized():
+        if not self._on_its_ray():
             # ray.shutdown() under live workers (a notebook cell, an RLlib teardown): Ray's
-            # first .remote() would silently start a new local cluster with none of them.
+            # first .remote() would silently start a new local cluster with none of them,
+            # and a Ray made anew since is not the one this env's provider holds.
             raise ProviderUnavailableError(
                 f"Ray was shut down while worker {self.index} of {self.env!r} ran on it; make "
                 "the env again (after ray.init(), or let the provider start Ray)")
@@ -155,7 +164,7 @@ class RayWorker(Worker):
         self.container_id = info.get("container_id")
 
     def alive(self) -> bool:
-        if self.actor is None or not ray.is_initialized():
+        if self.actor is None or not self._on_its_ray():
             return False  # after ray.shutdown() its actors are gone (see _place)
         try:
             return bool(ray.get(self.actor.alive.remote(), timeout=self.provider.alive_timeout))
@@ -169,7 +178,7 @@ class RayWorker(Worker):
             self._place(restarting=True)
 
     def _kill(self) -> None:
-        if self.actor is None or not ray.is_initialized():
+        if self.actor is None or not self._on_its_ray():
             self.actor = None  # after ray.shutdown() nothing is left to kill
             return
         try:
@@ -191,7 +200,7 @@ class RayWorker(Worker):
     def logs(self, tail: int = 50) -> str:
         if self.actor is None:
             return ""
-        if not ray.is_initialized():
+        if not self._on_its_ray():
             return "(logs unavailable: Ray was shut down, and the actor with it)"
         try:
             return str(ray.get(self.actor.logs.remote(tail), timeout=5.0))
@@ -288,7 +297,7 @@ class RayProvider(Provider):
         self.local_sockets = local_sockets
         self.cgroups = cgroups
         self.private_tmp = private_tmp
-        self._holds_ray = False
+        self._ray_session: tuple[str, str] | None = None  # counted in, if ours (acquire_ray)
         self._connected = False
         self._groups: dict[str, Any] = {}
         self._workers: list[RayWorker] = []
@@ -298,7 +307,7 @@ class RayProvider(Provider):
         """Connect to the cluster (or start a local one). Called by :meth:`start`."""
         with self._lock:
             if not self._connected:
-                self._holds_ray = acquire_ray(self.address, self.init_kwargs)
+                self._ray_session = acquire_ray(self.address, self.init_kwargs)
                 self._connected = True
 
     def demand(self) -> dict[str, float]:
@@ -392,7 +401,7 @@ class RayProvider(Provider):
             return
         try:
             remove_placement_group(group)
-        except RayError:
+        except Exception:  # noqa: BLE001 - a RayError, or a bare Exception for a group of a Ray since shut down and made anew
             pass
 
     def stop_all(self, workers: Sequence[Worker]) -> None:
@@ -414,9 +423,9 @@ class RayProvider(Provider):
         for pool in list(self._groups):
             self._release_group(pool)
         with self._lock:
-            holds, self._holds_ray, self._connected = self._holds_ray, False, False
-        if holds:
-            release_ray()
+            session, self._ray_session, self._connected = self._ray_session, None, False
+        if session is not None:
+            release_ray(session)
 
     def __enter__(self) -> "RayProvider":
         return self
