@@ -51,6 +51,7 @@ try:
 except ImportError as _exc:  # the registry turns this into "pip install 'openenv-gym[ray]'"
     raise ImportError(f"the ray provider needs Ray: {_exc}") from None
 
+from openenv_gym._numbers import is_finite  # noqa: E402
 from openenv_gym.errors import OpenEnvError, ProviderUnavailableError, WorkerError  # noqa: E402
 from openenv_gym.providers._ray_connection import acquire_ray, cause, ray_session, release_ray  # noqa: E402
 from openenv_gym.providers._ray_host import ServerHost  # noqa: E402
@@ -278,8 +279,14 @@ class RayProvider(Provider):
         if node_id is not None and strategy in _GROUP_STRATEGIES:
             raise ValueError(f"node_id pins workers to one node; it cannot be combined with "
                              f"strategy={strategy!r} (use SPREAD or DEFAULT)")
-        if not isinstance(num_cpus, (int, float)) or isinstance(num_cpus, bool) or num_cpus < 0:
+        if not (is_finite(num_cpus) and num_cpus >= 0):
             raise ValueError(f"num_cpus must be a number >= 0, got {num_cpus!r}")
+        for name, value in (("startup_timeout", startup_timeout), ("placement_timeout", placement_timeout),
+                            ("alive_timeout", alive_timeout), ("regroup_timeout", regroup_timeout)):
+            # Ray takes a negative timeout for a broken invariant and aborts this process
+            # (a C++ check failure in ray.get: SIGABRT, no exception), NaN for "no limit".
+            if not (is_finite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
         self.address = address
         self.num_cpus = float(num_cpus)
         self.resources = dict(resources or {})

@@ -1,0 +1,55 @@
+"""Bad values of the ray provider's options are refused when it is made, with a ValueError
+naming the option: a negative timeout reached ``ray.get`` and Ray aborted the whole trainer
+(SIGABRT from a C++ check, no exception), and NaN CPUs gave "cannot convert float NaN to integer"."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import pytest
+
+import openenv_gym  # noqa: F401  (registers the ids)
+
+pytest.importorskip("ray")
+
+from openenv_gym.providers.ray import RayProvider  # noqa: E402
+
+
+@pytest.mark.parametrize("name", ["placement_timeout", "startup_timeout", "alive_timeout", "regroup_timeout"])
+@pytest.mark.parametrize("value", [-5, -0.001, math.nan, math.inf, "10"])
+def test_a_bad_timeout_is_a_value_error_naming_it(name: str, value: object) -> None:
+    with pytest.raises(ValueError, match=name):
+        RayProvider(**{name: value})
+
+
+def test_nan_cpus_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="num_cpus must be a number >= 0, got nan"):
+        RayProvider(num_cpus=math.nan)
+
+
+_TRAINER = """
+import gymnasium as gym, ray, openenv_gym
+try:
+    gym.make("OpenEnv/Echo-v0", provider="ray", provider_options={"placement_timeout": -5,
+             "address": "local", "init_kwargs": {"num_cpus": 1}})
+except ValueError as exc:
+    print("refused:", exc)
+print("ray started:", ray.is_initialized())
+"""
+
+
+def test_gym_make_refuses_a_negative_placement_timeout_before_touching_ray() -> None:
+    # In a child: before the fix the provider started a local Ray, then Ray aborted the process.
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _TRAINER], capture_output=True, text=True, timeout=180,
+                         env=dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "refused: placement_timeout" in out.stdout and "ray started: False" in out.stdout, out.stdout
+
+
+def test_zero_timeouts_are_still_taken() -> None:
+    RayProvider(placement_timeout=0, alive_timeout=0, regroup_timeout=0, startup_timeout=0)
