@@ -144,6 +144,7 @@ class Provider(abc.ABC):
         aborted = False
 
         def start(i: int) -> None:
+            nonlocal aborted
             with cond:
                 if aborted:
                     return
@@ -152,6 +153,11 @@ class Provider(abc.ABC):
                 started[i] = self._start_one(env, kwargs, i, pool)
             except Exception as exc:  # gather all, stop the started ones, re-raise one
                 errors[i] = exc
+                with cond:
+                    # The pool fails: starts not begun yet are skipped. Each would wait its
+                    # own timeout (a Ray cluster too small for the pool: its placement_timeout
+                    # again for every 16 workers) only to be stopped at once.
+                    aborted = True
             finally:
                 with cond:
                     running.discard(i)
