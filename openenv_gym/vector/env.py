@@ -40,6 +40,7 @@ from openenv_gym.errors import (
     InvalidActionError,
     InvalidRequestError,
     OpenEnvError,
+    ProviderUnavailableError,
     ResetNeededError,
     WorkerCrashedError,
     WorkerError,
@@ -716,6 +717,8 @@ class RemoteVectorEnv(VectorEnv):
         text = pool.describe(failure.worker, failure.error)
         try:
             pool.restart(failure.worker)
+        except ProviderUnavailableError:
+            raise  # nowhere to start one (Docker's engine or Ray gone): as a single env says
         except Exception as exc:
             raise WorkerError(f"{text}\nand restarting it failed too: {exc}") from exc
         lost = [i for i in pool.groups[failure.worker] if i not in reset_targets]

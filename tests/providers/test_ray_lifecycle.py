@@ -98,6 +98,25 @@ def test_ray_shut_down_under_an_env_gives_typed_errors_and_starts_no_cluster() -
     assert not ray.is_initialized()
 
 
+def test_ray_shut_down_under_a_vector_env_says_so_at_its_reset() -> None:
+    # As the single env: the restart has nowhere to start a worker (was a WorkerError
+    # "restarting it failed too").
+    from openenv_gym.errors import ProviderUnavailableError
+
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    envs = gym.make_vec("OpenEnv/Echo-v0", 2, provider="ray", provider_options={"num_cpus": 0.5})
+    try:
+        envs.reset(seed=0)
+        ray.shutdown()
+        with pytest.raises(ProviderUnavailableError, match="Ray was shut down"):
+            envs.reset(seed=1)
+        assert not ray.is_initialized()
+    finally:
+        envs.close()
+
+
 def test_an_address_nothing_listens_on_is_refused_at_once() -> None:
     from openenv_gym.errors import ProviderUnavailableError
 
