@@ -82,6 +82,7 @@ GIT_ENV: dict[str, str] = {
 _SAFE = (
     "--shallow-file", "",                 # .git/shallow cuts history short ("" = no shallow file)
     "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",   # programs git would run
+    "-c", "log.showSignature=false",      # git log would run the repo's gpg.program on a gpgsig
     "-c", "core.commitGraph=false",       # a hand-made commit-graph file can lie about parents
     "-c", "core.untrackedCache=false",    # a hand-made index extension can hide untracked files
     "-c", "core.checkStat=default", "-c", "core.trustctime=true",  # an edit with a reset mtime shows
