@@ -214,7 +214,8 @@ def unpack_plain(data: bytes) -> object:
     def ext_hook(code: int, payload: bytes) -> object:
         if code == _BIGINT:
             return int(payload.decode("ascii"))
-        if nesting[0] >= MAX_DEPTH:
+        # pack_plain sends containers at depths 0..MAX_DEPTH: MAX_DEPTH + 1 nested extensions.
+        if nesting[0] > MAX_DEPTH:
             raise NotPlain(f"it is nested more than {MAX_DEPTH} levels deep")
         nesting[0] += 1
         try:
