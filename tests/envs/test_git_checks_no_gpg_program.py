@@ -1,8 +1,8 @@
 """The checks' git calls run no program of the repository's config: ``git log`` (commit_message,
-
 reverts) would run ``gpg.program`` for a commit with a ``gpgsig`` header when the repo sets
 ``log.showSignature``, from the worker's long-lived confined thread (which that program could
 then signal) and without the agent's ulimits."""
+
 from __future__ import annotations
 
 import os
