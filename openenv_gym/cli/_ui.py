@@ -62,6 +62,8 @@ def bind_problem(host: str, port: int) -> OSError | None:
     """
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        if family != socket.AF_INET:  # the binary server listens on IPv4 only
+            return OSError(errno.EADDRNOTAVAIL, f"{host} is not an IPv4 address")
         with socket.socket(family, socket.SOCK_STREAM) as sock:
             # As the servers bind: a port whose old connections linger in TIME_WAIT is free.
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

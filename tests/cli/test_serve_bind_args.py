@@ -19,3 +19,9 @@ def test_a_host_that_is_not_this_machine_is_named_not_the_port(capsys) -> None:
     assert main(["serve", "echo", "--host", "192.0.2.1", "--port", "0"]) == 1
     err = capsys.readouterr().err
     assert "--host must be an address of this machine" in err and "pick a free port" not in err
+
+
+def test_an_ipv6_host_is_named_not_a_traceback(capsys) -> None:
+    # The pre-bind check took ::1, and the binary server (IPv4 only) then raised gaierror.
+    assert main(["serve", "echo", "--host", "::1", "--port", "0"]) == 1
+    assert "--host must be an address of this machine" in capsys.readouterr().err
