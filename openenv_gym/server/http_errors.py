@@ -218,7 +218,8 @@ def _name_of(host: str) -> str:
     host = host.strip().lower()
     if host.startswith("["):  # [::1]:8000
         return host[1:host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return name.rstrip(".")  # "localhost." is the same name, fully qualified
 
 
 def _is_local_name(name: str) -> bool:

@@ -43,7 +43,7 @@ def test_a_foreign_host_name_is_refused(served_echo, host, method, path, body) -
     assert _request(served_echo.http, "GET", "/sessions")[1] == []  # nothing was created
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST:{port}",
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST:{port}", "localhost.:{port}",
                                   "127.0.0.1", "[::1]:{port}", "app.localhost:{port}",
                                   socket.gethostname() + ":{port}"])
 def test_local_host_names_are_served(served_echo, host) -> None:
