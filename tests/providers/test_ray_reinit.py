@@ -58,7 +58,8 @@ def test_closing_an_env_of_a_ray_the_user_made_anew_leaves_the_users_ray_running
         envs.reset(seed=0)
         ray.shutdown()
         ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)  # the user's own
-        with pytest.raises(WorkerError):
+        # The failed workers cannot be replaced on it: the provider's Ray is gone.
+        with pytest.raises(ProviderUnavailableError, match="Ray was shut down"):
             envs.step(envs.action_space.sample())
         with warnings.catch_warnings():
             warnings.simplefilter("error")
