@@ -5,21 +5,13 @@ then signal) and without the agent's ulimits."""
 
 from __future__ import annotations
 
-import os
 import stat
 import subprocess
 from pathlib import Path
 
-from openenv_gym.envs._exec import run
 from openenv_gym.envs.git import checks
 
-
-class _Ctx:
-    def __init__(self, tmp: Path) -> None:
-        self.work, self.remotes, self.tmp, self.pins = str(tmp), str(tmp / "remotes"), str(tmp), {}
-
-    def run(self, argv, cwd, timeout=10.0, env=None, agent_programs=False):
-        return run(argv, timeout=timeout, cwd=cwd, env={"PATH": os.environ["PATH"], **(env or {})})
+from tests.envs._check_context import FolderChecks
 
 
 def test_commit_message_runs_no_gpg_program(tmp_path: Path) -> None:
@@ -40,5 +32,5 @@ def test_commit_message_runs_no_gpg_program(tmp_path: Path) -> None:
     subprocess.run([*git, "config", "log.showSignature", "true"], check=True)
     subprocess.run([*git, "config", "gpg.program", str(program)], check=True)
 
-    assert checks.commit_message(_Ctx(tmp_path), str(repo), "^Add b$")
+    assert checks.commit_message(FolderChecks(tmp_path), str(repo), "^Add b$")
     assert not marker.exists(), "a check's git log ran the repository's gpg.program"

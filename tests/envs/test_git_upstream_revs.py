@@ -9,24 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from openenv_gym.envs._exec import run
 from openenv_gym.envs.git import checks
 
-
-class _Ctx:
-    def __init__(self, root: Path) -> None:
-        self.work = str(root / "work")
-        self.remotes = str(root / "remotes")
-        self.tmp = str(root / "tmp")
-        self.pins: dict = {}
-
-    def run(self, argv, cwd, timeout=10.0, env=None):
-        return run(argv, timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})})
+from tests.envs._check_context import FolderChecks
 
 
 @pytest.fixture
-def ctx(tmp_path: Path) -> _Ctx:
-    ctx = _Ctx(tmp_path)
+def ctx(tmp_path: Path) -> FolderChecks:
+    ctx = FolderChecks(tmp_path)
     os.makedirs(ctx.work)
     os.makedirs(ctx.remotes)
     repo = os.path.join(ctx.work, "repo")
@@ -41,11 +31,11 @@ def ctx(tmp_path: Path) -> _Ctx:
 
 
 @pytest.mark.parametrize("rev", ["main@{u}", "main@{upstream}", "main@{UPSTREAM}", "main@{push}"])
-def test_an_upstream_rev_resolves_in_a_check(ctx: _Ctx, rev: str) -> None:
+def test_an_upstream_rev_resolves_in_a_check(ctx: FolderChecks, rev: str) -> None:
     assert checks.run_check(ctx, "repo", "same_commit", {"a": rev, "b": "origin/main"})
     assert checks.run_check(ctx, "repo", "is_ancestor", {"ancestor": rev, "descendant": "HEAD"})
 
 
-def test_a_branch_still_beats_a_tag_of_its_name(ctx: _Ctx) -> None:
+def test_a_branch_still_beats_a_tag_of_its_name(ctx: FolderChecks) -> None:
     assert checks.run_check(ctx, "repo", "same_commit", {"a": "main", "b": "HEAD"})
     assert checks.run_check(ctx, "repo", "same_commit", {"a": "main~1", "b": "origin/main"})
