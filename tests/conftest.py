@@ -15,6 +15,15 @@ import pytest
 REQUIRE_DOCKER = os.environ.get("OPENENV_GYM_REQUIRE_DOCKER") == "1"
 
 
+#: Child-side Python that sends SIGKILL (``tgkill``, x86-64) to every thread of process ``$W``
+#: (else its parent) it can reach and prints ``reached=N``. One line of statements without
+#: double quotes, so that it also goes into a shell's ``python3 -c "..."``.
+SIGNAL_EVERY_THREAD = (
+    "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long; "
+    "w = int(os.environ.get('W') or os.getppid()); "
+    "reached = [t for t in range(w, w + 20000) if libc.syscall(234, w, t, 0) == 0]; "
+    "[libc.syscall(234, w, t, 9) for t in reached]; print('reached=%d' % len(reached))")
+
 #: Child-side Python for probes run in a sandbox: ``attempt(key, action)`` prints
 #: ``key=ok``, or ``key=`` and the name of the OSError the action raised.
 ATTEMPT = """

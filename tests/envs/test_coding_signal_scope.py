@@ -16,21 +16,13 @@ import pytest
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.envs._confine import abi as landlock_abi
 
+from tests.conftest import SIGNAL_EVERY_THREAD
+
 pytestmark = [
     pytest.mark.skipif(landlock_abi() < 6, reason="Landlock scopes signals from ABI 6 (Linux 6.12)"),
     pytest.mark.skipif(os.uname().machine != "x86_64", reason="the tgkill syscall number is x86-64's"),
 ]
 
-_SIGNAL_EVERY_THREAD = """
-import ctypes, os
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-worker = os.getppid()
-reached = [tid for tid in range(worker, worker + 20000) if libc.syscall(234, worker, tid, 0) == 0]
-print("reached", reached, flush=True)
-for tid in reached:
-    libc.syscall(234, worker, tid, 9)
-"""
 
 
 @pytest.mark.parametrize("mode", [{}, {"persistent": True}])
@@ -38,8 +30,8 @@ def test_a_child_cannot_signal_the_thread_that_started_it(provider: str, mode: d
     env = gym.make("OpenEnv/Coding-v0", provider=provider, **mode)
     try:
         env.reset(seed=0)
-        obs, *_ = env.step({"code": _SIGNAL_EVERY_THREAD})
-        assert obs["stdout"] == "reached []\n", obs["stdout"] + obs["stderr"]
+        obs, *_ = env.step({"code": SIGNAL_EVERY_THREAD})
+        assert obs["stdout"] == "reached=0\n", obs["stdout"] + obs["stderr"]
         obs, reward, *_ = env.step({"code": "print('still here')"})
         assert obs["stdout"] == "still here\n" and reward == 1.0
     finally:

@@ -31,7 +31,7 @@ import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.envs._confine import abi as landlock_abi
 from openenv_gym.errors import OpenEnvError, WorkerError
 from openenv_gym.providers._tmpfs import support as tmpfs_support
-from tests.conftest import ATTEMPT, require_docker
+from tests.conftest import ATTEMPT, SIGNAL_EVERY_THREAD, require_docker
 from tests.security import helpers
 from tests.security.helpers import HostProbe, record
 
@@ -215,16 +215,8 @@ ATTACKS = [
            expect_worker_death=not SIGNALS_SCOPED),
     # Landlock scopes signals by the target *thread*'s domain: the worker thread that
     # starts children must not be in theirs (it was: tgkill on it ended the worker).
-    Attack("kill the env server from inside, thread by thread (tgkill)", """
-        import ctypes, os
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.syscall.restype = ctypes.c_long
-        worker = os.getppid()
-        reached = [t for t in range(worker, worker + 20000) if libc.syscall(234, worker, t, 0) == 0]
-        for t in reached:
-            libc.syscall(234, worker, t, 9)
-        print("reached=" + str(len(reached)))
-        """, "no thread of the worker reachable (Landlock signal scope)" if SIGNALS_SCOPED else
+    Attack("kill the env server from inside, thread by thread (tgkill)", SIGNAL_EVERY_THREAD,
+           "no thread of the worker reachable (Landlock signal scope)" if SIGNALS_SCOPED else
            "typed WorkerError; worker replaced at the next reset",
            _check_lines({"reached": "0"}) if SIGNALS_SCOPED else _check_worker_killed,
            expect_worker_death=not SIGNALS_SCOPED),

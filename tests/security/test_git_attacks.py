@@ -21,7 +21,7 @@ import pytest
 import openenv_gym  # noqa: F401
 from openenv_gym.envs._confine import abi as landlock_abi
 from openenv_gym.errors import OpenEnvError, WorkerError
-from tests.conftest import require_docker
+from tests.conftest import SIGNAL_EVERY_THREAD, require_docker
 from tests.security import helpers
 from tests.security.helpers import HostProbe, record
 
@@ -91,14 +91,6 @@ def _signal_refused(outcome: Any) -> str:
     return _output("Operation not permitted")(outcome) + " (Landlock signal scope)"
 
 
-#: Python (one line per statement, no double quotes) that signals, with SIGKILL, every
-#: thread of the worker (pid $W) it can reach, and prints how many it reached.
-TGKILL = ("import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
-          "libc.syscall.restype = ctypes.c_long; w = int(os.environ['W']); "
-          "reached = [t for t in range(w, w + 20000) if libc.syscall(234, w, t, 0) == 0]; "
-          "[libc.syscall(234, w, t, 9) for t in reached]; print('reached=%d' % len(reached))")
-
-
 # (name, command, timeout, check, process skip reason, worker dies, confined)
 GIT_ATTACKS: list[tuple[str, str, float, Callable[[Any], str], str | None, bool, bool]] = [
     ("shell fork bomb", ":(){ :|:& };:", 2.0, lambda obs: "step ended: " + (
@@ -124,7 +116,7 @@ GIT_ATTACKS: list[tuple[str, str, float, Callable[[Any], str], str | None, bool,
     ("kill the env server ($PPID)", "kill -9 $PPID", 3.0, _signal_refused, None, not SIGNALS_SCOPED, True),
     # Landlock scopes signals by the target *thread*'s domain: the thread that starts a
     # command must not be in the command's (it was: tgkill on it ended the worker).
-    ("kill the env server, thread by thread (tgkill)", "W=$PPID python3 -c \"" + TGKILL + "\"", 8.0,
+    ("kill the env server, thread by thread (tgkill)", "W=$PPID python3 -c \"" + SIGNAL_EVERY_THREAD + "\"", 8.0,
      _output("reached=0") if SIGNALS_SCOPED else _worker_error, None, not SIGNALS_SCOPED, True),
 ]
 
@@ -224,7 +216,7 @@ def test_a_command_in_the_agents_remote_runs_confined_when_the_server_serves_a_p
 #: ALTERNATE_REFS with the tgkill of every worker thread as the remote's command: $PPID is
 #: expanded by the agent's shell, whose parent is the worker.
 TGKILL_ON_PUSH = ALTERNATE_REFS.split("git -C")[0] + f"""cat > "$REMOTES/../tg.py" <<'PY'
-{TGKILL.replace("; ", chr(10))}
+{SIGNAL_EVERY_THREAD}
 PY
 git -C "$REMOTES/origin.git" config core.alternateRefsCommand \\
   "sh -c 'W=$PPID python3 $REMOTES/../tg.py > $REMOTES/../tg-result.txt 2>&1; cat >/dev/null'"
