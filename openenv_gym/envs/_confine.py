@@ -24,10 +24,10 @@ child is confined from its first instruction, through ``vfork``. The alternative
 
 That thread is in the children's domain, and Landlock scopes signals by the target thread's
 domain: a child could signal it (``tgkill``), and a SIGKILL to one thread ends the worker.
-So a child that runs code it was given leaves that domain first: a Python child adds a
-Landlock layer of its own before anything else (:func:`own_domain_source`), and a shell
-command is started from a thread of its own that has ended before the command runs
-(:meth:`Ruleset.spawn_alone`, and a gate the command waits at).
+So a child that runs code it was given (a Python runner, a shell command, a git backend) is
+started from a thread of its own that has ended before that code runs
+(:meth:`Ruleset.spawn_alone`, and a gate the child waits at:
+:class:`~openenv_gym.envs._exec.Child` with ``held``).
 
 Example:
     >>> import subprocess
@@ -54,8 +54,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TypeVar
 
-__all__ = ["Confinement", "Ruleset", "abi", "system_roots", "python_roots", "site_folders", "prctl",
-           "own_domain_source"]
+__all__ = ["Confinement", "Ruleset", "abi", "system_roots", "python_roots", "site_folders", "prctl"]
 
 T = TypeVar("T")
 
@@ -227,11 +226,11 @@ class Ruleset:
         Landlock scopes signals by the domain of the target *thread*, and a child starts in
         the domain of the thread that started it. A child of :meth:`spawn` can signal that
         long-lived thread (``tgkill``), and a SIGKILL to one thread ends the worker, with
-        every session it hosts. For a child that runs code it was given (an agent's shell
-        command), which cannot add a Landlock layer of its own first as a Python child does
-        (:func:`own_domain_source`): that code must wait until this returned (the caller
-        holds it at a gate, a pipe it reads first). A thread start and a restriction per
-        child: about 0.7 ms more than :meth:`spawn` here.
+        every session it hosts. For a child that runs code it was given (a Python runner, an
+        agent's shell command): that code must wait until this returned (the caller holds it
+        at a gate, a pipe it reads first: :func:`~openenv_gym.envs._exec.held_start`). Each
+        child gets a domain of its own, so children cannot signal each other either. A
+        thread start and a restriction per child: about 0.7 ms more than :meth:`spawn` here.
 
         Raises:
             RuntimeError: As :meth:`spawn`.
@@ -320,35 +319,6 @@ def _spawner(fd: int, program: bytes | None,
             done.set_result(start())
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
             done.set_exception(exc)
-
-
-#: Python source that puts the interpreter running it in a Landlock domain of its own, nested
-#: in the one it was started in, that scopes signals and abstract Unix sockets. A child starts
-#: in the domain of the worker thread that started it (:func:`_spawner`), and Landlock scopes
-#: by the *target thread's* domain: ``tgkill(worker, spawner_thread, SIGKILL)`` reached that
-#: thread, and killed the worker with every session it hosted. From a nested domain the
-#: spawner thread is outside: refused. ``_ctypes`` directly (``ctypes`` costs more to import);
-#: the child exits when the layer cannot be added, rather than run without it.
-_OWN_DOMAIN_SOURCE = f"""import _ctypes as _k
-class _L(_k._SimpleCData):
-    _type_ = "l"
-class _F(_k.CFuncPtr):
-    _flags_ = _k.FUNCFLAG_CDECL | _k.FUNCFLAG_USE_ERRNO
-    _restype_ = _L
-class _D:
-    _handle = _k.dlopen(None, 0)
-_c = _F(("syscall", _D()))
-_f = _c({_SYS_CREATE_RULESET}, bytes(16) + ({_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL}).to_bytes(8, "little"), 24, 0)
-if _f < 0 or _c({_SYS_RESTRICT_SELF}, _f, 0) != 0:
-    raise SystemExit("openenv-gym: the child could not enter a Landlock domain of its own")
-del _k, _L, _F, _D, _c, _f
-"""
-
-
-def own_domain_source() -> str:
-    """Source to run first in a confined Python child (see :data:`_OWN_DOMAIN_SOURCE`), or
-    ``""`` where Landlock has no signal scoping (ABI < 6): nothing to nest there."""
-    return _OWN_DOMAIN_SOURCE if abi() >= 6 else ""
 
 
 def _restrict_thread(fd: int, program: bytes | None) -> RuntimeError | None:

@@ -11,7 +11,8 @@ Limits are applied *inside* the child (``resource.setrlimit`` in a Python prelud
 ``ulimit`` in a shell prefix) rather than through ``preexec_fn``, which is unsafe in the
 threaded worker (and forces a full ``fork``). Landlock (:mod:`openenv_gym.envs._confine`)
 must hold from the child's first instruction: such a child is started by a thread that
-confined itself.
+confined itself. A child that runs code it was given (a shell command, a Python runner) is
+held at a gate until that thread has ended (:class:`Child` with ``held``).
 
 Example:
     >>> result = run([sys.executable, "-c", "print('hi')"], timeout=5.0)
@@ -272,11 +273,23 @@ def _first_for_the_oom_killer(pid: int) -> None:
         pass
 
 
+#: What :func:`held_start` writes to open a gate, and the status a held child exits with
+#: when its gate closes unopened instead (it ran nothing it was given).
+_GATE_OPEN, _GATE_CLOSED = b"\n", 125
+
+
 def gate_line(fd: int) -> str:
     """The first line of a bash script held at the gate ``fd``: it reads a line from the
     descriptor (the worker writes it: :func:`held_start`), closes it, and goes on;
     it exits if the descriptor closes instead. bash: dash takes single-digit descriptors."""
-    return f"read -r _ <&{fd} || exit 125\nexec {fd}<&-\n"
+    return f"read -r _ <&{fd} || exit {_GATE_CLOSED}\nexec {fd}<&-\n"
+
+
+def _gate_source(fd: int) -> str:
+    """:func:`gate_line` for ``python -I -S -c`` (:func:`python_argv`): the interpreter's
+    first statements (``posix`` is built in and already loaded: no import is paid)."""
+    return (f"import posix as _p\nif _p.read({fd}, 1) != {_GATE_OPEN!r}:\n"
+            f"    raise SystemExit({_GATE_CLOSED})\n_p.close({fd})\ndel _p\n")
 
 
 def held_start(start: Callable[[int], T], spawn: Callable[[Callable[[], T]], T] | None = None) -> T:
@@ -284,7 +297,8 @@ def held_start(start: Callable[[int], T], spawn: Callable[[Callable[[], T]], T] 
 
     Args:
         start: Starts the child with the gate's read end, which the child reads a line from
-            before it runs anything it was given (``bash -c`` with :func:`gate_line`).
+            before it runs anything it was given (``bash -c`` with :func:`gate_line`,
+            :func:`python_argv` with ``gate``).
         spawn: How ``start`` is called (:meth:`~._confine.Ruleset.spawn_alone`: from a
             thread that has ended when it returns); None: directly.
 
@@ -297,7 +311,7 @@ def held_start(start: Callable[[int], T], spawn: Callable[[Callable[[], T]], T] 
         os.close(read)
         read = -1
         try:
-            os.write(write, b"\n")
+            os.write(write, _GATE_OPEN)
         except BrokenPipeError:
             pass  # it died before reading: its result says how
         return child
@@ -320,8 +334,11 @@ class Child:
         confine: Landlock rules the child (and all it starts) is held to.
         held: ``argv`` is a function of a gate descriptor that gives a command which reads
             a line from it before it runs anything it was given (an agent's commands:
-            :func:`gate_line`). The child is started from a thread of its own, and the
-            line written once that thread has ended (:func:`held_start`).
+            :func:`gate_line`; Python children: :func:`python_argv` with ``gate``). The
+            child is started from a thread of its own, and the line written once that
+            thread has ended (:func:`held_start`): a child that runs code it was given must
+            be held, so that its Landlock domain holds no thread of the worker when that
+            code runs (see :meth:`~._confine.Ruleset.spawn_alone`).
     """
 
     def __init__(self, argv: Sequence[str] | Callable[[int], Sequence[str]], *, cwd: str | None = None,
@@ -634,9 +651,9 @@ def run(argv: Sequence[str] | Callable[[int], Sequence[str]], *, timeout: float,
     return child.finish(timed_out=not finished)
 
 
-def python_argv(prelude_limits: Limits, script: str, *args: str, first: str = "") -> list[str]:
-    """``python -I -S -c`` that runs ``first`` (source: :func:`~._confine.own_domain_source`),
-    applies ``prelude_limits`` and then runs ``script``.
+def python_argv(prelude_limits: Limits, script: str, *args: str, gate: int | None = None) -> list[str]:
+    """``python -I -S -c`` that waits at ``gate`` (a descriptor: :class:`Child` with
+    ``held``) if given, applies ``prelude_limits`` and then runs ``script``.
 
     The script sees ``sys.argv[1:] == args``; one interpreter start, no files. ``-S`` skips
     the ``site`` module, whose ``.pth`` hooks (editable installs, certificate shims) took
@@ -654,4 +671,5 @@ def python_argv(prelude_limits: Limits, script: str, *args: str, first: str = ""
                "    raise SystemExit(code)\n"
                "_b.exit = _b.quit = _quit\n"
                "del _r, _s, _b, _quit\n")
+    first = _gate_source(gate) if gate is not None else ""
     return [sys.executable, "-I", "-S", "-c", first + prelude + script, *args]

