@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 from rich.markup import escape
 
 from openenv_gym.cli import pools
-from openenv_gym.cli._args import add_env_kwargs, exit_codes, port, positive_int
+from openenv_gym.cli._args import add_env_kwargs, exit_codes, non_negative_float, port, positive_int
 from openenv_gym.cli._ui import (
     ENV_ARGUMENT_ERRORS,
     OK,
@@ -34,6 +34,7 @@ from openenv_gym.cli._ui import (
 )
 from openenv_gym.errors import EnvServerError, OpenEnvError
 from openenv_gym.providers import PROVIDERS
+from openenv_gym.server.sessions import DEFAULT_IDLE_TIMEOUT
 
 __all__ = ["register", "serve_pool_web", "worker_record"]
 
@@ -120,6 +121,9 @@ def _start(args: argparse.Namespace) -> int:
         provider = get_provider(args.provider, untrusted=info.untrusted)
     except (OpenEnvError, ValueError) as exc:
         return error(str(exc), "see `openenv-gym doctor` for what can run here")
+    # The pool outlives the trainers that attach to it: a session one of them left (killed
+    # without close()) must not stay until the session limit refuses every new trainer.
+    provider.idle_timeout = args.idle_timeout or None
 
     record = pools.PoolRecord(name=name, env=info.name, provider=provider.name,
                               owner_pid=os.getpid())
@@ -210,6 +214,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where workers run (default auto: docker when an engine is reachable)")
     p.add_argument("--name", help="pool name for ps/stop/logs (default ENV-<random>)")
     add_env_kwargs(p)
+    p.add_argument("--idle-timeout", type=non_negative_float, default=DEFAULT_IDLE_TIMEOUT,
+                   help="seconds before a session nobody calls closes (default "
+                        f"{DEFAULT_IDLE_TIMEOUT:g}; 0: never)")
     p.add_argument("--web", action="store_true", help="serve one live web page for the pool")
     p.add_argument("--web-port", type=port, default=0, help="port of that page (default: any free)")
     p.set_defaults(handler=_start)

@@ -33,9 +33,9 @@ _FAILED = "openenv-gym worker failed:"
 def server_argv(env: str, kwargs_json: str, *, unix: str | None = None,
                 tcp_port: int | None = None, host: str | None = None, owner_pid: int | None = None,
                 owner_dir: str | None = None, private_tmp: tuple[str, str] | None = None,
-                tmpdir: str | None = None) -> list[str]:
+                tmpdir: str | None = None, idle_timeout: float | None = None) -> list[str]:
     """The arguments after ``python -m openenv_gym.server`` that start a provider's worker:
-    no idle timeout (its owner stops it), and what else the provider gives it.
+    no idle timeout unless one is given (its owner stops it), and what else the provider gives it.
 
     Args:
         env: Catalog name of the env to serve.
@@ -47,6 +47,10 @@ def server_argv(env: str, kwargs_json: str, *, unix: str | None = None,
         owner_dir: Exit when this folder is gone (a sweep finds the worker by it).
         private_tmp: ``(mount point, tmpfs options)`` of a private tmpfs for its sandboxes.
         tmpdir: A folder for its sandboxes, without a tmpfs.
+        idle_timeout: Seconds after which a session nobody calls closes (None: never). A
+            long-running pool (``openenv-gym start``) needs one: the trainers that attach to
+            it come and go, and one that dies without ``close()`` would hold its sessions
+            (and a ``--max-sessions`` slot each) for the pool's whole life.
 
     Example:
         >>> server_argv("echo", "{}", unix="/tmp/w0.sock", owner_pid=42)
@@ -64,7 +68,7 @@ def server_argv(env: str, kwargs_json: str, *, unix: str | None = None,
         argv += ["--owner-pid", str(owner_pid)]
     if owner_dir is not None:
         argv += ["--owner-dir", owner_dir]
-    argv += ["--idle-timeout", "0"]
+    argv += ["--idle-timeout", f"{idle_timeout:g}" if idle_timeout else "0"]
     if private_tmp is not None:
         argv += ["--private-tmp", private_tmp[0], "--private-tmp-options", private_tmp[1]]
     if tmpdir is not None:

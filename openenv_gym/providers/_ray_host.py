@@ -47,12 +47,15 @@ class ServerHost:
             (:func:`openenv_gym.providers._cgroup.for_env`) where the node allows it.
         private_tmp: With ``isolation="process"``, an untrusted env's server gets a private
             tmpfs as its temp folder (:func:`openenv_gym.providers._tmpfs.spec_for_env`).
+        idle_timeout: Seconds after which the server closes a session nobody calls (None:
+            never; :attr:`~openenv_gym.providers.base.Provider.idle_timeout`).
     """
 
     def __init__(self, env: str, kwargs_json: str, host: str, isolation: str = "process",
                  docker_options: dict[str, Any] | None = None, cgroups: bool = True,
-                 private_tmp: bool = True) -> None:
+                 private_tmp: bool = True, idle_timeout: float | None = None) -> None:
         self.env = env
+        self.idle_timeout = idle_timeout
         self.kwargs_json = kwargs_json
         self.host = ray.util.get_node_ip_address() if host == "node" else host
         self.isolation = isolation
@@ -100,7 +103,8 @@ class ServerHost:
                *server_argv(self.env, self.kwargs_json, unix=sock if unix else None, tcp_port=0,
                             host=self.host, owner_pid=os.getpid(),
                             owner_dir=self.folder if unix else None,
-                            private_tmp=(os.path.join(self.folder, "tmp"), tmpfs) if tmpfs else None)]
+                            private_tmp=(os.path.join(self.folder, "tmp"), tmpfs) if tmpfs else None,
+                            idle_timeout=self.idle_timeout)]
 
         # As on the process provider: an untrusted env's server gets Docker's pids and
         # memory limits, and stopping it ends whatever it left. Ray kills an actor's
@@ -140,6 +144,7 @@ class ServerHost:
         from openenv_gym.providers.docker import DockerProvider
 
         docker = DockerProvider(**self.docker_options)
+        docker.idle_timeout = self.idle_timeout
         [self.container] = docker.start(self.env, 1, json.loads(self.kwargs_json))
         self.relay = _TcpRelay(self.host, self.container.address)
         self.address = self.relay.address

@@ -96,6 +96,11 @@ class Provider(abc.ABC):
     """
 
     name: ClassVar[str]
+    #: Seconds after which a worker closes a session nobody calls (None: never, as an env or
+    #: vector env that owns its workers needs). ``openenv-gym start`` sets it: its pools
+    #: outlive the trainers that attach to them, and one killed without ``close()`` would
+    #: otherwise hold its sessions until the pool's session limit refuses every new one.
+    idle_timeout: float | None = None
 
     @classmethod
     def available(cls) -> tuple[bool, str]:

@@ -98,7 +98,7 @@ class DockerWorker(Worker):
 
     def __init__(self, client: Any, env: str, env_kwargs: dict[str, Any], image: str, folder: str,
                  name: str, labels: dict[str, str], run_options: dict[str, Any],
-                 startup_timeout: float = 60.0) -> None:
+                 startup_timeout: float = 60.0, idle_timeout: float | None = None) -> None:
         kwargs_json = env_kwargs_json(env_kwargs)
         self.client = client
         self.env = env
@@ -116,7 +116,8 @@ class DockerWorker(Worker):
         # the container's; the folder's parent (0700, the host user's) keeps others out.
         self.command = ["sh", "-c", 'umask 000 && exec "$@"', "sh",
                         "python", "-m", "openenv_gym.server",
-                        *server_argv(env, kwargs_json, unix=f"{SOCKET_DIR}/{_SOCKET_NAME}")]
+                        *server_argv(env, kwargs_json, unix=f"{SOCKET_DIR}/{_SOCKET_NAME}",
+                                     idle_timeout=idle_timeout)]
         self.container: Any = None
         self.last_exit: str | None = None
         self._lock = threading.Lock()
@@ -365,7 +366,7 @@ class DockerProvider(Provider):
         try:
             return DockerWorker(self.client, info.name, env_kwargs, self.image_for(info), folder,
                                 f"openenv-gym-{stem}", owner.owner_labels(pool, info.name),
-                                self.run_options(info), self.startup_timeout)
+                                self.run_options(info), self.startup_timeout, self.idle_timeout)
         except BaseException:
             remove_folder(folder)  # the error carries the log tail already
             raise

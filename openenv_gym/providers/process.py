@@ -67,8 +67,10 @@ class ProcessWorker(Worker):
 
     def __init__(self, env: str, env_kwargs: dict[str, Any], folder: str, name: str,
                  startup_timeout: float = 60.0, cgroups: bool = True, private_tmp: bool = True,
-                 container_options: dict[str, Any] | None = None, fork: bool = True) -> None:
+                 container_options: dict[str, Any] | None = None, fork: bool = True,
+                 idle_timeout: float | None = None) -> None:
         self._kwargs_json = env_kwargs_json(env_kwargs)
+        self.idle_timeout = idle_timeout
         self.env = env
         self.folder = folder
         self.socket_path = os.path.join(folder, f"{name}.sock")
@@ -111,7 +113,8 @@ class ProcessWorker(Worker):
             os.makedirs(self.tmp_path, mode=0o700, exist_ok=True)
             tmpdir = self.tmp_path
         argv = server_argv(self.env, self._kwargs_json, unix=self.socket_path, owner_pid=os.getpid(),
-                           owner_dir=self.folder, private_tmp=private_tmp, tmpdir=tmpdir)
+                           owner_dir=self.folder, private_tmp=private_tmp, tmpdir=tmpdir,
+                           idle_timeout=self.idle_timeout)
         environ = worker_environ(trainer_path=True)  # started with python_command()'s -P
         # Into its cgroup before it runs anything: a forked worker is held until then; a
         # spawned one spends that time starting Python.
@@ -226,7 +229,8 @@ class ProcessProvider(Provider):
         make_owned_folder(folder)
         try:
             return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout, self.cgroups,
-                                 self.private_tmp, self.container_options, self.fork)
+                                 self.private_tmp, self.container_options, self.fork,
+                                 self.idle_timeout)
         except BaseException:
             # The error carries the log tail; leave no file behind, nor the folder if empty.
             for leftover in (f"w{index}.log", f"w{index}.sock"):

@@ -138,7 +138,7 @@ class RayWorker(Worker):
             options["runtime_env"] = p.runtime_env
         actor = _ServerHostActor.options(**options).remote(self.env, self.kwargs_json, p.host,
                                                            p.isolation, p.docker_options, p.cgroups,
-                                                           p.private_tmp)
+                                                           p.private_tmp, p.idle_timeout)
         self.actor = actor
         try:
             info = ray.get(actor.start.remote(p.startup_timeout), timeout=p.placement_timeout)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from openenv_gym.errors import EnvServerError, InvalidDataError
-from openenv_gym.protocol.startup import failure_in, failure_line, parse_ready, ready_line
+from openenv_gym.protocol.startup import failure_in, failure_line, parse_ready, ready_line, server_argv
 
 
 def test_ready_line_round_trips_its_addresses() -> None:
@@ -30,3 +30,11 @@ def test_the_last_failure_line_is_rebuilt_with_its_type() -> None:
 def test_no_or_a_cut_failure_line_names_nothing() -> None:
     assert failure_in("Traceback (most recent call last):\n  ...\nMemoryError") is None
     assert failure_in(failure_line(InvalidDataError("x"))[:-5]) is None  # the log's tail cut it
+
+
+def test_server_argv_carries_an_idle_timeout() -> None:
+    argv = server_argv("echo", "{}", unix="/tmp/w0.sock", idle_timeout=600)
+    assert argv[argv.index("--idle-timeout") + 1] == "600"
+    # An env's own workers keep sessions forever (their owner stops them).
+    argv = server_argv("echo", "{}", unix="/tmp/w0.sock")
+    assert argv[argv.index("--idle-timeout") + 1] == "0"

@@ -49,6 +49,9 @@ _shared("client/test_remote_env.py", [
     "test_malformed_actions_are_typed_errors_and_session_continues",
     "test_action_outside_space_is_rejected_for_space_envs", "test_bad_env_kwargs_raise_the_envs_own_error_typed",
 ])
+_shared("providers/test_idle_timeout.py", [
+    "test_a_provider_idle_timeout_reaches_its_workers", "test_without_an_idle_timeout_a_left_session_stays",
+])
 _shared("client/test_worker_faults.py", [
     "test_killed_worker_raises_clearly_within_timeout_then_reset_recovers",
     "test_stuck_worker_times_out", "test_unknown_op_and_wrong_field_types_are_typed",

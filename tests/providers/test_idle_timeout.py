@@ -1,0 +1,59 @@
+"""A provider's ``idle_timeout`` (set by ``openenv-gym start``, whose pools outlive the trainers
+attached to them) reaches its workers: a session nobody calls closes. Without one (the workers
+of an env or vector env), sessions stay until their owner closes them."""
+
+from __future__ import annotations
+
+import time
+
+from openenv_gym.client.transport import BinaryClient
+from openenv_gym.providers import get_provider
+
+
+def _sessions(address: str) -> int:
+    client = BinaryClient(address, timeout=30)
+    try:
+        return client.request({"op": "health"})["sessions"]
+    finally:
+        client.drop()
+
+
+def _left_session(address: str) -> None:
+    """What a trainer killed mid-episode leaves: a session, and no close."""
+    client = BinaryClient(address, timeout=30)
+    client.request({"op": "reset", "seed": 0})
+    client.drop()
+
+
+def _until(predicate, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_provider_idle_timeout_reaches_its_workers(provider: str) -> None:
+    workers_of = get_provider(provider)
+    workers_of.idle_timeout = 0.5
+    [worker] = workers_of.start("echo", 1)
+    try:
+        _left_session(worker.address)
+        assert _until(lambda: _sessions(worker.address) == 0), "the left session never closed"
+    finally:
+        workers_of.stop_all([worker])
+
+
+def test_without_an_idle_timeout_a_left_session_stays(provider: str) -> None:
+    # The workers of gym.make/make_vec: their owner closes the sessions, however long it pauses.
+    workers_of = get_provider(provider)
+    [worker] = workers_of.start("echo", 1)
+    try:
+        _left_session(worker.address)
+        time.sleep(1.5)
+        assert _sessions(worker.address) == 1
+    finally:
+        workers_of.stop_all([worker])
+
+
