@@ -40,7 +40,7 @@ from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
 __all__ = ["STEP", "STEP_AUTORESET", "STEP_THEN_RESET", "RESET", "SKIP", "INFO_TYPES", "SliceLayout",
-           "is_flat", "check_info_types", "create_shared", "map_shared"]
+           "is_flat", "check_info_types", "create_shared", "map_shared", "valid_rows"]
 
 #: Step the env.
 STEP = 0
@@ -159,6 +159,28 @@ class SliceLayout:
         """The declared infos' columns among :meth:`views`' result, by info key (looked up
         once per slice, not per step)."""
         return {key: views[_info_column(key)] for key in self.info_keys}
+
+
+def valid_rows(space: spaces.Space, column: np.ndarray, bounds: bool = True) -> np.ndarray:
+    """Which rows of an action column lie in ``space`` (MultiDiscrete, MultiBinary, Box), at once:
+    the worker's check of its slice, and the trainer's of a whole batch before it sends any.
+
+    ``bounds=False`` (:attr:`Environment.enforce_action_bounds`): a Box row needs only be finite.
+
+    Example:
+        >>> valid_rows(spaces.Box(-1, 1, (2,)), np.array([[0.5, 0.0], [2.0, 0.0]])).tolist()
+        [True, False]
+    """
+    rows = column.reshape(len(column), -1)
+    if isinstance(space, spaces.MultiDiscrete):
+        start, nvec = space.start.reshape(-1), space.nvec.reshape(-1)
+        return ((rows >= start) & (rows < start + nvec)).all(axis=1)
+    if isinstance(space, spaces.MultiBinary):
+        return ((rows == 0) | (rows == 1)).all(axis=1)
+    if not bounds:
+        return np.isfinite(rows).all(axis=1)
+    low, high = space.low.reshape(-1), space.high.reshape(-1)  # Box: NaN fails both tests
+    return ((rows >= low) & (rows <= high)).all(axis=1)
 
 
 def create_shared(size: int) -> tuple[int, mmap.mmap]:

@@ -43,6 +43,7 @@ from openenv_gym.protocol.slices import (
     STEP_AUTORESET,
     STEP_THEN_RESET,
     SliceLayout,
+    valid_rows,
 )
 from openenv_gym.server.sessions import Session
 
@@ -216,7 +217,7 @@ class VectorSlice:
         else:
             # Rows copied out of the buffer: the env may keep them past this step.
             values = [row.copy() for row in column]
-            ok = _valid_rows(space, column, self._bounds)
+            ok = valid_rows(space, column, self._bounds)
             bad = [j for j, c in enumerate(cmd) if c < RESET and not ok[j]]
         for j in bad:
             values[j] = InvalidActionError(f"action {column[j].tolist()!r} is not in the action space {space}")
@@ -246,23 +247,6 @@ class VectorSlice:
                 self._buffer.close()
             except BufferError:  # a view is still held somewhere; the GC unmaps it later
                 pass
-
-
-def _valid_rows(space: spaces.Space, column: np.ndarray, bounds: bool = True) -> np.ndarray:
-    """Which rows of an action column lie in ``space`` (MultiDiscrete, MultiBinary, Box), at once.
-
-    ``bounds=False`` (:attr:`Environment.enforce_action_bounds`): a Box row needs only be finite.
-    """
-    rows = column.reshape(len(column), -1)
-    if isinstance(space, spaces.MultiDiscrete):
-        start, nvec = space.start.reshape(-1), space.nvec.reshape(-1)
-        return ((rows >= start) & (rows < start + nvec)).all(axis=1)
-    if isinstance(space, spaces.MultiBinary):
-        return ((rows == 0) | (rows == 1)).all(axis=1)
-    if not bounds:
-        return np.isfinite(rows).all(axis=1)
-    low, high = space.low.reshape(-1), space.high.reshape(-1)  # Box: NaN fails both tests
-    return ((rows >= low) & (rows <= high)).all(axis=1)
 
 
 def _per_env(request: dict[str, Any], key: str, n: int) -> list[Any]:
