@@ -62,8 +62,9 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
                         ("clip_rewards", clip_rewards), ("grayscale_newaxis", grayscale_newaxis)):
         if not is_flag(value):
             raise InvalidRequestError(f"{flag} must be True or False, got {value!r}")
-    if frame_stack < 1:
-        raise InvalidRequestError(f"frame_stack must be >= 1, got {frame_stack}")
+    if not is_int(frame_stack, 1):
+        raise InvalidRequestError(f"frame_stack must be a whole number >= 1 (frames stacked), "
+                                  f"got {frame_stack!r}")
     if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1
                            or grayscale_newaxis):
         raise InvalidRequestError("clip_rewards, terminal_on_life_loss, frame_stack and "

@@ -60,7 +60,11 @@ class EchoEnv(Environment):
         self.max_steps = max_steps
         self._frame = None
         if frame_shape is not None:
-            shape = tuple(int(n) for n in frame_shape)
+            dims = list(frame_shape) if isinstance(frame_shape, (tuple, list, np.ndarray)) else None
+            if not dims or not all(is_int(n, 1) for n in dims):
+                raise ValueError(f"frame_shape must be a tuple of whole numbers >= 1, e.g. "
+                                 f"(210, 160, 3), or None, got {frame_shape!r}")
+            shape = tuple(int(n) for n in dims)
             self._frame = (np.arange(int(np.prod(shape))) % 256).astype(np.uint8).reshape(shape)
             self.observation_space = spaces.Dict(
                 {**self.observation_space.spaces, "frame": spaces.Box(0, 255, shape, np.uint8)})

@@ -121,6 +121,10 @@ def load_market_data(split: str | None = "auto", start: str | None = None, end: 
     lo, hi = SPLITS[split] if split is not None else (None, None)
     source = _source_key(data_path)
     # A bare string is one name, as for tickers= (tuple() would split it into letters).
+    if not isinstance(indicators, str) and not (hasattr(indicators, "__iter__")
+                                                and all(isinstance(n, str) for n in indicators)):
+        raise InvalidDataError(f"indicators must be an indicator name ('macd') or a list of "
+                               f"names (an empty list: none), got {indicators!r}")
     names = (indicators,) if isinstance(indicators, str) else tuple(indicators)
     full = _load_tickers(source, _requested_tickers(tickers), names)
     return full.window(start if start is not None else lo, end if end is not None else hi)
@@ -142,6 +146,10 @@ def _requested_tickers(tickers: str | Sequence[str] | None) -> tuple[str, ...] |
         return None
     # A bare string is one ticker, as in most market-data APIs (yfinance's Ticker("AAPL"),
     # pandas-datareader): iterating it would trade its letters, which no one means.
+    if not isinstance(tickers, str) and not (hasattr(tickers, "__iter__")
+                                             and all(isinstance(t, str) for t in tickers)):
+        raise InvalidDataError(f"tickers must be a ticker ('AAPL'), a list of tickers "
+                               f"(['AAPL', 'JPM']) or None (all), got {tickers!r}")
     chosen = (tickers,) if isinstance(tickers, str) else tuple(tickers)
     repeated = [t for t, n in collections.Counter(chosen).items() if n > 1]
     if repeated:

@@ -97,6 +97,9 @@ class FinRLEnv(Environment):
             if not is_finite(value):
                 # NaN or inf cash makes the first observation NaN; a NaN scaling every reward.
                 raise InvalidDataError(f"{name} must be a finite number, got {value!r}")
+        if turbulence_threshold is not None and not is_finite(turbulence_threshold):
+            raise InvalidDataError(f"turbulence_threshold must be a finite number (liquidate at or "
+                                   f"above it) or None (off), got {turbulence_threshold!r}")
         if int(hmax) < 1 or initial_amount <= 0:
             raise InvalidDataError(f"hmax must be >= 1 and initial_amount > 0, got {hmax}, {initial_amount}")
         if not (0 <= buy_cost_pct < 1 and 0 <= sell_cost_pct < 1):
