@@ -120,12 +120,16 @@ class _JSONRequest(Request):
             body = await self.body()
             try:
                 self._json = json.loads(body, parse_constant=_refuse_constant)
-            except (_NonFinite, UnicodeDecodeError) as exc:
+            except (_NonFinite, UnicodeDecodeError, RecursionError) as exc:
                 # As FastAPI reports a JSON syntax error (422), not as a body it could not
                 # read (400, no reason). Position -1: none, as json names none for these.
-                reason = (f"it is not UTF-8 text ({exc.reason} at byte {exc.start})"
-                          if isinstance(exc, UnicodeDecodeError)
-                          else f"{exc} is not a JSON number; send a finite number")
+                if isinstance(exc, RecursionError):  # Python's reader nests ~1000 deep at most
+                    reason = ("it nests arrays or objects too deeply for the server's JSON "
+                              "reader (about 1000 levels); send a flatter body")
+                elif isinstance(exc, UnicodeDecodeError):
+                    reason = f"it is not UTF-8 text ({exc.reason} at byte {exc.start})"
+                else:
+                    reason = f"{exc} is not a JSON number; send a finite number"
                 raise json.JSONDecodeError(reason, body.decode("utf-8", "replace"), -1) from None
         return self._json
 
