@@ -265,7 +265,7 @@ class EnvPool:
         # Until the env's spec is known (checked now, before any worker starts).
         self.step_timeout = call_timeout({}, step_timeout, "step_timeout")
         if reward_mode not in REWARD_MODES:
-            raise ValueError(f"reward_mode={reward_mode!r}; use one of {list(REWARD_MODES)}")
+            raise InvalidRequestError(f"reward_mode={reward_mode!r}; use one of {list(REWARD_MODES)}")
         self.info = get_env_info(env)
         self.policy = FailurePolicy(failure_reward)
         self.reward_mode = reward_mode

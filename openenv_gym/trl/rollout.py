@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Optional, Sequence
 
+from openenv_gym.errors import InvalidRequestError
 from openenv_gym.trl.formats import (
     ActionFn,
     ObservationFn,
@@ -75,7 +76,7 @@ class EnvRollout:
                  seed_fn: Optional[Callable[[Any], Optional[int]]] = prompt_seed,
                  show_reset_observation: bool = False) -> None:
         if not isinstance(max_turns, int) or max_turns < 1:
-            raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
+            raise InvalidRequestError(f"max_turns must be a positive int, got {max_turns!r}")
         self.pool = pool
         self.max_turns = max_turns
         self.action_fn = action_fn or default_action_fn(pool.info.name, pool.action_space)

@@ -289,10 +289,19 @@ class RemoteVectorEnv(VectorEnv):
             return [None] * self.num_envs
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             return [int(seed) + i for i in range(self.num_envs)]
+        if isinstance(seed, (str, bytes)) or not isinstance(seed, (Sequence, np.ndarray)):
+            # list("12") would be two seeds, and the length error below would name no seed.
+            raise InvalidRequestError(f"seed must be an int (env i gets seed + i), a list of "
+                                      f"{self.num_envs} ints or None (one per env), or None; "
+                                      f"got {seed!r}")
         seeds = list(seed)
         if len(seeds) != self.num_envs:
             raise ValueError(f"If seeds are passed as a list the length must match "
                              f"num_envs={self.num_envs} but got length={len(seeds)}.")
+        for i, s in enumerate(seeds):
+            if s is not None and (not isinstance(s, (int, np.integer)) or isinstance(s, bool)):
+                # int() would take 1.7 as 1 and "3" as 3, where Gymnasium refuses both.
+                raise InvalidRequestError(f"seed[{i}] must be an int or None, got {s!r}")
         return [None if s is None else int(s) for s in seeds]
 
     def _reset_envs(self, indices: list[int], seeds: list[int | None],

@@ -1,0 +1,23 @@
+"""reward_mode and max_turns are refused with the package's typed errors, as EnvPool's other
+arguments are (README: every error the package raises is an OpenEnvError)."""
+
+from __future__ import annotations
+
+import pytest
+
+from openenv_gym.errors import InvalidRequestError
+
+
+def test_unknown_reward_mode_is_an_invalid_request_error() -> None:
+    from openenv_gym.trl import EnvPool
+
+    with pytest.raises(InvalidRequestError, match=r"reward_mode='best'; use one of \['return', 'final'\]"):
+        EnvPool("echo", 1, provider="process", reward_mode="best")
+
+
+def test_bad_max_turns_is_an_invalid_request_error() -> None:
+    from openenv_gym.trl import EnvPool, EnvRollout
+
+    with EnvPool("echo", 1, provider="process") as pool:
+        with pytest.raises(InvalidRequestError, match="max_turns must be a positive int, got 0"):
+            EnvRollout(pool, max_turns=0)
