@@ -28,6 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from openenv_gym.catalog import get_env_info
+from openenv_gym.client.kwargs import merge_env_kwargs
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import (
@@ -103,7 +104,9 @@ class RemoteEnv(gym.Env):
             (None: 60, or longer for an env whose own step limit is longer, such as Git's
             120 s: see :func:`~openenv_gym.client.spec.call_timeout`).
         provider_options: Keyword arguments for the provider (e.g. docker limits).
-        **env_kwargs: Keyword arguments for the env's constructor in the worker.
+        env_kwargs: Constructor arguments given as a mapping, as for
+            :class:`~openenv_gym.vector.RemoteVectorEnv` (for a name this class takes itself).
+        **kwargs: Keyword arguments for the env's constructor in the worker.
 
     Example:
         >>> env = RemoteEnv("echo", provider="process", max_steps=2)   # = gym.make(..., max_steps=2)
@@ -118,7 +121,9 @@ class RemoteEnv(gym.Env):
 
     def __init__(self, env: str = "echo", *, provider: str = "auto", base_url: str | None = None,
                  render_mode: str | None = None, timeout: float | None = None,
-                 provider_options: dict[str, Any] | None = None, **env_kwargs: Any) -> None:
+                 provider_options: dict[str, Any] | None = None,
+                 env_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
         self.info = get_env_info(env)
         check_render_mode(render_mode)
         first_timeout = call_timeout({}, timeout)  # until the env's spec is known (checked now)
@@ -138,8 +143,8 @@ class RemoteEnv(gym.Env):
             self._provider = get_provider(provider, untrusted=self.info.untrusted,
                                           **(provider_options or {}))
             self.provider_name = self._provider.name
-            kwargs = dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {}))
-            [self._worker] = self._provider.start(self.info.name, 1, kwargs)
+            [self._worker] = self._provider.start(
+                self.info.name, 1, dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {})))
             self._stop_worker = stop_when_dropped(self, self._provider, [self._worker])
             address = self._worker.address
         self._client = BinaryClient(address, first_timeout)
