@@ -24,11 +24,20 @@ from openenv_gym.cli._args import (
     non_negative_int,
     positive_int,
 )
-from openenv_gym.cli._ui import OK, USAGE, console, err_console, error
-from openenv_gym.errors import OpenEnvError
+from openenv_gym.cli._ui import (
+    ENV_ARGUMENT_ERRORS,
+    OK,
+    USAGE,
+    console,
+    env_arguments_refused,
+    env_raised,
+    err_console,
+    error,
+)
+from openenv_gym.errors import EnvServerError, OpenEnvError
 from openenv_gym.providers import PROVIDERS
 
-__all__ = ["register", "run_bench", "percentiles"]
+__all__ = ["register", "make_env", "run_bench", "percentiles"]
 
 
 def percentiles(latencies: list[float]) -> dict[str, float]:
@@ -43,9 +52,20 @@ def percentiles(latencies: list[float]) -> dict[str, float]:
             "p99": float(np.percentile(ms, 99)), "max": float(ms.max())}
 
 
+def make_env(env_id: str, num_envs: int, provider: str, env_kwargs: dict[str, Any]) -> Any:
+    """The env :func:`run_bench` steps: ``gym.make`` for one env, ``gym.make_vec`` for more."""
+    import gymnasium as gym
+
+    import openenv_gym  # noqa: F401  (registers the ids)
+
+    if num_envs > 1:
+        return gym.make_vec(env_id, num_envs=num_envs, provider=provider, **env_kwargs)
+    return gym.make(env_id, provider=provider, **env_kwargs)
+
+
 def run_bench(env_id: str, num_envs: int, provider: str, steps: int, warmup: int,
               env_kwargs: dict[str, Any], action: Any = None, seed: int = 0,
-              progress: Progress | None = None) -> dict[str, Any]:
+              progress: Progress | None = None, env: Any = None) -> dict[str, Any]:
     """Run the benchmark and return its figures.
 
     Args:
@@ -58,6 +78,7 @@ def run_bench(env_id: str, num_envs: int, provider: str, steps: int, warmup: int
         action: One env's action to repeat (None: sample from the action space).
         seed: Seed of reset and action sampling.
         progress: Where to show progress.
+        env: The env to step, made by :func:`make_env` (None: made here); closed at the end.
 
     Returns:
         ``steps_per_s`` (env-steps), ``latency_ms`` (per ``step`` call), ``num_envs``,
@@ -65,11 +86,9 @@ def run_bench(env_id: str, num_envs: int, provider: str, steps: int, warmup: int
     """
     import gymnasium as gym
 
-    import openenv_gym  # noqa: F401  (registers the ids)
-
     vector = num_envs > 1
-    env = (gym.make_vec(env_id, num_envs=num_envs, provider=provider, **env_kwargs) if vector
-           else gym.make(env_id, provider=provider, **env_kwargs))
+    if env is None:
+        env = make_env(env_id, num_envs, provider, env_kwargs)
     try:
         env.reset(seed=seed)
         env.action_space.seed(seed)
@@ -122,9 +141,19 @@ def _bench(args: argparse.Namespace) -> int:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())
     try:
+        with err_console.status(f"starting {info.name} on provider {provider}…"):
+            env = make_env(info.gym_id, args.num_envs, provider, args.env_kwargs)
+    except ENV_ARGUMENT_ERRORS as exc:  # as `start` and `serve`: a bad --env-kwargs is a usage error
+        return env_arguments_refused(exc)
+    except EnvServerError as exc:  # the env's constructor raised (a value of the wrong type)
+        return env_raised(exc)
+    except (OpenEnvError, TypeError, ValueError) as exc:
+        return error(f"the env did not start: {type(exc).__name__}: {exc}",
+                     f"`openenv-gym doctor` checks what {info.name} needs")
+    try:
         with Progress(*columns, console=err_console, transient=True) as progress:
             result = run_bench(info.gym_id, args.num_envs, provider, args.steps, args.warmup,
-                               args.env_kwargs, args.action, args.seed, progress)
+                               args.env_kwargs, args.action, args.seed, progress, env=env)
     except (OpenEnvError, TypeError, ValueError) as exc:
         return error(f"benchmark failed: {type(exc).__name__}: {exc}",
                      "check the env and its kwargs with a short script, or `openenv-gym doctor`")
