@@ -37,7 +37,9 @@ def _ps(args: argparse.Namespace) -> int:
         return OK
     table = Table(title="openenv_gym pools")
     for col in ("pool", "env", "provider", "workers", "owner pid", "up", "web"):
-        table.add_column(col, overflow="fold")
+        # The name (what `stop` and `logs` take) and the URL keep their line, so they can be
+        # copied and clicked: the other columns give way first in a narrow terminal.
+        table.add_column(col, overflow="fold", no_wrap=col in ("pool", "web"))
     for r in records:
         states = [_worker_alive(w) for w in r.workers]
         down = sum(1 for s in states if s is False)
