@@ -37,13 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``openenv-gym``; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "handler", None):
-        parser.print_help()
-        return 2
+    """Entry point of ``openenv-gym``; returns the exit code (130 after Ctrl-C, quietly)."""
     try:
+        # Inside the try: building the parser imports every command module (rich, numpy,
+        # the providers), which takes a moment in which a Ctrl-C is as likely as in a command.
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "handler", None):
+            parser.print_help()
+            return 2
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         return 130
