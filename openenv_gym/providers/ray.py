@@ -27,13 +27,8 @@ Example:
 
 from __future__ import annotations
 
-import os
-
-# Ray reads this on import (facts.md: set it first, or multi-node clusters on one
-# machine refuse to start on some platforms).
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-
 import logging  # noqa: E402
+import os  # noqa: E402
 import re  # noqa: E402
 import stat  # noqa: E402
 import threading  # noqa: E402
@@ -144,11 +139,11 @@ class RayWorker(Worker):
             info = ray.get(actor.start.remote(p.startup_timeout), timeout=p.placement_timeout)
         except GetTimeoutError:
             ray.kill(actor, no_restart=True)
+            # A restart places one worker; a pool's start places all of them.
+            n = 1 if restarting else p._starting.get(self.pool, 1)
             raise WorkerError(
                 f"no Ray node took worker {self.index} of {self.env!r} within "
-                f"{p.placement_timeout:.0f} s: it asks for {p.demand()} and the cluster has "
-                f"{ray.available_resources()} free. Lower num_cpus, add nodes, or stop other "
-                "work.") from None
+                f"{p.placement_timeout:.0f} s: {p.shortfall(n)}") from None
         except RayError as exc:
             ray.kill(actor, no_restart=True)
             # Not named ``cause``: that would shadow the imported cause() used below.
@@ -307,6 +302,7 @@ class RayProvider(Provider):
         self._ray_session: tuple[str, str] | None = None  # counted in, if ours (acquire_ray)
         self._connected = False
         self._groups: dict[str, Any] = {}
+        self._starting: dict[str, int] = {}  # pool -> workers being started
         self._workers: list[RayWorker] = []
         self._lock = threading.Lock()
 
@@ -320,6 +316,36 @@ class RayProvider(Provider):
     def demand(self) -> dict[str, float]:
         """The resources one worker reserves."""
         return {"CPU": self.num_cpus, **self.resources}
+
+    def shortfall(self, n: int) -> str:
+        """Why ``n`` workers did not all find a place, and what to change: what they ask for
+        in all against what the cluster has in all and free (the resources they ask for).
+
+        Example:
+            >>> RayProvider(num_cpus=1).shortfall(20)  # doctest: +SKIP
+            "the pool's 20 workers ask for 20 CPU in all (1 CPU each), and the cluster has 2 CPU in all, 0 free: room for 2 such workers. Use fewer workers, a lower num_cpus= (and resources=), or add nodes (`ray start --address=...`)."
+        """
+        each = {k: v for k, v in self.demand().items() if v > 0}
+        if not each:  # num_cpus=0 and no resources: never short of any; something else held it
+            return (f"the cluster has {ray.available_resources()} free. Check `ray status`, "
+                    "or raise placement_timeout.")
+
+        def amounts(values: dict[str, float]) -> str:
+            return " and ".join(f"{values.get(k, 0.0):g} {k}" for k in each)
+
+        cluster, free = ray.cluster_resources(), ray.available_resources()
+        room = sum(min(int(node["Resources"].get(k, 0.0) // v) for k, v in each.items())
+                   for node in ray.nodes() if node.get("Alive"))
+        asked = (f"the pool's {n} workers ask for {amounts({k: v * n for k, v in each.items()})} "
+                 f"in all ({amounts(each)} each)" if n > 1 else
+                 f"the worker asks for {amounts(each)}")
+        has = f"the cluster has {amounts(cluster)} in all, {amounts(free)} free"
+        if room < n:
+            return (f"{asked}, and {has}: room for {room} such worker{'s' * (room != 1)}. Use "
+                    f"fewer workers, a lower num_cpus= (and resources=), or add nodes "
+                    f"(`ray start --address=...` on another machine).")
+        return (f"{asked}, and {has}: other work holds the rest. Stop it, or use fewer "
+                f"workers, a lower num_cpus= (and resources=), or add nodes.")
 
     def _check_feasible(self) -> None:
         # Fail at once with the reason instead of letting Ray wait forever for a node
@@ -367,11 +393,14 @@ class RayProvider(Provider):
         pool = pool or f"p{time.time_ns() % 10**10:x}"
         if self.strategy in _GROUP_STRATEGIES:
             self._reserve(pool, n)
+        self._starting[pool] = n  # for a placement timeout's message: the pool's total
         try:
             return super().start(env, n, env_kwargs, pool)
         except BaseException:
             self._release_group(pool)
             raise
+        finally:
+            self._starting.pop(pool, None)
 
     def _reserve(self, pool: str, n: int) -> None:
         bundle = {k: v for k, v in self.demand().items() if v > 0} or {"CPU": 0.001}
@@ -381,10 +410,12 @@ class RayProvider(Provider):
             ray.get(group.ready(), timeout=self.placement_timeout)
         except GetTimeoutError:
             remove_placement_group(group)
+            softer = {"STRICT_SPREAD": "SPREAD or PACK", "STRICT_PACK": "PACK or SPREAD"}.get(
+                self.strategy)
             raise WorkerError(
                 f"Ray could not reserve {n} x {bundle} with strategy {self.strategy} within "
-                f"{self.placement_timeout:.0f} s (free: {ray.available_resources()}). "
-                "Use fewer workers, a softer strategy (PACK, SPREAD) or more nodes.") from None
+                f"{self.placement_timeout:.0f} s: {self.shortfall(n)}"
+                + (f" A softer strategy ({softer}) may fit too." if softer else "")) from None
         self._groups[pool] = group  # bundle i hosts worker i of this pool
 
     def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
