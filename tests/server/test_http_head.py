@@ -1,0 +1,29 @@
+"""HEAD works wherever GET does (RFC 9110 §9.3.2): the GET's status and headers, no body; as
+`curl -I` and health monitors use it (tests/server/)."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+
+@pytest.mark.parametrize("path", ["/health", "/spec", "/sessions", "/docs", "/web", "/web/state",
+                                  "/openapi.json"])
+def test_head_answers_as_get_without_a_body(served_echo, path: str) -> None:
+    got = requests.get(served_echo.http + path, timeout=10)
+    head = requests.head(served_echo.http + path, timeout=10)
+    assert got.status_code == 200
+    assert head.status_code == 200, head.headers
+    assert head.content == b""
+    assert head.headers["content-type"] == got.headers["content-type"]
+
+
+def test_head_keeps_the_get_routes_errors(served_echo) -> None:
+    assert requests.head(served_echo.http + "/state", params={"session_id": "nope"},
+                         timeout=10).status_code == 404
+    assert requests.head(served_echo.http + "/no-such-path", timeout=10).status_code == 404
+    assert requests.head(served_echo.http + "/reset", timeout=10).status_code == 405
+
+
+def test_head_of_the_event_stream_does_not_wait_for_it(served_echo) -> None:
+    assert requests.head(served_echo.http + "/web/events", timeout=10).status_code == 405
