@@ -43,7 +43,7 @@ from openenv_gym.errors import (
     WorkerTimeoutError,
 )
 from openenv_gym.protocol import ops
-from openenv_gym.providers import get_provider
+from openenv_gym.providers import get_provider, provider_options_dict
 from openenv_gym.providers.base import Provider, Worker, stop_when_dropped
 from openenv_gym.spaces import from_wire
 
@@ -141,7 +141,7 @@ class RemoteEnv(gym.Env):
             self.provider_name = "attached"
         else:
             self._provider = get_provider(provider, untrusted=self.info.untrusted,
-                                          **(provider_options or {}))
+                                          **provider_options_dict(provider_options))
             self.provider_name = self._provider.name
             [self._worker] = self._provider.start(
                 self.info.name, 1, dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {})))
@@ -276,7 +276,9 @@ class RemoteEnv(gym.Env):
             ``(observation, info)`` as in Gymnasium.
         """
         self._check_open()
-        super().reset(seed=seed)
+        super().reset(seed=seed)  # refuses what Gymnasium refuses (a negative seed, a float)
+        if seed is not None:
+            seed = int(seed)  # True is the int 1 to Gymnasium (seed=True seeds as 1): not on the wire
         fresh = False  # a new served env (fresh worker or session): its Generator starts anew
         if self._stuck and self._worker is not None:
             # The last call timed out: the worker is hung (paused, deadlocked), not dead.

@@ -10,12 +10,14 @@ from __future__ import annotations
 import importlib
 import inspect
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 from openenv_gym.providers.base import Provider, Worker
 
-__all__ = ["Provider", "Worker", "get_provider", "PROVIDERS", "resolve_provider_name"]
+__all__ = ["Provider", "Worker", "get_provider", "provider_options_dict", "PROVIDERS",
+           "resolve_provider_name"]
 
 #: Provider name -> "module:Class"; imported only when used (docker and ray are extras).
 PROVIDERS: dict[str, str] = {
@@ -71,6 +73,26 @@ def resolve_provider_name(name: str, untrusted: bool = False) -> str:
             stacklevel=3,
         )
     return "process"
+
+
+def provider_options_dict(options: Any) -> dict[str, Any]:
+    """``provider_options`` as keyword arguments for :func:`get_provider` (None: none).
+
+    Raises:
+        TypeError: Not a mapping of option names (``[1]``, ``"fork"``), named as the caller
+            wrote it, instead of Python's ``argument after ** must be a mapping``.
+
+    Example:
+        >>> provider_options_dict({"fork": False})
+        {'fork': False}
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+        raise TypeError(f"provider_options must be a dict of option names and values, e.g. "
+                        f"provider_options={{'fork': False}}; got {type(options).__name__} "
+                        f"{options!r}")
+    return dict(options)
 
 
 def get_provider(name: str = "auto", untrusted: bool = False, **options: Any) -> Provider:

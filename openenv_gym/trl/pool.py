@@ -46,7 +46,7 @@ from openenv_gym.errors import (
     WorkerTimeoutError,
 )
 from openenv_gym.protocol import ops
-from openenv_gym.providers import get_provider
+from openenv_gym.providers import get_provider, provider_options_dict
 from openenv_gym.providers.base import Worker, stop_when_dropped
 from openenv_gym.client.kwargs import merge_env_kwargs
 from openenv_gym.client.spec import call_timeout, read_spec
@@ -274,7 +274,8 @@ class EnvPool:
         self.concurrency = concurrency
         self.stats: Counter[str] = Counter()
         self.failures: list[EpisodeOutcome] = []
-        self._provider = get_provider(provider, untrusted=self.info.untrusted, **(provider_options or {}))
+        self._provider = get_provider(provider, untrusted=self.info.untrusted,
+                                      **provider_options_dict(provider_options))
         self.provider_name = self._provider.name
         self.workers: list[Worker] = self._provider.start(self.info.name, num_workers, dict(env_kwargs))
         self._stop_workers = stop_when_dropped(self, self._provider, self.workers)

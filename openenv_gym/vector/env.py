@@ -58,7 +58,7 @@ from openenv_gym.protocol.slices import (
     is_flat,
     valid_rows,
 )
-from openenv_gym.providers import get_provider
+from openenv_gym.providers import get_provider, provider_options_dict
 from openenv_gym.spaces import from_wire
 from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
@@ -160,7 +160,8 @@ class RemoteVectorEnv(VectorEnv):
         self.render_mode = render_mode
         self.copy = copy
         self._pool: WorkerPool | None = None
-        provider_obj = get_provider(provider, untrusted=self.info.untrusted, **(provider_options or {}))
+        provider_obj = get_provider(provider, untrusted=self.info.untrusted,
+                                    **provider_options_dict(provider_options))
         self.provider_name = provider_obj.name
         kwargs = dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {}))
         if max_episode_steps is not None and self.info.time_limit_kwarg:
@@ -287,7 +288,7 @@ class RemoteVectorEnv(VectorEnv):
     def _seeds(self, seed: Any) -> list[int | None]:
         if seed is None:
             return [None] * self.num_envs
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        if isinstance(seed, (int, np.integer)):  # True is the int 1, as Gymnasium's vector envs take it
             return [int(seed) + i for i in range(self.num_envs)]
         if isinstance(seed, (str, bytes)) or not isinstance(seed, (Sequence, np.ndarray)):
             # list("12") would be two seeds, and the length error below would name no seed.
@@ -299,7 +300,7 @@ class RemoteVectorEnv(VectorEnv):
             raise ValueError(f"If seeds are passed as a list the length must match "
                              f"num_envs={self.num_envs} but got length={len(seeds)}.")
         for i, s in enumerate(seeds):
-            if s is not None and (not isinstance(s, (int, np.integer)) or isinstance(s, bool)):
+            if s is not None and not isinstance(s, (int, np.integer)):
                 # int() would take 1.7 as 1 and "3" as 3, where Gymnasium refuses both.
                 raise InvalidRequestError(f"seed[{i}] must be an int or None, got {s!r}")
         return [None if s is None else int(s) for s in seeds]

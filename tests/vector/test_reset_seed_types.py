@@ -25,5 +25,8 @@ def test_seed_of_the_wrong_type_is_named_and_the_env_stays_usable() -> None:
             envs.reset(seed=["3", None])
         again, _ = envs.reset(seed=[0, np.int64(1)])
         np.testing.assert_array_equal(again, obs)
+        # A bool is the int it is, as Gymnasium's vector envs (and a single env) take it.
+        np.testing.assert_array_equal(envs.reset(seed=False)[0], obs)
+        np.testing.assert_array_equal(envs.reset(seed=[True, None])[0][0], envs.reset(seed=1)[0][0])
     finally:
         envs.close()
