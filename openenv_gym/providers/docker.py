@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import Any, Mapping
 
 from openenv_gym.catalog import EnvInfo, get_env_info
@@ -219,9 +220,26 @@ class DockerWorker(Worker):
             except docker.errors.APIError as exc:
                 if "already in progress" not in str(exc):
                     raise
+                # Someone else is removing it (a teammate's `openenv-gym docker stop` or
+                # `docker rm -f`, the owner's watchdog): until that ends the container keeps
+                # its name, and restart()'s new container of that name would be refused (409).
+                self._wait_removed()
         if os.path.exists(self.socket_path):
             os.chmod(self.folder, 0o700)  # closed to writes while it served (see _spawn)
             os.unlink(self.socket_path)
+
+    def _wait_removed(self, timeout: float = 30.0) -> None:
+        """Wait until the engine no longer knows the current container (a removal another
+        client started ends), at most ``timeout`` seconds."""
+        import docker.errors
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                self.client.api.inspect_container(self.container.id)
+            except docker.errors.NotFound:
+                return
+            time.sleep(0.05)
 
     def stop(self) -> None:
         try:
@@ -337,7 +355,10 @@ class DockerProvider(Provider):
                        "image). `openenv-gym build %s` does this ahead of time.",
                        info.name, info.name)
         result = build_image(self.client, info, progress=lambda line: logger.info("%s", line))
-        logger.warning("openenv-gym: built %s in %.0f s", result.tag, result.seconds)
+        if result.built:
+            logger.warning("openenv-gym: built %s in %.0f s", result.tag, result.seconds)
+        else:  # another process (trainer, `openenv-gym build`) built it while this one waited
+            logger.warning("openenv-gym: %s was built by another process meanwhile", result.tag)
         return result.tag
 
     def run_options(self, info: EnvInfo) -> dict[str, Any]:
