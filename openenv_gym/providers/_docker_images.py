@@ -639,25 +639,47 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
         src = source_hash()
         plugin = plugin_hash(info)
         tag = image_tag(info, base, reqs, src, plugin)
-        if not no_cache:
-            try:
-                image = client.images.get(tag)
-                return BuildResult(info.name, tag, image.attrs.get("Size", 0), 0.0, False)
-            except docker.errors.ImageNotFound:
-                pass
-        deps = _download_wheels(reqs, progress)
-        own = [_build_self_wheel(src, progress)]
-        if plugin:  # a plugin's wheel joins openenv_gym's: the Dockerfile installs both
-            own.append(_plugin_wheel(info, plugin, progress))
-        with _scratch() as scratch, tempfile.TemporaryDirectory(prefix="ctx-", dir=scratch) as ctx:
-            shutil.copy2(_dockerfile(), Path(ctx) / "Dockerfile")
-            _link_tree(deps, Path(ctx) / "deps")
-            for folder in own:
-                _link_tree(folder, Path(ctx) / "self")
-            _docker_build(client, ctx, tag, base[0], info.name, no_cache, progress)
-        image = client.images.get(tag)
-        return BuildResult(info.name, tag, image.attrs.get("Size", 0),
-                           time.monotonic() - started, True)
+        # Two trainers (or a trainer and `openenv-gym build`) that miss the same image at
+        # once: the second waits for the first's build and then finds the image, instead of
+        # building it again beside it (twice the time on a shared machine, and a dangling
+        # copy of every layer left behind that `build --prune` never removes).
+        with _tag_lock(tag, progress):
+            if not no_cache:
+                try:
+                    image = client.images.get(tag)
+                    return BuildResult(info.name, tag, image.attrs.get("Size", 0), 0.0, False)
+                except docker.errors.ImageNotFound:
+                    pass
+            deps = _download_wheels(reqs, progress)
+            own = [_build_self_wheel(src, progress)]
+            if plugin:  # a plugin's wheel joins openenv_gym's: the Dockerfile installs both
+                own.append(_plugin_wheel(info, plugin, progress))
+            with _scratch() as scratch, tempfile.TemporaryDirectory(prefix="ctx-", dir=scratch) as ctx:
+                shutil.copy2(_dockerfile(), Path(ctx) / "Dockerfile")
+                _link_tree(deps, Path(ctx) / "deps")
+                for folder in own:
+                    _link_tree(folder, Path(ctx) / "self")
+                _docker_build(client, ctx, tag, base[0], info.name, no_cache, progress)
+            image = client.images.get(tag)
+            return BuildResult(info.name, tag, image.attrs.get("Size", 0),
+                               time.monotonic() - started, True)
+
+
+@contextlib.contextmanager
+def _tag_lock(tag: str, progress: Progress) -> Iterator[None]:
+    """Hold the host-wide lock on building ``tag`` (a file lock in :func:`cache_dir`, released
+    by the kernel when its holder dies, even by SIGKILL)."""
+    import fcntl
+
+    folder = cache_dir() / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / (re.sub(r"[^A-Za-z0-9_.-]", "_", tag) + ".lock"), "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another process that builds {tag}")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 @contextlib.contextmanager
