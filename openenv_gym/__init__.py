@@ -73,4 +73,9 @@ _LAZY = {
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
+def __dir__() -> list[str]:
+    # Without it, dir() and tab completion miss the lazy names until they are first used.
+    return sorted({*globals(), *_LAZY})
+
+
 register_envs()
