@@ -7,9 +7,10 @@ from tests.cli.cli_helpers import run
 
 
 def test_serve_reports_a_constructor_exception_without_a_traceback() -> None:
-    out = run("serve", "finrl", "--port", "0", "--env-kwargs", '{"tickers": 5}')
+    # The served env's own constructor raises (gymnasium.make: an unknown argument).
+    out = run("serve", "gym", "--port", "0", "--env-kwargs", '{"env_id": "CartPole-v1", "bogus": 1}')
     assert out.returncode == 1, out.stderr
-    assert "cannot make env 'finrl'" in out.stderr and "fix:" in out.stderr
+    assert "cannot make env 'gym'" in out.stderr and "fix:" in out.stderr
     assert "Traceback" not in out.stderr
 
 
