@@ -134,6 +134,9 @@ def _without_clashes(envs: tuple[EnvInfo, ...]) -> tuple[EnvInfo, ...]:
 def all_envs() -> tuple[EnvInfo, ...]:
     """Every known env: the built-ins, then those of installed plugins (one per name and id).
 
+    Returns:
+        The catalog entries, in that order.
+
     Example:
         >>> [info.name for info in all_envs()][:4]
         ['echo', 'gym', 'coding', 'git']
@@ -146,6 +149,12 @@ def all_envs() -> tuple[EnvInfo, ...]:
 
 def get_env_info(name_or_id: str) -> EnvInfo:
     """Find a catalog entry by short name (``"echo"``) or Gymnasium id.
+
+    Args:
+        name_or_id: A short name (``"echo"``) or a Gymnasium id (``"OpenEnv/Echo-v0"``).
+
+    Returns:
+        The env's :class:`EnvInfo`.
 
     Raises:
         UnknownEnvironmentError: Nothing matches; the message lists what exists.
@@ -168,6 +177,12 @@ def get_env_info(name_or_id: str) -> EnvInfo:
 
 def load_env_class(info: EnvInfo) -> type:
     """Import an env's class (inside a worker; the client never needs it).
+
+    Args:
+        info: The env's catalog entry.
+
+    Returns:
+        The :class:`~openenv_gym.envs.base.Environment` subclass its ``entry_point`` names.
 
     Example:
         >>> load_env_class(get_env_info("echo")).__name__

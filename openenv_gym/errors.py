@@ -301,6 +301,12 @@ def error_to_wire(exc: BaseException) -> dict[str, Any]:
         ``{"type": name, "message": text}``, and for an env's own exception ``"builtin"``:
         the built-in exception class it derives from, which the client's error is also an
         instance of (see :func:`env_error`).
+
+    Example:
+        >>> error_to_wire(InvalidActionError("bad"))
+        {'type': 'InvalidActionError', 'message': 'bad'}
+        >>> error_to_wire(KeyError("x"))
+        {'type': 'EnvServerError', 'message': "KeyError: 'x'", 'builtin': 'KeyError'}
     """
     if isinstance(exc, ResetNeeded) and not isinstance(exc, OpenEnvError):
         # Gymnasium's own "call reset first" (OrderEnforcing around a served env) is the caller's.
@@ -324,6 +330,11 @@ def error_from_wire(error: Any) -> OpenEnvError:
 
     Returns:
         An instance of the matching :class:`OpenEnvError` subclass.
+
+    Example:
+        >>> err = error_from_wire({"type": "EnvServerError", "message": "KeyError: 'x'", "builtin": "KeyError"})
+        >>> isinstance(err, EnvServerError), isinstance(err, KeyError)
+        (True, True)
     """
     if not isinstance(error, dict):
         return ProtocolError(f"malformed error reply: {error!r}")

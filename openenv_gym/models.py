@@ -37,13 +37,28 @@ _INT_BOUND = 2**62
 
 
 class Action(BaseModel):
-    """Base class of an env's action model; unknown fields are rejected."""
+    """Base class of an env's action model; unknown fields are rejected.
+
+    Example:
+        >>> class Say(Action):
+        ...     message: str
+        >>> Say(message="hi"), model_space(Say)["message"]
+        (Say(message='hi'), UnicodeText(0, 1048576))
+    """
 
     model_config = ConfigDict(extra="forbid")
 
 
 class Observation(BaseModel):
-    """Base class of an env's observation model."""
+    """Base class of an env's observation model.
+
+    Example:
+        >>> class Heard(Observation):
+        ...     echo: str
+        ...     length: int
+        >>> list(model_space(Heard))
+        ['echo', 'length']
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -54,6 +69,10 @@ class State(BaseModel):
     Args:
         episode_id: Id of the current episode (changes at every reset).
         step_count: Steps taken in the current episode.
+
+    Example:
+        >>> State(episode_id="e1", step_count=3).model_dump()
+        {'episode_id': 'e1', 'step_count': 3}
     """
 
     model_config = ConfigDict(extra="allow")
@@ -90,6 +109,14 @@ def model_space(model: type[BaseModel]) -> spaces.Dict:
 
     Raises:
         TypeError: A field has a type with no space mapping.
+
+    Example:
+        >>> from pydantic import Field
+        >>> class Move(Action):
+        ...     steps: int = Field(ge=0, le=9)
+        ...     run: bool = False
+        >>> model_space(Move)["run"]
+        Discrete(2)
     """
     entries: dict[str, spaces.Space] = {}
     for name, field in model.model_fields.items():

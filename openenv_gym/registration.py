@@ -33,7 +33,10 @@ def register_env(info: EnvInfo) -> None:
 
 
 def register_envs() -> list[str]:
-    """Register every built-in and plugin env; returns their ids.
+    """Register every built-in and plugin env with Gymnasium (``import openenv_gym`` calls it).
+
+    Returns:
+        The ids of every env in the catalog (already registered ones included).
 
     Example:
         >>> "OpenEnv/Echo-v0" in register_envs()   # import openenv_gym already did this

@@ -90,6 +90,10 @@ def space_to_dict(space: spaces.Space) -> dict[str, Any]:
 
     Raises:
         TypeError: For a space type that has no wire form.
+
+    Example:
+        >>> space_to_dict(spaces.Discrete(3))
+        {'type': 'Discrete', 'n': 3, 'start': 0}
     """
     if isinstance(space, spaces.Box):
         return {
@@ -144,6 +148,10 @@ def space_from_dict(d: dict[str, Any]) -> spaces.Space:
 
     Returns:
         The space.
+
+    Example:
+        >>> space_from_dict({"type": "Discrete", "n": 3, "start": 0})
+        Discrete(3)
     """
     kind = d["type"]
     if kind == "Box":
@@ -192,6 +200,12 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
 
     Returns:
         The normalized value.
+
+    Example:
+        >>> from_wire([1, 2], spaces.Tuple((spaces.Discrete(3), spaces.Discrete(3))))
+        (1, 2)
+        >>> from_wire([0.5, 1.0], spaces.Box(0, 1, (2,)))
+        array([0.5, 1. ], dtype=float32)
     """
     try:
         if isinstance(space, spaces.Box):

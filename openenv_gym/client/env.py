@@ -272,6 +272,10 @@ class RemoteEnv(gym.Env):
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Start an episode in the worker (replacing a worker that died or hung first).
 
+        Args:
+            seed: Seeds the served env's RNG (as ``Env.reset(seed=...)``), and this env's own.
+            options: Passed to the served env's ``reset``.
+
         Returns:
             ``(observation, info)`` as in Gymnasium.
         """
@@ -305,6 +309,9 @@ class RemoteEnv(gym.Env):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """Take a step in the worker.
+
+        Args:
+            action: An element of :attr:`action_space` (a dict for model envs such as Echo).
 
         Returns:
             ``(observation, reward, terminated, truncated, info)`` as in Gymnasium.
@@ -349,6 +356,14 @@ class RemoteEnv(gym.Env):
 
         On Atari-v0, ``env.unwrapped.call("get_action_meanings")`` lists the actions.
 
+        Args:
+            name: The method or attribute of the served env.
+            *args: The method's positional arguments.
+            **kwargs: Its keyword arguments.
+
+        Returns:
+            What the method returned, or the attribute's value.
+
         Raises:
             gym.error.ResetNeeded: No session yet: the served env lives from the first reset.
 
@@ -369,6 +384,12 @@ class RemoteEnv(gym.Env):
         The client's own names (``state``, ``spec``, ``metadata``, ...) are the client's:
         ``env.unwrapped.call("state")`` reads the served env's.
 
+        Args:
+            name: The attribute.
+
+        Returns:
+            Its value.
+
         Raises:
             AttributeError: Neither has it (or there is no served env yet: before a reset).
         """
@@ -385,7 +406,10 @@ class RemoteEnv(gym.Env):
 
     def has_wrapper_attr(self, name: str) -> bool:
         """Whether :meth:`get_wrapper_attr` finds ``name`` (on this client, or on the served
-        env once it lives), so Gymnasium's ``has_wrapper_attr`` agrees with it."""
+        env once it lives), so Gymnasium's ``has_wrapper_attr`` agrees with it.
+
+        Args:
+            name: The attribute."""
         try:
             self.get_wrapper_attr(name)
         except AttributeError:
@@ -395,6 +419,11 @@ class RemoteEnv(gym.Env):
     def set_wrapper_attr(self, name: str, value: Any, *, force: bool = True) -> bool:
         """Set an attribute where :meth:`get_wrapper_attr` reads it: on this client if it
         has it, else on the served env in the worker (``gravity``: the dynamics change).
+
+        Args:
+            name: The attribute.
+            value: Its new value.
+            force: Set it even where it does not exist yet (on the served env).
 
         Returns:
             Whether it was set (``force=False``: only where the attribute exists).

@@ -51,6 +51,14 @@ class Worker(abc.ABC):
         address: Binary address (``unix://...`` or ``tcp://127.0.0.1:PORT``); may change on
             :meth:`restart`.
         restarts: How many times it was restarted.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=2)
+        >>> worker = envs.unwrapped.workers[0]
+        >>> worker.alive(), worker.restarts, worker.address.startswith("unix://")
+        (True, 0, True)
+        >>> envs.close()
     """
 
     address: str
@@ -92,7 +100,16 @@ class Worker(abc.ABC):
 class Provider(abc.ABC):
     """Starts workers of one kind.
 
-    Subclasses set :attr:`name` and implement :meth:`_start_one`.
+    Subclasses set :attr:`name` and implement :meth:`_start_one`. Build one with
+    :func:`~openenv_gym.providers.get_provider`.
+
+    Example:
+        >>> from openenv_gym.providers import get_provider
+        >>> provider = get_provider("process")
+        >>> [worker] = provider.start("echo", 1)
+        >>> worker.alive()
+        True
+        >>> provider.stop_all([worker])
     """
 
     name: ClassVar[str]

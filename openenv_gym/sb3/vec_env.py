@@ -105,7 +105,11 @@ class RemoteVecEnv(VecEnv):
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        """Send the actions to the workers without waiting."""
+        """Send the actions to the workers without waiting.
+
+        Args:
+            actions: One action per env (``(num_envs, *action_space.shape)`` for arrays).
+        """
         self.venv.step_async(actions)
 
     def step_wait(self) -> VecEnvStepReturn:
@@ -132,24 +136,56 @@ class RemoteVecEnv(VecEnv):
         return list(self._get_indices(indices))
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """Read an attribute of the remote envs (``render_mode`` is answered locally)."""
+        """Read an attribute of the remote envs (``render_mode`` is answered locally).
+
+        Args:
+            attr_name: The attribute.
+            indices: The envs (default: all).
+
+        Returns:
+            One value per env in ``indices``.
+        """
         targets = self._indices(indices)
         if attr_name == "render_mode":
             return [self._render_mode] * len(targets)
         return list(self.venv.get_attr(attr_name, indices=targets))
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        """Set an attribute of the remote envs in ``indices``."""
+        """Set an attribute of the remote envs in ``indices``.
+
+        Args:
+            attr_name: The attribute.
+            value: Its new value, the same for every env.
+            indices: The envs (default: all).
+        """
         targets = self._indices(indices)
         self.venv.set_attr(attr_name, [value] * len(targets), indices=targets)
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
-        """Call a method of the remote envs in ``indices``; arguments and results cross the wire."""
+        """Call a method of the remote envs in ``indices``; arguments and results cross the wire.
+
+        Args:
+            method_name: The method of the served envs.
+            *method_args: Its positional arguments.
+            indices: The envs (default: all).
+            **method_kwargs: Its keyword arguments.
+
+        Returns:
+            One result per env in ``indices``.
+        """
         return list(self.venv.call(method_name, *method_args, indices=self._indices(indices), **method_kwargs))
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
-        """Always False: remote envs are not wrapped on this side (wrap the VecEnv instead)."""
+        """Always False: remote envs are not wrapped on this side (wrap the VecEnv instead).
+
+        Args:
+            wrapper_class: The wrapper SB3 asks about.
+            indices: The envs (default: all).
+
+        Returns:
+            ``False`` for each env in ``indices``.
+        """
         return [False] * len(self._indices(indices))
 
     def get_images(self) -> Sequence[np.ndarray | None]:

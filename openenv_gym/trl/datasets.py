@@ -93,7 +93,18 @@ def humaneval_rows(problems: Optional[Sequence[int]] = None) -> list[dict[str, A
 
 
 def humaneval_dataset(problems: Optional[Sequence[int]] = None) -> Any:
-    """A :class:`datasets.Dataset` of :func:`humaneval_rows` (``problem`` feeds ``reset`` options)."""
+    """A :class:`datasets.Dataset` of :func:`humaneval_rows` (``problem`` feeds ``reset`` options).
+
+    Args:
+        problems: The HumanEval problem numbers (default: all 164).
+
+    Returns:
+        A dataset with ``prompt``, ``problem`` and ``task_id`` columns (needs ``datasets``).
+
+    Example:
+        >>> humaneval_dataset([0, 2]).column_names
+        ['prompt', 'problem', 'task_id']
+    """
     from datasets import Dataset
 
     return Dataset.from_list(humaneval_rows(problems))

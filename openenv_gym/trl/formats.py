@@ -42,7 +42,18 @@ _FENCE = re.compile(r"```[ \t]*(?:python|py|bash|sh|shell)?[ \t]*\n(.*?)(?:```|\
 
 
 def completion_text(completion: Any) -> str:
-    """The text of a TRL completion: a string, or the last message of a conversation."""
+    """The text of a TRL completion: a string, or the last message of a conversation.
+
+    Args:
+        completion: A completion as TRL passes it to reward functions.
+
+    Returns:
+        Its text.
+
+    Example:
+        >>> completion_text([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}])
+        'a'
+    """
     if isinstance(completion, str):
         return completion
     if isinstance(completion, list) and completion:
@@ -60,6 +71,16 @@ def extract_code(text: str) -> str:
 
     Models asked for code often wrap it in a fence; a bare completion (HumanEval style,
     continuing the prompt) is used as it is.
+
+    Args:
+        text: The completion's text.
+
+    Returns:
+        The code to run.
+
+    Example:
+        >>> extract_code("Here:\\n```python\\nprint(1)\\n```\\n")
+        'print(1)\\n'
     """
     match = _FENCE.search(text)
     if match is None:
@@ -88,6 +109,10 @@ def default_action_fn(env: str, action_space: spaces.Space | None = None) -> Act
     Returns:
         Coding: ``{"code": extract_code(text)}``; Git: ``{"command": first code block or
         the text, stripped}``; others: ``{<first text field>: text}``.
+
+    Example:
+        >>> default_action_fn("git")("git status")
+        {'command': 'git status'}
     """
     if env == "coding":
         return lambda text: {"code": extract_code(text)}
@@ -102,9 +127,16 @@ def default_action_fn(env: str, action_space: spaces.Space | None = None) -> Act
 def default_observation_fn(env: str) -> ObservationFn:
     """How an observation becomes text for the model's next turn.
 
+    Args:
+        env: Catalog name (``"coding"``, ``"git"``, ...).
+
     Returns:
         A function joining the observation's text fields (``stdout``/``stderr``/``output``
         first), plus ``exit_code`` and checks passed when the observation has them.
+
+    Example:
+        >>> default_observation_fn("coding")({"stdout": "1\\n", "stderr": "", "exit_code": 0})
+        '1\\n[exit_code: 0]\\n'
     """
     preferred = ("output", "stdout", "stderr", "echo", "message", "instruction")
 

@@ -45,6 +45,11 @@ class FailurePolicy:
         failure_reward: A float for every failure kind, ``None``, or a mapping
             ``{"timeout": -1.0, "crash": None, ...}``; kinds left out use ``default``.
         default: Reward of kinds a mapping leaves out.
+
+    Example:
+        >>> policy = FailurePolicy({"timeout": -1.0, "crash": None})
+        >>> policy.reward_for("timeout"), policy.reward_for("crash"), policy.reward_for("env_error")
+        (-1.0, None, 0.0)
     """
 
     failure_reward: FailureReward = 0.0
@@ -90,6 +95,11 @@ class EpisodeOutcome:
         failure: ``None``, or one of :data:`FAILURE_KINDS`.
         message: Why it failed (empty when it did not).
         worker: Index of the worker that ran it.
+
+    Example:
+        >>> outcome = EpisodeOutcome(rewards=[0.5, 1.0])
+        >>> outcome.env_reward("return"), outcome.env_reward("final")
+        (1.5, 1.0)
     """
 
     reward: Optional[float] = None

@@ -66,6 +66,10 @@ class EpisodeJob:
         actions: The actions (dicts in the env's action format, e.g. ``{"code": ...}``).
         options: ``reset(options=...)`` (e.g. ``{"problem": 17}`` for Coding's task mode).
         seed: ``reset(seed=...)``.
+
+    Example:
+        >>> EpisodeJob(actions=[{"code": "print(1)"}], options={"problem": 17}).seed is None
+        True
     """
 
     actions: Sequence[Any]
@@ -90,8 +94,20 @@ class Episode:
     many at once with :meth:`EnvPool.reset_many` / :meth:`EnvPool.step_many`). Failures
     do not raise: they end the episode and are recorded in :attr:`outcome`.
 
+    Args:
+        pool: The pool that leased it.
+        worker: Index of the worker hosting its session.
+
     Attributes:
         outcome: What the current episode produced so far.
+
+    Example:
+        >>> with EnvPool("echo", num_workers=1, provider="process") as pool:
+        ...     [episode] = pool.open(1)
+        ...     _ = episode.reset(seed=0)
+        ...     episode.step({"message": "hi"}).rewards
+        ...     episode.close()
+        [0.2]
     """
 
     def __init__(self, pool: "EnvPool", worker: int) -> None:

@@ -40,13 +40,41 @@ REWARD_FIELD = "openenv_reward"
 
 
 def prompt_seed(prompt: Any) -> int:
-    """A stable seed from the prompt's text, so every completion of a GRPO group sees the same task."""
+    """A stable seed from the prompt's text, so every completion of a GRPO group sees the same task.
+
+    Args:
+        prompt: A prompt as TRL passes it (text or a conversation).
+
+    Returns:
+        A 32-bit seed that depends only on the prompt.
+
+    Example:
+        >>> prompt_seed("Write add(a, b).") == prompt_seed("Write add(a, b).") != prompt_seed("Other.")
+        True
+    """
     return int.from_bytes(hashlib.sha256(repr(prompt).encode()).digest()[:4], "little")
 
 
 def episode_reward(prompts: Any = None, completions: Any = None, openenv_reward: Any = None,
                    **kwargs: Any) -> list[Optional[float]]:
-    """Reward function returning the episode rewards an :class:`EnvRollout` produced, unchanged."""
+    """Reward function returning the episode rewards an :class:`EnvRollout` produced, unchanged.
+
+    Args:
+        prompts: TRL's prompts (unused).
+        completions: TRL's completions (unused).
+        openenv_reward: The rewards column :class:`EnvRollout` adds to the rollout.
+        **kwargs: Other columns TRL passes (unused).
+
+    Returns:
+        One reward per completion (``None`` for a failed episode whose policy says so).
+
+    Raises:
+        KeyError: There is no ``openenv_reward`` column: the rollout was not an :class:`EnvRollout`.
+
+    Example:
+        >>> episode_reward(completions=["a", "b"], openenv_reward=[1.0, None])
+        [1.0, None]
+    """
     if openenv_reward is None:
         raise KeyError("no 'openenv_reward' field: use episode_reward with rollout_func=EnvRollout(...)")
     return list(openenv_reward)
@@ -68,6 +96,14 @@ class EnvRollout:
 
     Attributes:
         last_outcomes: The episodes of the last call.
+
+    Example:
+        >>> with EnvPool("coding", num_workers=1, provider="process", persistent=True) as pool:
+        ...     rollout = EnvRollout(pool, max_turns=3)
+        ...     rollout.reward_func is episode_reward
+        True
+        >>> trainer = GRPOTrainer(model, reward_funcs=[episode_reward], rollout_func=rollout,
+        ...                       args=config, train_dataset=ds)   # doctest: +SKIP
     """
 
     def __init__(self, pool: EnvPool, *, max_turns: int = 4, action_fn: Optional[ActionFn] = None,

@@ -65,6 +65,17 @@ class EnvTools:
         observation_fn: ``observation -> text`` returned by tools and ``reset``.
         show_reset_observation: Return the reset observation's text from ``reset`` (TRL
             appends it to the prompt); None: the class's choice.
+
+    Example:
+        >>> class EchoTools(EnvTools):
+        ...     def say(self, message: str) -> str:
+        ...         "Say something; the env echoes it. Args: message: What to say."
+        ...         return self._act({"message": message})
+        >>> with EnvPool("echo", num_workers=1, provider="process") as pool:
+        ...     tools = EchoTools(pool)
+        ...     tools.reset(prompt="hi")
+        ...     tools.say("hello").splitlines()[0], tools.get_reward()
+        ('hello', 0.5)
     """
 
     #: Whether ``reset`` returns the observation's text by default (Git poses its task there).
@@ -130,6 +141,13 @@ class CodingTools(EnvTools):
     the code runs after the task's prompt against its tests, and each call scores the
     fraction of tests passed (use ``reward_mode="final"``); free-form, a call scores 1
     when the code exits cleanly.
+
+    Example:
+        >>> with EnvPool("coding", num_workers=1, provider="process") as pool:
+        ...     tools = tool_env_factory(pool)()
+        ...     tools.reset(prompt="Print 42.")
+        ...     tools.run_python("print(6 * 7)").splitlines()[0], tools.get_reward()
+        ('42', 1.0)
     """
 
     def run_python(self, code: str) -> str:
@@ -152,6 +170,15 @@ class GitTools(EnvTools):
 
     Each call scores the task's checks that pass (use ``reward_mode="final"``); the
     episode ends when all of them pass.
+
+    Example:
+        >>> with EnvPool("git", num_workers=1, provider="process", task="create-branch",
+        ...              reward_mode="final") as pool:
+        ...     tools = tool_env_factory(pool)()
+        ...     print(tools.reset(prompt="").splitlines()[0])
+        ...     tools.shell("git switch -c feature/login").splitlines()[-1], tools.get_reward()
+        Create a branch named `feature/login` from `main` and switch to it.
+        ('[the episode is over]', 1.0)
     """
 
     show_reset_observation = True

@@ -59,6 +59,7 @@ from openenv_gym.protocol.slices import (
     valid_rows,
 )
 from openenv_gym.providers import get_provider, provider_options_dict
+from openenv_gym.providers.base import Worker
 from openenv_gym.spaces import from_wire
 from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
@@ -226,7 +227,7 @@ class RemoteVectorEnv(VectorEnv):
 
     # -- properties -------------------------------------------------------------------
     @property
-    def workers(self) -> list[Any]:
+    def workers(self) -> list[Worker]:
         """The pool's workers (:class:`~openenv_gym.providers.base.Worker`), in env order."""
         return self._pool.workers if self._pool else []
 
@@ -344,6 +345,9 @@ class RemoteVectorEnv(VectorEnv):
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env with its action (``step_async`` then ``step_wait``).
 
+        Args:
+            actions: One action per sub-env, batched as :attr:`action_space` holds them.
+
         Returns:
             Batched observations, rewards, terminations, truncations and infos.
         """
@@ -361,6 +365,9 @@ class RemoteVectorEnv(VectorEnv):
 
     def step_async(self, actions: Any) -> None:
         """Send each worker the actions of its envs (one message per worker), without waiting.
+
+        Args:
+            actions: One action per sub-env, as for :meth:`step`.
 
         Raises:
             gym.error.AlreadyPendingCallError: A step is already in flight.
@@ -839,6 +846,10 @@ class RemoteVectorEnv(VectorEnv):
     def get_attr(self, name: str, *, indices: int | Sequence[int] | None = None) -> tuple[Any, ...]:
         """Read an attribute of every sub-env (or of those in ``indices``).
 
+        Args:
+            name: The attribute of the served envs.
+            indices: One env index or a sequence of them (default: every env).
+
         Returns:
             One value per sub-env.
         """
@@ -847,7 +858,12 @@ class RemoteVectorEnv(VectorEnv):
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any, *,
                  indices: int | Sequence[int] | None = None) -> None:
         """Set an attribute of every sub-env (or of those in ``indices``): one value for all,
-        or a list/tuple of one per env."""
+        or a list/tuple of one per env.
+
+        Args:
+            name: The attribute of the served envs.
+            values: One value for every env, or a list/tuple of one per env (in ``indices``).
+            indices: One env index or a sequence of them (default: every env)."""
         targets = self._targets(indices)
         if not isinstance(values, (list, tuple)):
             values = [values] * len(targets)
@@ -874,7 +890,11 @@ class RemoteVectorEnv(VectorEnv):
             self._pool.receive_slices(workers)  # keeps every connection in frame
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Stop every worker of the pool."""
+        """Stop every worker of the pool.
+
+        Args:
+            **kwargs: Gymnasium's ``close`` keywords (unused).
+        """
         pool, self._pool = self._pool, None
         self._pending = None
         if pool is not None:
