@@ -16,8 +16,9 @@ from typing import Any
 from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 from openenv_gym.providers.base import Provider, Worker
 
-__all__ = ["Provider", "Worker", "get_provider", "provider_options_dict", "PROVIDERS",
-           "resolve_provider_name"]
+# PROVIDERS, provider_class, provider_options_dict and resolve_provider_name serve the
+# CLI, the envs and the adapters; importable, but not public.
+__all__ = ["Provider", "Worker", "get_provider"]
 
 #: Provider name -> "module:Class"; imported only when used (docker and ray are extras).
 PROVIDERS: dict[str, str] = {

@@ -1,4 +1,7 @@
-"""Vector envs over a pool of remote workers: :class:`RemoteVectorEnv` and its parts.
+"""Vector envs over a pool of remote workers: :class:`RemoteVectorEnv`.
+
+Its parts (:class:`~openenv_gym.vector.pool.WorkerPool`, ...) are importable from their
+modules for tools and benchmarks, but are not part of the public API.
 
 Example:
     >>> from openenv_gym.vector import RemoteVectorEnv
@@ -9,4 +12,6 @@ Example:
 from openenv_gym.vector.env import RemoteVectorEnv, parse_autoreset_mode
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
 
-__all__ = ["RemoteVectorEnv", "WorkerPool", "WorkerFailure", "parse_autoreset_mode"]
+# WorkerPool, WorkerFailure and parse_autoreset_mode stay importable here (older code imports
+# them), but users should not rely on them: the public surface is the vector env.
+__all__ = ["RemoteVectorEnv"]
