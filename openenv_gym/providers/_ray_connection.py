@@ -5,7 +5,9 @@ if we started it and nothing else of the user's runs on it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
 import socket
 import threading
@@ -63,7 +65,8 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
             _check_reachable(address)
             kwargs = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
             try:
-                ray.init(address=address, **kwargs)
+                with _on_loopback(_starts_local_ray(address)):
+                    ray.init(address=address, **kwargs)
             except ConnectionError as exc:  # address="auto" with no cluster running
                 raise ProviderUnavailableError(
                     f"cannot connect to the Ray cluster at {address!r}: {exc}; start it "
@@ -74,6 +77,44 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
             return None  # the user's own ray.init: never shut it down for them
         _connection_users += 1
         return _our_session
+
+
+#: Ray's switch between a one-machine Ray on 127.0.0.1 and one that can take other nodes.
+_CLUSTER_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def _starts_local_ray(address: str | None) -> bool:
+    """Whether ``ray.init(address=address)`` starts a Ray of its own rather than joining one."""
+    if address not in (None, "local"):
+        return False
+    from ray._private import services
+
+    try:
+        return services.canonicalize_bootstrap_address(address) is None
+    except Exception:  # noqa: BLE001 - Ray's own lookup decides then
+        return False
+
+
+@contextlib.contextmanager
+def _on_loopback(local: bool):
+    """A Ray this process starts listens on 127.0.0.1 only, as every server of this package
+    does: on Linux Ray binds its GCS, raylet and workers to all interfaces, unauthenticated.
+    Its processes inherit the variable (they are started here); ``os.environ`` and Ray's
+    constant are restored after, so a later ``ray start --address`` from this process or its
+    children still joins a real cluster."""
+    if not local or _CLUSTER_VAR in os.environ:  # the user's own choice stands
+        yield
+        return
+    from ray._private import ray_constants
+
+    before = ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[_CLUSTER_VAR] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        os.environ.pop(_CLUSTER_VAR, None)
+        ray_constants.ENABLE_RAY_CLUSTER = before
 
 
 def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
