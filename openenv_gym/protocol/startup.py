@@ -68,7 +68,7 @@ def server_argv(env: str, kwargs_json: str, *, unix: str | None = None,
         argv += ["--owner-pid", str(owner_pid)]
     if owner_dir is not None:
         argv += ["--owner-dir", owner_dir]
-    argv += ["--idle-timeout", f"{idle_timeout:g}" if idle_timeout else "0"]
+    argv += ["--idle-timeout", repr(float(idle_timeout)) if idle_timeout else "0"]
     if private_tmp is not None:
         argv += ["--private-tmp", private_tmp[0], "--private-tmp-options", private_tmp[1]]
     if tmpdir is not None:

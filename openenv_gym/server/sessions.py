@@ -247,11 +247,12 @@ class SessionManager:
         """
         session = self._sessions.get(sid) if isinstance(sid, str) else None
         if session is None:
-            expired = (f", or expired after {self.idle_timeout:g} s idle"
+            expired = (f", or expired after {self.idle_timeout:g} s without a call (the server's "
+                       "--idle-timeout; 0 keeps sessions until they are closed)"
                        if self.idle_timeout is not None else "")
             raise SessionNotFoundError(
-                f"no session {sid!r}: it was never created, or was closed{expired}; call reset "
-                "without a session id to start one"
+                f"no session {sid!r}: it was never created, or was closed{expired}; reset() "
+                "starts a new one (over HTTP: a reset without a session id)"
             )
         session.last_used = time.monotonic()
         return session

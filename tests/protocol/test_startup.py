@@ -34,7 +34,9 @@ def test_no_or_a_cut_failure_line_names_nothing() -> None:
 
 def test_server_argv_carries_an_idle_timeout() -> None:
     argv = server_argv("echo", "{}", unix="/tmp/w0.sock", idle_timeout=600)
-    assert argv[argv.index("--idle-timeout") + 1] == "600"
+    assert argv[argv.index("--idle-timeout") + 1] == "600.0"
+    argv = server_argv("echo", "{}", unix="/tmp/w0.sock", idle_timeout=1234567)
+    assert float(argv[argv.index("--idle-timeout") + 1]) == 1234567  # not 1.23457e+06
     # An env's own workers keep sessions forever (their owner stops them).
     argv = server_argv("echo", "{}", unix="/tmp/w0.sock")
     assert argv[argv.index("--idle-timeout") + 1] == "0"

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from openenv_gym.client.transport import BinaryClient
+from openenv_gym.errors import SessionNotFoundError
 from openenv_gym.providers import get_provider
 
 
@@ -18,11 +21,12 @@ def _sessions(address: str) -> int:
         client.drop()
 
 
-def _left_session(address: str) -> None:
-    """What a trainer killed mid-episode leaves: a session, and no close."""
+def _left_session(address: str) -> str:
+    """What a trainer killed mid-episode leaves: a session (its id), and no close."""
     client = BinaryClient(address, timeout=30)
-    client.request({"op": "reset", "seed": 0})
+    sid = client.request({"op": "reset", "seed": 0})["sid"]
     client.drop()
+    return sid
 
 
 def _until(predicate, timeout: float = 30.0) -> bool:
@@ -39,8 +43,13 @@ def test_a_provider_idle_timeout_reaches_its_workers(provider: str) -> None:
     workers_of.idle_timeout = 0.5
     [worker] = workers_of.start("echo", 1)
     try:
-        _left_session(worker.address)
+        sid = _left_session(worker.address)
         assert _until(lambda: _sessions(worker.address) == 0), "the left session never closed"
+        # A trainer that was only slow hears why, and what to change.
+        client = BinaryClient(worker.address, timeout=30)
+        with pytest.raises(SessionNotFoundError, match=r"expired after 0.5 s without a call .*--idle-timeout"):
+            client.request({"op": "step", "sid": sid, "action": {"message": "hi"}})
+        client.drop()
     finally:
         workers_of.stop_all([worker])
 
