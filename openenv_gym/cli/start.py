@@ -70,12 +70,13 @@ def serve_pool_web(workers: Sequence[Any], title: str, port: int = 0,
     import uvicorn
     from fastapi import FastAPI
 
-    from openenv_gym.server.http_errors import LocalOnly
+    from openenv_gym.server.http_errors import HeadAsGet, LocalOnly
     from openenv_gym.server.web import openapi_31, pool_source, web_router
 
     stopping = threading.Event()
     app = FastAPI(title=title, docs_url=None, redoc_url=None)
     app.add_middleware(LocalOnly)  # no other site's page reads the sessions (DNS rebinding)
+    app.add_middleware(HeadAsGet)  # added last: runs first, as on an env's own server
     source = pool_source([(f"w{i}", (lambda w=w: w.address)) for i, w in enumerate(workers)])
     app.include_router(web_router(source, stopping, title=title))
     openapi_31(app)

@@ -22,11 +22,10 @@ import anyio.to_thread
 from fastapi import APIRouter, FastAPI, Query, Response
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from openenv_gym.protocol.wire import MAX_FRAME
 from openenv_gym.server import http_errors
-from openenv_gym.server.http_errors import ErrorRoute, error_responses
+from openenv_gym.server.http_errors import ErrorRoute, HeadAsGet, error_responses
 from openenv_gym.server.service import EnvService
 from openenv_gym.spaces import to_jsonable
 
@@ -78,32 +77,6 @@ class StepResponse(BaseModel):
 #: The body model of each route that takes one, to name the fields it knows.
 _BODIES: dict[str, type[BaseModel]] = {"/reset": ResetRequest, "/step": StepRequest}
 
-#: GET routes that stream (Server-Sent Events): a HEAD of them would wait out the stream.
-_STREAMS = frozenset({"/web/events"})
-
-
-class _HeadAsGet:
-    """Answer ``HEAD`` as ``GET`` without the body, as HTTP asks of every server (RFC 9110
-    §9.3.2) and Starlette's own routes do: FastAPI's take only the methods they declare
-    (fastapi#1773), so ``curl -I /health`` and monitors that probe with HEAD got 405."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "HEAD" or scope["path"] in _STREAMS:
-            await self.app(scope, receive, send)
-            return
-
-        async def headers_only(message: Message) -> None:
-            if message["type"] == "http.response.body":
-                message = {**message, "body": b""}  # the headers (Content-Length) stay GET's
-            await send(message)
-
-        # A copy: the server reads the method from its own scope to send no body either.
-        await self.app({**scope, "method": "GET"}, receive, headers_only)
-
-
 def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
     """Build the FastAPI app serving ``service``.
 
@@ -136,7 +109,7 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
         lifespan=lifespan,
     )
     http_errors.install(app, max_body_size, _BODIES)
-    app.add_middleware(_HeadAsGet)  # added last: runs first
+    app.add_middleware(HeadAsGet)  # added last: runs first
     # The limit on the routes, not the app: FastAPI's app-wide one answers a declared length
     # over it in plain text, whatever the handlers say. Here it caps chunked bodies while
     # they arrive; http_errors refuses declared lengths.

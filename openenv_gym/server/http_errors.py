@@ -28,12 +28,12 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from openenv_gym.errors import OpenEnvError, error_from_wire, error_to_wire
 from openenv_gym.protocol.wire import MAX_FRAME
 
-__all__ = ["ErrorBody", "ErrorDetail", "ErrorRoute", "LocalOnly", "error_responses", "install"]
+__all__ = ["ErrorBody", "ErrorDetail", "ErrorRoute", "HeadAsGet", "LocalOnly", "error_responses", "install"]
 
 logger = logging.getLogger("openenv_gym.http")
 
@@ -238,6 +238,33 @@ def _is_local_name(name: str) -> bool:
 
 
 _HOSTNAME = socket.gethostname().lower()
+
+
+#: GET routes that stream (Server-Sent Events): a HEAD of them would wait out the stream, so
+#: they keep FastAPI's 405 for HEAD on purpose.
+_STREAMS = frozenset({"/web/events"})
+
+
+class HeadAsGet:
+    """Answer ``HEAD`` as ``GET`` without the body, as HTTP asks of every server (RFC 9110
+    §9.3.2) and Starlette's own routes do: FastAPI's take only the methods they declare
+    (fastapi#1773), so ``curl -I /health`` and monitors that probe with HEAD got 405."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD" or scope["path"] in _STREAMS:
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}  # the headers (Content-Length) stay GET's
+            await send(message)
+
+        # A copy: the server reads the method from its own scope to send no body either.
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 class LocalOnly:

@@ -27,3 +27,19 @@ def test_head_keeps_the_get_routes_errors(served_echo) -> None:
 
 def test_head_of_the_event_stream_does_not_wait_for_it(served_echo) -> None:
     assert requests.head(served_echo.http + "/web/events", timeout=10).status_code == 405
+
+
+def test_the_pool_web_view_answers_head_as_get() -> None:
+    # `openenv-gym start ... --web` serves the same page: the same HEAD rule.
+    from openenv_gym.cli.start import serve_pool_web
+
+    url, stop = serve_pool_web([], "pool test")
+    try:
+        head = requests.head(url.removesuffix("/web") + "/web/state", timeout=10)
+        get = requests.get(url.removesuffix("/web") + "/web/state", timeout=10)
+        assert (head.status_code, head.content) == (200, b"")
+        assert head.headers["content-length"] == get.headers["content-length"]
+        assert requests.head(url.removesuffix("/web") + "/web/state", timeout=10,
+                             headers={"Host": "attacker.example"}).status_code == 403
+    finally:
+        stop()
