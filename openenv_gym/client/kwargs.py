@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from openenv_gym.errors import InvalidRequestError
@@ -23,9 +24,9 @@ def merge_env_kwargs(env_kwargs: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """The env's arguments: ``kwargs`` and the mapping ``env_kwargs`` (None: none).
 
     Raises:
-        InvalidRequestError: ``env_kwargs`` is not a dict, or a name is given both ways.
+        InvalidRequestError: ``env_kwargs`` is not a mapping, or a name is given both ways.
     """
-    if env_kwargs is not None and not isinstance(env_kwargs, dict):
+    if env_kwargs is not None and not isinstance(env_kwargs, Mapping):  # as provider_options
         raise InvalidRequestError(f"env_kwargs must be a dict of constructor arguments, got "
                                   f"{type(env_kwargs).__name__}")
     both = sorted(set(env_kwargs or ()) & set(kwargs))

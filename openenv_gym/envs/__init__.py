@@ -14,3 +14,7 @@ __all__ = ["Environment"]
 # provider's image lookup finds an env's module with importlib.util.find_spec, which imports
 # its parent packages), and the contract pulls in pydantic.
 __getattr__ = lazy_attributes(__name__, {"Environment": "openenv_gym.envs.base"})
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})  # the lazy name too, before its first use

@@ -240,6 +240,8 @@ class DockerWorker(Worker):
             except docker.errors.NotFound:
                 return
             time.sleep(0.05)
+        logger.warning("openenv-gym: container %s was still being removed by another client after "
+                       "%.0f s; starting its replacement anyway", self.container.short_id, timeout)
 
     def stop(self) -> None:
         try:

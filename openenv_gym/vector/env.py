@@ -289,6 +289,8 @@ class RemoteVectorEnv(VectorEnv):
     def _seeds(self, seed: Any) -> list[int | None]:
         if seed is None:
             return [None] * self.num_envs
+        if isinstance(seed, np.ndarray) and seed.ndim == 0:
+            seed = seed.item()  # np.array(5): the one seed it holds
         if isinstance(seed, (int, np.integer)):  # True is the int 1, as Gymnasium's vector envs take it
             return [int(seed) + i for i in range(self.num_envs)]
         if isinstance(seed, (str, bytes)) or not isinstance(seed, (Sequence, np.ndarray)):

@@ -27,6 +27,9 @@ def test_seed_of_the_wrong_type_is_named_and_the_env_stays_usable() -> None:
         np.testing.assert_array_equal(again, obs)
         # A bool is the int it is, as Gymnasium's vector envs (and a single env) take it.
         np.testing.assert_array_equal(envs.reset(seed=False)[0], obs)
+        np.testing.assert_array_equal(envs.reset(seed=np.array(0))[0], obs)
+        with pytest.raises(InvalidRequestError, match=r"seed must be an int .* got 0.5"):
+            envs.reset(seed=np.array(0.5))
         np.testing.assert_array_equal(envs.reset(seed=[True, None])[0][0], envs.reset(seed=1)[0][0])
     finally:
         envs.close()
