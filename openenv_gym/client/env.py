@@ -28,7 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from openenv_gym.catalog import get_env_info
-from openenv_gym.client.kwargs import merge_env_kwargs
+from openenv_gym.client.kwargs import merge_env_kwargs, take_render_mode
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import (
@@ -124,6 +124,7 @@ class RemoteEnv(gym.Env):
                  provider_options: dict[str, Any] | None = None,
                  env_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
+        render_mode = take_render_mode(env_kwargs, render_mode)
         self.info = get_env_info(env)
         check_render_mode(render_mode)
         first_timeout = call_timeout({}, timeout)  # until the env's spec is known (checked now)

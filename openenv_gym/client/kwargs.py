@@ -17,7 +17,7 @@ from typing import Any
 
 from openenv_gym.errors import InvalidRequestError
 
-__all__ = ["merge_env_kwargs"]
+__all__ = ["merge_env_kwargs", "take_render_mode"]
 
 
 def merge_env_kwargs(env_kwargs: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -34,3 +34,24 @@ def merge_env_kwargs(env_kwargs: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         raise InvalidRequestError(f"{', '.join(both)} given both as keyword and in env_kwargs; "
                                   "give each once")
     return {**kwargs, **(env_kwargs or {})}
+
+
+def take_render_mode(env_kwargs: dict[str, Any], render_mode: str | None) -> str | None:
+    """The render mode, also when it came in ``env_kwargs`` (taken out of them): the client
+    must know it too, or ``render()`` would return None while the served env renders.
+
+    Raises:
+        InvalidRequestError: Given both ways, differently.
+
+    Example:
+        >>> kwargs = {"render_mode": "ansi", "max_steps": 3}
+        >>> take_render_mode(kwargs, None), kwargs
+        ('ansi', {'max_steps': 3})
+    """
+    if "render_mode" not in env_kwargs:
+        return render_mode
+    given = env_kwargs.pop("render_mode")
+    if render_mode is not None and given != render_mode:
+        raise InvalidRequestError(f"render_mode given twice: {render_mode!r}, and {given!r} in "
+                                  "env_kwargs; give it once")
+    return given

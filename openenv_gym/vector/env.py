@@ -34,7 +34,7 @@ from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.env import ServedGenerator, check_render_mode, not_copyable
-from openenv_gym.client.kwargs import merge_env_kwargs
+from openenv_gym.client.kwargs import merge_env_kwargs, take_render_mode
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.errors import (
     InvalidActionError,
@@ -137,12 +137,13 @@ class RemoteVectorEnv(VectorEnv):
                  copy: bool = True, shared_memory: bool | None = None,
                  env_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         _check_positive_int("num_envs", num_envs)
+        env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
+        render_mode = take_render_mode(env_kwargs, render_mode)
         check_render_mode(render_mode)
         if envs_per_worker is not None:
             _check_positive_int("envs_per_worker", envs_per_worker)
         if max_episode_steps is not None:
             _check_positive_int("max_episode_steps", max_episode_steps)
-        env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
         if "base_url" in env_kwargs:
             raise InvalidRequestError("a vector env starts workers of its own; base_url attaches a "
                                       "single env (gym.make(..., base_url=...))")

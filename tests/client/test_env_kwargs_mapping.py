@@ -25,3 +25,20 @@ def test_a_name_given_both_ways_or_a_non_mapping_is_refused() -> None:
         gym.make("OpenEnv/Echo-v0", provider="process", max_steps=3, env_kwargs={"max_steps": 2})
     with pytest.raises(InvalidRequestError, match="env_kwargs must be a dict"):
         gym.make("OpenEnv/Echo-v0", provider="process", env_kwargs=[("max_steps", 2)])
+
+
+def test_a_render_mode_in_env_kwargs_is_the_envs_render_mode() -> None:
+    # The client must know it too: render() returned None while the served env rendered.
+    env = gym.make("OpenEnv/Echo-v0", provider="process", env_kwargs={"render_mode": "ansi"})
+    envs = gym.make_vec("OpenEnv/Echo-v0", 2, provider="process", env_kwargs={"render_mode": "ansi"})
+    try:
+        env.reset(seed=0)
+        envs.reset(seed=0)
+        assert env.render_mode == "ansi" and isinstance(env.render(), str)
+        assert envs.render_mode == "ansi" and all(isinstance(t, str) for t in envs.render())
+    finally:
+        env.close()
+        envs.close()
+    with pytest.raises(InvalidRequestError, match="render_mode given twice"):
+        gym.make("OpenEnv/Echo-v0", provider="process", render_mode="rgb_array",
+                 env_kwargs={"render_mode": "ansi"})
