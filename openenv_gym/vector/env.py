@@ -471,9 +471,12 @@ class RemoteVectorEnv(VectorEnv):
                 return
             ok = (arr >= low) & (arr < high)
         else:
-            # As the worker reads the action: cast to the space's dtype (the column), or as
-            # sent (actions_as_sent: only finiteness is checked, in the dtype that is sent).
-            column = arr if self._actions_as_sent else arr.astype(single.dtype, copy=False)
+            # As the worker reads the action: float rows cast to the space's dtype (the
+            # column), or as sent (actions_as_sent: only finiteness is checked, in the dtype
+            # that is sent). Integers are checked before the cast, which would wrap 256 to 0 in
+            # a uint8 column where Gymnasium's contains() refuses 256.
+            column = arr if self._actions_as_sent or arr.dtype.kind in "iub" \
+                else arr.astype(single.dtype, copy=False)
             ok = valid_rows(single, column, bounds=not self._actions_as_sent)
             if ok.all():
                 return

@@ -56,3 +56,20 @@ def test_box_action_outside_bounds_steps_no_env() -> None:
         assert envs.call("state") == state
     finally:
         envs.close()
+
+
+def test_an_integer_beyond_the_action_dtype_is_refused_not_wrapped() -> None:
+    # 2**32 written into an int32 column became 0, an action in the space: the env stepped
+    # with an action no one sent. Gymnasium's contains() refuses it.
+    from tests.vector.int32_action_env import ENV_ID
+
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id=f"tests.vector.int32_action_env:{ENV_ID}",
+                        provider="process", envs_per_worker=1)
+    try:
+        envs.reset(seed=0)
+        assert not gym.make(ENV_ID).action_space.contains(np.array([2**32, 0]))
+        with pytest.raises(InvalidActionError, match=r"env 1: action \[4294967296, 0\] .*no env stepped"):
+            envs.step(np.array([[0, 1], [2**32, 0]]))
+        assert envs.step(np.array([[0, 1], [2, 2]], dtype=np.int64))[1].tolist() == [1.0, 4.0]
+    finally:
+        envs.close()
