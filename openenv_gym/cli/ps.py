@@ -36,18 +36,22 @@ def _ps(args: argparse.Namespace) -> int:
         console.print("no pools running (start one: openenv-gym start ENV -n N)")
         return OK
     table = Table(title="openenv_gym pools")
-    for col in ("pool", "env", "provider", "workers", "owner pid", "up", "web"):
-        # The name (what `stop` and `logs` take) and the URL keep their line, so they can be
-        # copied and clicked: the other columns give way first in a narrow terminal.
-        table.add_column(col, overflow="fold", no_wrap=col in ("pool", "web"))
+    for col in ("pool", "env", "provider", "workers", "owner pid", "up"):
+        # The name (what `stop` and `logs` take) keeps its line: the other columns give way.
+        table.add_column(col, overflow="fold", no_wrap=col == "pool")
     for r in records:
         states = [_worker_alive(w) for w in r.workers]
         down = sum(1 for s in states if s is False)
         # A record is written when the name is taken, before the workers start (seconds).
         workers = f"{len(states) - down}/{len(states)} up" if states else "starting"
         table.add_row(r.name, r.env, r.provider, workers, str(r.owner_pid),
-                      f"{time.time() - r.started:.0f} s", r.web or "")
+                      f"{time.time() - r.started:.0f} s")
     console.print(table)
+    for r in records:
+        if r.web:
+            # Below the table, whole: a table cell folds or crops a URL in a narrow terminal,
+            # and a cut URL cannot be clicked or copied.
+            console.print(f"{r.name} web view: {r.web}", soft_wrap=True, markup=False)
     if args.workers:
         for r in records:
             for line in r.worker_lines():

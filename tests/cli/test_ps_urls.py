@@ -1,5 +1,5 @@
-"""`ps` keeps a pool's web URL and name on one line each in a terminal of 80 columns, so they
-can be clicked and copied (tests/cli/)."""
+"""`ps` keeps a pool's web URL and name whole, each on one line, in a terminal of any width, so
+they can be clicked and copied (tests/cli/)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rich.console import Console
 from openenv_gym.cli import pools, ps
 
 
-@pytest.mark.parametrize("width", [80, 60])
+@pytest.mark.parametrize("width", [80, 60, 40])
 def test_ps_does_not_wrap_the_web_url_or_the_pool_name(monkeypatch, width: int) -> None:
     url = "http://127.0.0.1:35571/web"
     record = pools.PoolRecord(name="echo-1a2b3c", env="echo", provider="docker",
