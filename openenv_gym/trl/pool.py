@@ -164,10 +164,22 @@ class Episode:
     def reset(self, options: Optional[dict[str, Any]] = None, seed: Optional[int] = None) -> EpisodeOutcome:
         """Start a new episode with a budget of ``episode_timeout`` seconds of env time.
 
+        A worker found dead at reset (it died between episodes: the OOM killer, another
+        session's code) is replaced and the reset runs once more on the fresh worker, so
+        the episode starts instead of failing before it ran anything (the crash is still
+        logged and counted).
+
         Returns:
             The fresh :attr:`outcome` (its ``observations[0]`` is the reset observation;
             on failure, ``failure`` is set).
         """
+        generation = self.pool._generations[self.worker]
+        out = self._reset_once(options, seed)
+        if out.failure == "crash" and self.pool._generations[self.worker] != generation:
+            out = self._reset_once(options, seed)
+        return out
+
+    def _reset_once(self, options: Optional[dict[str, Any]], seed: Optional[int]) -> EpisodeOutcome:
         self._budget = self.pool.episode_timeout
         self._generation = self.pool._generations[self.worker]
         self.outcome = EpisodeOutcome(worker=self.worker)
