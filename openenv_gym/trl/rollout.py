@@ -92,7 +92,12 @@ class EnvRollout:
         options_fn: ``prompt -> reset options`` (choose the task from the prompt).
         seed_fn: ``prompt -> reset seed``; default :func:`prompt_seed` (same prompt, same task).
         show_reset_observation: Append the reset observation's text to the prompt (for
-            envs that pose the task at reset, like Git's instruction).
+            envs that pose the task at reset, like Git's instruction): to the last
+            message of a conversational prompt, before the chat template is applied.
+
+    With a conversational prompt (a list of messages) each observation goes back to the
+    model as a user turn of the chat template, followed by the template's generation
+    prompt; with a text prompt it is appended as it is.
 
     Attributes:
         last_outcomes: The episodes of the last call.
@@ -117,6 +122,7 @@ class EnvRollout:
         self.max_turns = max_turns
         self.action_fn = action_fn or default_action_fn(pool.info.name, pool.action_space)
         self.observation_fn = observation_fn or default_observation_fn(pool.info.name)
+        self.reset_text_fn = observation_fn or default_observation_fn(pool.info.name, task=True)
         self.options_fn = options_fn
         self.seed_fn = seed_fn
         self.show_reset_observation = show_reset_observation
@@ -144,16 +150,16 @@ class EnvRollout:
                 "with GRPOTrainer(environment_factory=...), TRL's own agent loop")
         tokenizer = getattr(trainer, "_tokenizer", None) or trainer.processing_class
         budget = int(trainer.max_completion_length)
-        prompt_ids = [_encode_prompt(tokenizer, p) for p in prompts]
+        chat = [not isinstance(p, str) for p in prompts]
         episodes = self.pool.open(len(prompts))
         try:
             options = [self.options_fn(p) if self.options_fn else None for p in prompts]
             seeds = [self.seed_fn(p) if self.seed_fn else None for p in prompts]
             outcomes = self.pool.reset_many(episodes, options, seeds)
-            if self.show_reset_observation:
-                for i, out in enumerate(outcomes):
-                    if out.ok and out.observations:
-                        prompt_ids[i] = prompt_ids[i] + _encode(tokenizer, self.observation_fn(out.observations[0]))
+            prompt_ids = [
+                _encode_prompt(tokenizer, p, self.reset_text_fn(out.observations[0])
+                               if self.show_reset_observation and out.ok and out.observations else None)
+                for p, out in zip(prompts, outcomes)]
             completion_ids: list[list[int]] = [[] for _ in prompts]
             env_mask: list[list[int]] = [[] for _ in prompts]
             live = [i for i, out in enumerate(outcomes) if not out.done]
@@ -170,11 +176,13 @@ class EnvRollout:
                     actions.append(self.action_fn(tokenizer.decode(ids, skip_special_tokens=True)))
                 stepped = self.pool.step_many([episodes[i] for i in live], actions)
                 still = []
+                last_turn = _turn == self.max_turns - 1
                 for i, out in zip(live, stepped):
                     outcomes[i] = out
-                    if out.done or len(completion_ids[i]) >= budget:
-                        continue
-                    feedback = _encode(tokenizer, self.observation_fn(out.observations[-1]))
+                    if out.done or last_turn or len(completion_ids[i]) >= budget:
+                        continue  # no model turn follows: the observation would only cost tokens
+                    text = self.observation_fn(out.observations[-1])
+                    feedback = _chat_turn(tokenizer, text) if chat[i] else _encode(tokenizer, text)
                     feedback = feedback[: budget - len(completion_ids[i])]
                     completion_ids[i] += feedback
                     env_mask[i] += [0] * len(feedback)
@@ -197,13 +205,47 @@ def _encode(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def _encode_prompt(tokenizer: Any, prompt: Any) -> list[int]:
+def _encode_prompt(tokenizer: Any, prompt: Any, task_text: Optional[str] = None) -> list[int]:
     if isinstance(prompt, str):
-        return list(tokenizer(prompt)["input_ids"])
-    ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
+        ids = list(tokenizer(prompt)["input_ids"])
+        return ids + _encode(tokenizer, task_text) if task_text else ids
+    if task_text:
+        # Into the user's message, as TRL's own agent loop does: after the generation prompt
+        # it would read as the model's own words.
+        last = prompt[-1]
+        content = last.get("content")
+        if isinstance(content, str):
+            content = content + "\n\n" + task_text.rstrip("\n")
+        else:  # typed content blocks
+            content = list(content or []) + [{"type": "text", "text": task_text}]
+        prompt = list(prompt[:-1]) + [{**last, "content": content}]
+    return _template(tokenizer, prompt, True)
+
+
+def _template(tokenizer: Any, messages: list[Any], add_generation_prompt: bool) -> list[int]:
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, tokenize=True)
     if isinstance(ids, dict) or hasattr(ids, "keys"):
         ids = ids["input_ids"]
     return list(ids)
+
+
+def _chat_turn(tokenizer: Any, text: str) -> list[int]:
+    """``text`` as the chat template's next user turn, then its generation prompt: the
+    tokens that follow the model's own end of turn (its EOS)."""
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _TURN_END},
+                {"role": "user", "content": text.rstrip("\n")}]
+    rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    if not isinstance(rendered, str) or rendered.count(_TURN_END) != 1:
+        return _encode(tokenizer, text)  # a template that drops or repeats assistant text
+    suffix = rendered.split(_TURN_END, 1)[1]
+    eos = getattr(tokenizer, "eos_token", None)
+    if eos and suffix.startswith(eos):
+        suffix = suffix[len(eos):]  # the model wrote its end of turn itself
+    return _encode(tokenizer, suffix)
+
+
+#: Marks where the assistant's text ends in a rendered conversation (a private-use character).
+_TURN_END = "\ue000openenv-turn-end\ue000"
 
 
 def _trl_version() -> str:
