@@ -31,6 +31,8 @@ __all__ = [
     "default_action_fn",
     "default_observation_fn",
     "text_field",
+    "OUTPUT_FIELDS",
+    "TASK_FIELDS",
 ]
 
 #: ``action_fn(completion_text) -> action`` in the env's action format.
@@ -124,30 +126,53 @@ def default_action_fn(env: str, action_space: spaces.Space | None = None) -> Act
     return lambda text: {field: text}
 
 
-def default_observation_fn(env: str) -> ObservationFn:
-    """How an observation becomes text for the model's next turn.
+#: Observation fields holding what a command or program printed (shown after every step).
+OUTPUT_FIELDS = ("output", "stdout", "stderr", "echo", "message")
+#: Observation fields posing the task (shown once, with the reset observation).
+TASK_FIELDS = ("instruction", "prompt")
+
+
+def default_observation_fn(env: str, *, task: bool = False) -> ObservationFn:
+    """How an observation becomes text for the model.
 
     Args:
         env: Catalog name (``"coding"``, ``"git"``, ...).
+        task: Render a reset observation, the one that poses the task: the task's text
+            (Git's ``instruction``, Coding's ``prompt``) and the score it starts from. By
+            default a step's: what the command printed, its exit code, whether it timed out
+            and the score -- not the task's text again (the model has it in its context).
 
     Returns:
-        A function joining the observation's text fields (``stdout``/``stderr``/``output``
-        first), plus ``exit_code`` and checks passed when the observation has them.
+        A function joining the observation's text fields, then ``[exit_code: N]``,
+        ``[timed out ...]`` and the tests or checks passed out of the total (left out when
+        there are none, as in free-form Coding).
 
     Example:
         >>> default_observation_fn("coding")({"stdout": "1\\n", "stderr": "", "exit_code": 0})
         '1\\n[exit_code: 0]\\n'
+        >>> default_observation_fn("git")({"output": "", "exit_code": -9, "timed_out": True,
+        ...                                 "instruction": "Merge.", "checks_passed": 1, "checks_total": 3})
+        '[exit_code: -9]\\n[timed out: the command was killed at its time limit]\\n[checks_passed: 1/3]\\n'
     """
-    preferred = ("output", "stdout", "stderr", "echo", "message", "instruction")
+    fields = TASK_FIELDS if task else OUTPUT_FIELDS
 
     def render(obs: Any) -> str:
         if not isinstance(obs, Mapping):
             return str(obs)
         # Each text already ends its own line; joining them as they are would leave blank lines.
-        parts = [obs[k].rstrip("\n") for k in preferred if isinstance(obs.get(k), str) and obs[k].strip()]
-        for key in ("exit_code", "tests_passed", "checks_passed"):
-            if key in obs:
+        parts = [obs[k].rstrip("\n") for k in fields if isinstance(obs.get(k), str) and obs[k].strip()]
+        if not task:
+            if "exit_code" in obs:
+                parts.append(f"[exit_code: {int(obs['exit_code'])}]")
+            if obs.get("timed_out"):
+                parts.append("[timed out: the command was killed at its time limit]")
+        for key, total in (("tests_passed", "tests_total"), ("checks_passed", "checks_total")):
+            if key not in obs:
+                continue
+            if total not in obs:
                 parts.append(f"[{key}: {int(obs[key])}]")
+            elif int(obs[total]) > 0:  # no tests (free-form): "0 passed" would read as a failure
+                parts.append(f"[{key}: {int(obs[key])}/{int(obs[total])}]")
         return "\n".join(parts) + "\n"
 
     return render

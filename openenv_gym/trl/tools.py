@@ -24,7 +24,6 @@ Example:
     >>> print(env.run_python("print(6 * 7)"), end="")
     42
     [exit_code: 0]
-    [tests_passed: 0]
     >>> env.get_reward()
     1.0
     >>> pool.close()
@@ -62,9 +61,12 @@ class EnvTools:
         seed_column: Dataset column holding ``reset``'s seed; without it the seed comes
             from the prompt (:func:`~openenv_gym.trl.rollout.prompt_seed`), so every
             rollout of a GRPO group gets the same task.
-        observation_fn: ``observation -> text`` returned by tools and ``reset``.
+        observation_fn: ``observation -> text`` returned by tools and ``reset`` (default:
+            :func:`~openenv_gym.trl.formats.default_observation_fn`, which poses the task
+            at reset only, not again in every tool result).
         show_reset_observation: Return the reset observation's text from ``reset`` (TRL
-            appends it to the prompt); None: the class's choice.
+            appends it to the prompt's last message as it is, so it starts with a blank
+            line); None: the class's choice.
 
     Example:
         >>> class EchoTools(EnvTools):
@@ -89,6 +91,7 @@ class EnvTools:
                              seed_fn=lambda row: prompt_seed(row.get("prompt")))
         self._pool = pool
         self._observation_fn = observation_fn or default_observation_fn(pool.info.name)
+        self._reset_text_fn = observation_fn or default_observation_fn(pool.info.name, task=True)
         if show_reset_observation is not None:
             self.show_reset_observation = show_reset_observation
         [self._episode] = pool.open(1)
@@ -112,7 +115,10 @@ class EnvTools:
         self._pool._count_episodes(1)
         if out.failure is not None:
             raise _failure_error(out)
-        return self._observation_fn(out.observations[0]) if self.show_reset_observation else None
+        if not self.show_reset_observation:
+            return None
+        # TRL appends this to the prompt's last message without a separator.
+        return "\n\n" + self._reset_text_fn(out.observations[0])
 
     def get_reward(self) -> Optional[float]:
         """The episode's reward: the env's (per the pool's ``reward_mode``) or the failure reward."""
@@ -175,7 +181,7 @@ class GitTools(EnvTools):
         >>> with EnvPool("git", num_workers=1, provider="process", task="create-branch",
         ...              reward_mode="final") as pool:
         ...     tools = tool_env_factory(pool)()
-        ...     print(tools.reset(prompt="").splitlines()[0])
+        ...     print(tools.reset(prompt="").strip().splitlines()[0])
         ...     tools.shell("git switch -c feature/login").splitlines()[-1], tools.get_reward()
         Create a branch named `feature/login` from `main` and switch to it.
         ('[the episode is over]', 1.0)
@@ -186,8 +192,11 @@ class GitTools(EnvTools):
     def shell(self, command: str) -> str:
         """Run a shell command (git and the usual tools) in the task's repository.
 
+        Commands run without a terminal: stdin is empty and no editor opens, so give
+        messages on the command line (`git commit -m ...`, `git merge --no-edit`).
+
         Args:
-            command: The command line to run, e.g. ``git status``.
+            command: The bash command line to run, e.g. `git status`.
 
         Returns:
             The command's output and exit code, and how many of the task's checks pass.

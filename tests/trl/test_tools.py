@@ -42,12 +42,12 @@ def test_coding_tool_is_graded_by_the_tasks_tests_and_the_instance_is_reused() -
         assert trl_tools(env) == ["run_python"]
         assert env.reset(prompt=get_problem(PROBLEM).prompt, problem=PROBLEM, task_id="x") is None
         text = env.run_python("    return 0.5\n")
-        assert "[tests_passed: 1]" in text and "episode is over" not in text
+        assert "[tests_passed: 1/3]" in text and "episode is over" not in text
         assert env.get_reward() == pytest.approx(1 / 3)
         # TRL keeps its env instances and resets them for the next batch.
         env.reset(prompt="again", problem=PROBLEM)
         assert env.outcome.actions == []
-        assert "[tests_passed: 3]" in env.run_python(SOLUTION)
+        assert "[tests_passed: 3/3]" in env.run_python(SOLUTION)
         assert env.get_reward() == 1.0 and env.outcome.terminated
         assert env.run_python("raise SystemExit(1)") == "The episode is over: nothing was run."
         assert env.get_reward() == 1.0 and len(env.outcome.actions) == 1
