@@ -379,14 +379,21 @@ _ARCHES = {
         "sched_setattr": 314, "ioprio_set": 251,
         "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66,
         "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220,
-        "add_key": 248, "request_key": 249, "keyctl": 250}),
+        "add_key": 248, "request_key": 249, "keyctl": 250,
+        "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
+        "mq_notify": 244, "mq_getsetattr": 245,
+        "inotify_init": 253, "inotify_add_watch": 254, "inotify_init1": 294,
+        "fanotify_init": 300, "fanotify_mark": 301}),
     "aarch64": (0xC00000B7, {
         "socket": 198, "io_uring_setup": 425, "prlimit64": 261, "setpriority": 140,
         "sched_setparam": 118, "sched_setscheduler": 119, "sched_setaffinity": 122,
         "sched_setattr": 274, "ioprio_set": 30,
         "msgget": 186, "msgctl": 187, "msgrcv": 188, "msgsnd": 189, "semget": 190, "semctl": 191,
         "semtimedop": 192, "semop": 193, "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197,
-        "add_key": 217, "request_key": 218, "keyctl": 219}),
+        "add_key": 217, "request_key": 218, "keyctl": 219,
+        "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
+        "mq_notify": 184, "mq_getsetattr": 185,
+        "inotify_init1": 26, "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263}),
 }
 #: System calls that act on another process by its pid and that Landlock does not scope
 #: (it scopes signals and ptrace only): a child may use them on itself only (pid 0), not on
@@ -416,6 +423,20 @@ _SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", 
 #: and the child reads and changes the keys of the worker's user (the trainer's, root's).
 _KEYS = ("add_key", "request_key", "keyctl")
 
+#: POSIX message queues: like System V IPC, a queue lives in the IPC namespace, not in any
+#: folder, process or cgroup of the worker. Landlock refuses opening one (its file is on an
+#: internal mount without rules), but not creating or removing one by name: a child created
+#: queues that outlived the worker (a note to every later episode and session: ``EEXIST``),
+#: removed the queues of the worker's user (the trainer's), and could take all of the host's
+#: ``fs.mqueue.queues_max`` (256) from every unprivileged program.
+_POSIX_MQ = ("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr")
+
+#: File-system watches: Landlock does not check ``inotify_add_watch`` (only a path walk), so a
+#: child watched folders it may not list (your home, ``/tmp``, the other sandboxes) and read
+#: the names of the files created, opened and removed there, as they were; its instances
+#: also count against the user's ``fs.inotify.max_user_instances`` (128), the trainer's.
+_WATCHES = ("inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark")
+
 
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
@@ -428,7 +449,8 @@ def _seccomp_filter(families: tuple[int, ...] | None) -> bytes | None:
     around it: ``io_uring_setup`` (io_uring creates sockets without the socket system
     call), and system calls of another ABI (i386 through ``int 0x80``, x32), whose numbers
     this program does not check. It also refuses the calls of :data:`_SELF_ONLY` on any
-    process but the caller, and System V IPC (:data:`_SYSV_IPC`). None on a machine it has
+    process but the caller, System V IPC (:data:`_SYSV_IPC`), kernel keys (:data:`_KEYS`),
+    POSIX message queues (:data:`_POSIX_MQ`) and file-system watches (:data:`_WATCHES`). None on a machine it has
     no numbers for (the Landlock rules still apply).
     """
     import platform
@@ -454,8 +476,9 @@ def _seccomp_filter(families: tuple[int, ...] | None) -> bytes | None:
     op(load, 0)                                         # seccomp_data.nr
     op(jge, _X32_SYSCALL_BIT, "enosys", None)           # x32
     op(jeq, nr["io_uring_setup"], "enosys", None)
-    for name in _SYSV_IPC + _KEYS:
-        op(jeq, nr[name], "eperm", None)
+    for name in _SYSV_IPC + _KEYS + _POSIX_MQ + _WATCHES:
+        if name in nr:  # aarch64 has no inotify_init (only inotify_init1)
+            op(jeq, nr[name], "eperm", None)
     for name, (who, which) in _SELF_ONLY.items():
         skips += 1
         op(jeq, nr[name], None, f"skip{skips}")
