@@ -292,7 +292,9 @@ class Repl:
         # for its answer, and the runner's real one for the next cell's (every later
         # observation one cell late). Only the runner's answer to this cell counts.
         while answer is not None and answer not in (ran, raised):
-            answer = conversation.receive(deadline)
+            # A flood of forged frames is always ready to read: without this check the cell
+            # ran past its deadline for as long as the flood lasted.
+            answer = conversation.receive(deadline) if time.monotonic() < deadline else None
         wall = time.monotonic() - started
         if answer is not None:
             result = child.snapshot(exit_code=0 if answer == ran else 1)
