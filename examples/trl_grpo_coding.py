@@ -40,7 +40,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tools", action="store_true", help="the model calls run_python (TRL environment_factory)")
     p.add_argument("--provider", default="auto", choices=["auto", "docker", "process", "ray"])
     p.add_argument("--workers", type=int, default=4, help="Coding workers executing completions")
-    p.add_argument("--problems", default="0-15", help="HumanEval problems, e.g. '0-15' or '2,5,7' (default 0-15)")
+    p.add_argument("--problems", default="0-15", type=problem_indices,
+                   help="HumanEval problems (0..163), e.g. '0-15' or '2,5,7' (default 0-15)")
     p.add_argument("--max-steps", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=4, help="completions per device per step")
     p.add_argument("--num-generations", type=int, default=4, help="GRPO group size")
@@ -55,10 +56,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def problem_indices(spec: str) -> list[int]:
+    """'0-15' or '2,5,7' -> problem numbers; a typo is a usage error, not an empty run."""
     out: list[int] = []
-    for part in spec.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
+    try:
+        for part in spec.split(","):
+            lo, _, hi = part.partition("-")
+            out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{spec!r}: use numbers and ranges, e.g. '0-15' or '2,5,7'") from None
+    if not out or not all(0 <= i < 164 for i in out):
+        raise argparse.ArgumentTypeError(f"{spec!r}: HumanEval has problems 0..163 (a range is low-high)")
     return out
 
 
@@ -70,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     from openenv_gym.trl import EnvPool, EnvReward, tool_env_factory
     from openenv_gym.trl.datasets import humaneval_dataset, humaneval_rows
 
-    problems = problem_indices(args.problems)
+    problems = args.problems
     dataset = humaneval_dataset(problems)
     if args.tiny:
         from openenv_gym.trl.tiny import tiny_model_and_tokenizer
