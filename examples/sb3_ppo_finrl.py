@@ -6,7 +6,8 @@ and max drawdown on the trade period for:
 
 - the PPO agent (deterministic actions, one remote env);
 - equal-weight buy-and-hold run through the same env (same data and costs; hmax raised
-  so the first step can buy the whole position);
+  so the first step can buy the whole position; never liquidated by --turbulence-threshold,
+  which would leave it in cash);
 - the S&P 500 index (skfolio's ``sp500_index`` series, which ships offline).
 
 The default run is short (about a minute on 2 cores) and shows the pipeline, not a
@@ -41,7 +42,8 @@ def parse_args() -> argparse.Namespace:
                         help="sub-envs per worker process/container (8 envs / 4 = 2 workers)")
     parser.add_argument("--provider", default="process", help="process, docker, ray or auto")
     parser.add_argument("--turbulence-threshold", type=float, default=None,
-                        help="liquidate at or above this turbulence while trading (default: off)")
+                        help="the PPO agent liquidates at or above this turbulence while trading "
+                             "(FinRL's tutorials use 70; default: off)")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args()
 
@@ -63,10 +65,9 @@ def main() -> None:
 
     from openenv_gym.sb3 import RemoteVecEnv
 
-    common = dict(turbulence_threshold=args.turbulence_threshold)
     started = time.perf_counter()
     train = RemoteVecEnv("OpenEnv/FinRL-v0", num_envs=args.num_envs, provider=args.provider,
-                         envs_per_worker=args.envs_per_worker, split="train", **common)
+                         envs_per_worker=args.envs_per_worker, split="train")
     # Cash is ~1e6 while indicators are ~1: normalizing observations (not rewards) lets a
     # small MLP learn at all. The statistics are frozen and reused for trading.
     venv = VecNormalize(VecMonitor(train), norm_obs=True, norm_reward=False, clip_obs=10.0)
@@ -84,12 +85,13 @@ def main() -> None:
         return action
 
     rows: list[tuple[str, dict]] = []
-    trade = gym.make("OpenEnv/FinRL-v0", provider=args.provider, split="trade", **common)
+    trade = gym.make("OpenEnv/FinRL-v0", provider=args.provider, split="trade",
+                     turbulence_threshold=args.turbulence_threshold)
     try:
         rows.append(("PPO agent", run_episode(trade, agent)))
     finally:
         trade.close()
-    bh_env = gym.make("OpenEnv/FinRL-v0", provider=args.provider, split="trade", hmax=100_000, **common)
+    bh_env = gym.make("OpenEnv/FinRL-v0", provider=args.provider, split="trade", hmax=100_000)
     try:
         n_stocks, hmax = bh_env.action_space.shape[0], 100_000
         hold = np.zeros(n_stocks, dtype=np.float32)

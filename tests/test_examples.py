@@ -44,3 +44,12 @@ def test_sb3_ppo_finrl_prints_the_three_strategies() -> None:
     assert "trade period 2016-01-04..2020-05-08" in out, out
     for row in ("PPO agent", "Equal-weight buy & hold (env)", "S&P 500 index (skfolio)"):
         assert re.search(rf"^{re.escape(row)}\s+{NUMBER}\s+{NUMBER}%\s+{NUMBER}%", out, re.M), out
+
+
+def test_sb3_ppo_finrl_buy_and_hold_is_never_liquidated() -> None:
+    # --turbulence-threshold is the agent's risk control: the buy & hold row stays invested
+    # (one buy per stock, 20 trades) instead of being sold off on the first turbulent day.
+    out = _run("sb3_ppo_finrl.py", "--num-envs", "2", "--envs-per-worker", "2", "--timesteps", "512",
+               "--turbulence-threshold", "100")
+    row = re.search(rf"^Equal-weight buy & hold \(env\)\s+{NUMBER}\s+{NUMBER}%\s+{NUMBER}%\s+(\d+)$", out, re.M)
+    assert row and int(row.group(1)) == 20, out
