@@ -37,7 +37,7 @@ torch.set_num_threads(1)  # a small MLP: leave the cores to the workers
 start = time.perf_counter()
 envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=args.num_envs, env_id="CartPole-v1",
                     provider=args.provider, envs_per_worker=args.envs_per_worker)
-console.print(f"[bold]{len(envs.workers)} {args.provider} workers[/] hosting {args.num_envs} "
+console.print(f"[bold]{len(envs.workers)} {envs.provider_name} workers[/] hosting {args.num_envs} "
               f"CartPole-v1 envs, ready in {time.perf_counter() - start:.1f} s")
 envs.reset(seed=0)
 steps, start = 0, time.perf_counter()
