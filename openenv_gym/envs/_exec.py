@@ -349,13 +349,17 @@ class Child:
         self.started = time.monotonic()
 
         def start(gate: int | None = None) -> subprocess.Popen:
-            command = argv(gate) if gate is not None else argv  # type: ignore[operator]
-            return subprocess.Popen(
-                list(command), cwd=cwd, env=dict(env) if env is not None else minimal_environ(),
+            # The command is built here, in the calling thread: the thread spawn_alone starts
+            # has confined itself, and what a command reads of the machine when it is built
+            # (python_argv's count of the user's tasks, on which the process budget sits) must
+            # be the worker's view, not a Landlock domain's (it saw fewer: 6 forks less).
+            command = list(argv(gate) if gate is not None else argv)  # type: ignore[operator]
+            fds = (*pass_fds, *([gate] if gate is not None else []))
+            return spawn(lambda: subprocess.Popen(
+                command, cwd=cwd, env=dict(env) if env is not None else minimal_environ(),
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-                start_new_session=True, pass_fds=(*pass_fds, *([gate] if gate is not None else [])),
-                close_fds=True)
+                start_new_session=True, pass_fds=fds, close_fds=True))
 
         def spawn(begin: Callable[[], subprocess.Popen]) -> subprocess.Popen:
             with _spawn_lock:  # a sweep for orphans must not take a child not yet in _live for one
@@ -369,9 +373,9 @@ class Child:
             return self.proc
 
         if held:
-            held_start(start, spawn)
+            held_start(start)  # start calls spawn, from the thread held_start is called in
         else:
-            spawn(start)
+            start()
         self.out = _Stream(output_limit)
         self.err = _Stream(output_limit)
         self._sel = selectors.DefaultSelector()
