@@ -189,11 +189,12 @@ class Ruleset:
             self.close()
             raise
         families = confinement.socket_families
-        program = self._program = _seccomp_filter(families)
+        self._program = _seccomp_filter(families)
         self._requests = queue.SimpleQueue()
-        # The thread gets its own descriptor: close() may run before it has used it.
-        threading.Thread(target=_spawner, args=(os.dup(self.fd), program, self._requests),
-                         name="landlock-spawner", daemon=True).start()
+        # The long-lived thread starts with the first spawn(): children that run code they
+        # were given start from spawn_alone's threads, so a Coding env never needs one, and an
+        # idle thread counts against the children's process budget.
+        self._spawner_started = False
 
     @property
     def active(self) -> bool:
@@ -214,6 +215,11 @@ class Ruleset:
                 raise RuntimeError("this Ruleset is closed: build a new one")
             requests = self._requests
             if requests is not None:
+                if not self._spawner_started:
+                    # The thread gets its own descriptor: close() may run before it has used it.
+                    threading.Thread(target=_spawner, args=(os.dup(self.fd), self._program, requests),
+                                     name="landlock-spawner", daemon=True).start()
+                    self._spawner_started = True
                 requests.put((start, done))
         if requests is None:
             return start()  # no Landlock on this kernel
@@ -282,7 +288,8 @@ class Ruleset:
             raise OSError(err, f"landlock_add_rule({what}): {os.strerror(err)}")
 
     def close(self) -> None:
-        """Stop the thread and release the ruleset (children already started stay confined)."""
+        """Stop the thread (if started) and release the ruleset (children already started
+        stay confined)."""
         with self._lock:
             self._closed = True
             requests, self._requests = self._requests, None
