@@ -12,7 +12,7 @@ import re
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import ray
 
@@ -96,7 +96,7 @@ def _starts_local_ray(address: str | None) -> bool:
 
 
 @contextlib.contextmanager
-def _on_loopback(local: bool):
+def _on_loopback(local: bool) -> Iterator[None]:
     """A Ray this process starts listens on 127.0.0.1 only, as every server of this package
     does: on Linux Ray binds its GCS, raylet and workers to all interfaces, unauthenticated.
     Its processes inherit the variable (they are started here); ``os.environ`` and Ray's
