@@ -207,6 +207,10 @@ class RemoteVectorEnv(VectorEnv):
         #: ``{env: (final_obs, final_info)}`` of the last step (``SAME_STEP``), for SB3.
         self.last_final: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._flat_action = is_flat(self.single_action_space)
+        single = self.single_action_space
+        #: [start, end) of a Discrete action space, checked on every step.
+        self._discrete_bounds = (int(single.start), int(single.start + single.n)) \
+            if isinstance(single, spaces.Discrete) else None
         self._actions_as_sent = isinstance(self.single_action_space, spaces.Box) \
             and bool(spec.get("actions_as_sent"))
         self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
@@ -410,8 +414,8 @@ class RemoteVectorEnv(VectorEnv):
             cmd[list(self._lost)] = SKIP
             uniform = None
         if self._flat_action:
-            # Rows kept in their own dtype (actions_as_sent: float64 on Gym-v0) are a batch too.
-            self._refuse_out_of_space(acts if isinstance(acts, np.ndarray) else np.stack(acts), cmd)
+            self._refuse_out_of_space(acts, cmd)
+            acts = self._column_or_rows(acts)
         seeds = None
         if self._restart_seeds:
             seeds = [self._restart_seeds.get(i) if cmd[i] == RESET else None
@@ -424,7 +428,7 @@ class RemoteVectorEnv(VectorEnv):
                 del self._restart_seeds[i]
 
     def _action_batch(self, actions: Any) -> Any:
-        """The batched action as a column-ready array (flat spaces) or a list of per-env values."""
+        """The batched action as an array (flat spaces) or a list of per-env values."""
         single = self.single_action_space
         if not self._flat_action:
             acts = split_actions(self.action_space, actions)
@@ -447,12 +451,16 @@ class RemoteVectorEnv(VectorEnv):
             # Written into the action column, it failed with numpy's "could not broadcast".
             raise InvalidActionError(f"actions for {self.num_envs} envs of {single} must have shape "
                                      f"{(self.num_envs, *single.shape)}, got {arr.shape}")
-        if self._actions_as_sent and arr.dtype != single.dtype and arr.dtype.kind in "fiu":
-            # The column holds the space's dtype: float64 actions written there would reach
-            # an env that takes them as sent (Gym-v0) rounded to float32, where a local env
-            # gets them as they are. Such rows travel inline, in their own dtype. Other envs
-            # cast every action to their space anyway: the column serves them.
-            return [row for row in arr]
+        return arr
+
+    def _column_or_rows(self, arr: np.ndarray) -> np.ndarray | list[np.ndarray]:
+        """``arr`` for the action column, or its rows, to travel inline in their own dtype."""
+        if self._actions_as_sent and arr.dtype != self.single_action_space.dtype and arr.dtype.kind in "fiu":
+            # The column holds the space's dtype: float64 actions written there would reach an
+            # env that takes them as sent (Gym-v0) rounded to float32, where a local env gets
+            # them as they are. Other envs cast every action to their space anyway: the column
+            # serves them.
+            return list(arr)
         return arr
 
     def _refuse_out_of_space(self, arr: np.ndarray, cmd: np.ndarray) -> None:
@@ -460,8 +468,8 @@ class RemoteVectorEnv(VectorEnv):
         before anything is sent: refused by its worker, it stopped only that env, while the
         others stepped and the caller never saw their rewards and episode ends."""
         single = self.single_action_space
-        if isinstance(single, spaces.Discrete):
-            low, high = int(single.start), int(single.start + single.n)
+        if self._discrete_bounds is not None:
+            low, high = self._discrete_bounds
             if len(arr) <= 64:  # every step: Python's min/max beat numpy's reductions on a short list
                 values = arr.tolist()
                 lowest, highest = min(values), max(values)
