@@ -39,7 +39,7 @@ def test_a_child_cannot_signal_the_thread_that_started_it(provider: str, mode: d
 
 
 def test_the_children_of_one_step_still_signal_each_other() -> None:
-    # The new domain is the child's and its descendants': its own process tree stays its own.
+    # Each child's Landlock domain is its own and its descendants': its process tree stays its own.
     env = gym.make("OpenEnv/Coding-v0", provider="process")
     try:
         env.reset(seed=0)
