@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from openenv_gym.envs._exec import Child, Limits, held_start, python_argv, run
+from openenv_gym.envs._exec import Child, Limits, gate_line, held_start, python_argv, run
 from openenv_gym.envs.coding.env import CodingEnv
 from openenv_gym.envs.git.env import GitEnv
 
@@ -175,6 +175,29 @@ def test_a_held_python_child_whose_gate_closes_unopened_exits_unrun(tmp_path) ->
     out = proc.communicate(timeout=30)[0].decode()
     assert (proc.returncode, out) == (125, "")
     assert not (tmp_path / "ran").exists()
+
+
+def test_a_gate_is_kept_apart_from_the_descriptors_its_child_keeps() -> None:
+    # CPython 3.11's close_fds falls back to closing every number up to the descriptor limit
+    # one by one (~4 ms per confined child here) when two kept descriptors are adjacent, and
+    # a gate pipe made right after the caller's own pipes landed next to one of them.
+    kept, freed = os.pipe()
+    os.close(freed)  # the next free number: where a gate pipe made now would start
+    gates: list[int] = []
+
+    def start(gate: int) -> subprocess.Popen:
+        gates.append(gate)
+        return subprocess.Popen(["bash", "-c", gate_line(gate) + "echo through"], pass_fds=(kept, gate),
+                                stdout=subprocess.PIPE)
+
+    before = _open_fds()
+    try:
+        proc = held_start(start, passed=(kept,))
+        assert proc.communicate(timeout=30)[0] == b"through\n"  # the moved gate still opens
+    finally:
+        os.close(kept)
+    assert abs(gates[0] - kept) > 1 and gates[0] != 3, (gates, kept)
+    assert _open_fds() == before - 1  # the gate's copies are closed; only `kept` is gone
 
 
 def test_no_descriptor_outlives_a_held_python_child() -> None:
