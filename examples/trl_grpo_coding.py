@@ -102,8 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         use_cpu=args.tiny, bf16=args.bf16, use_vllm=args.use_vllm, seed=0,
     )
     started = time.monotonic()
-    # With tools, every call is graded and the last one scores the rollout ("final").
-    tool_settings = dict(max_attempts=3, reward_mode="final") if args.tools else {}
+    # With tools, every call is graded and the last one scores the rollout (the pool's
+    # default reward_mode for Coding, "final").
+    tool_settings = dict(max_attempts=3) if args.tools else {}
     with EnvPool("coding", num_workers=args.workers, provider=args.provider, task="humaneval",
                  episode_timeout=args.episode_timeout, failure_reward=args.failure_reward,
                  **tool_settings) as pool:

@@ -83,6 +83,11 @@ class Environment(gym.Env):
     #: in seconds; None: short. Clients wait that long plus a margin before they give a
     #: worker up (:func:`~openenv_gym.client.spec.call_timeout`).
     max_step_seconds: float | None = None
+    #: Whether each step's reward scores where the episode stands (Git's fraction of checks
+    #: passing, Coding's rating of the program just run) instead of adding to a return: an
+    #: episode is then worth its last reward, and summing them pays an agent for lingering.
+    #: :class:`~openenv_gym.trl.EnvPool`'s default ``reward_mode`` follows it.
+    reward_is_score: bool = False
     metadata: dict[str, Any] = {"render_modes": []}
     #: The Gymnasium env this one serves, for envs that wrap one (``Gym-v0``, ``Atari-v0``):
     #: a vector env's ``get_attr``/``set_attr``/``call`` then reach it, as they reach the

@@ -101,6 +101,8 @@ class EnvService:
             spec["actions_as_sent"] = True
         if env.max_step_seconds is not None:
             spec["max_step_seconds"] = float(env.max_step_seconds)
+        if env.reward_is_score:
+            spec["reward_is_score"] = True
         if getattr(env, "info_types", None):
             spec["info_types"] = check_info_types(env.info_types)  # a bad one fails the start, named
         if getattr(env, "action_model", None) is not None:

@@ -257,8 +257,10 @@ class EnvPool:
             120-s commands: see :func:`~openenv_gym.client.spec.call_timeout`).
         failure_reward: Reward of failed episodes (see
             :class:`~openenv_gym.trl.outcome.FailurePolicy`); default ``0.0``.
-        reward_mode: ``"return"`` (sum of step rewards, default) or ``"final"`` (last
-            step's reward).
+        reward_mode: ``"return"`` (sum of step rewards) or ``"final"`` (last step's
+            reward). None (default): ``"final"`` for an env whose rewards score where the
+            episode stands (Git without ``shaping``, Coding: ``reward_is_score`` in its spec),
+            where a sum would pay an agent for lingering; ``"return"`` otherwise.
         provider_options: Keyword arguments for the provider (docker limits, ...).
         env_kwargs: The env's arguments as a mapping, for the names this class takes itself:
             ``EnvPool("coding", env_kwargs={"step_timeout": 5})`` sets the sandbox's limit.
@@ -278,7 +280,7 @@ class EnvPool:
     def __init__(self, env: str, num_workers: int = 4, *, provider: str = "auto",
                  concurrency: int = 1, episode_timeout: float = 120.0,
                  step_timeout: Optional[float] = None, failure_reward: FailureReward = 0.0,
-                 reward_mode: str = "return", provider_options: Optional[dict[str, Any]] = None,
+                 reward_mode: Optional[str] = None, provider_options: Optional[dict[str, Any]] = None,
                  env_kwargs: Optional[dict[str, Any]] = None, **kwargs: Any) -> None:
         # InvalidRequestError (a ValueError): every error of the package is an OpenEnvError.
         if not is_int(num_workers, 1):
@@ -292,11 +294,12 @@ class EnvPool:
         num_workers, concurrency = int(num_workers), int(concurrency)
         # Until the env's spec is known (checked now, before any worker starts).
         self.step_timeout = call_timeout({}, step_timeout, "step_timeout")
-        if reward_mode not in REWARD_MODES:
+        if reward_mode is not None and reward_mode not in REWARD_MODES:
             raise InvalidRequestError(f"reward_mode={reward_mode!r}; use one of {list(REWARD_MODES)}")
         self.info = get_env_info(env)
         self.policy = FailurePolicy(failure_reward)
-        self.reward_mode = reward_mode
+        #: How an episode's step rewards become its reward (``"return"`` or ``"final"``).
+        self.reward_mode: str = reward_mode or "return"  # None: the env's spec decides, below
         env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
         self.episode_timeout = float(episode_timeout)
         self.concurrency = concurrency
@@ -325,6 +328,8 @@ class EnvPool:
         #: Cap on one request, in seconds.
         self.step_timeout = call_timeout(spec, step_timeout, "step_timeout")
         self.observation_space, self.action_space, _ = read_spec(spec)
+        if reward_mode is None:
+            self.reward_mode = "final" if spec.get("reward_is_score") else "return"
         # One long-lived lane per (worker, slot): its session is reused across episodes.
         self._lanes: "queue.SimpleQueue[Episode]" = queue.SimpleQueue()
         for _ in range(concurrency):

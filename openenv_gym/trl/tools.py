@@ -145,7 +145,8 @@ class CodingTools(EnvTools):
 
     In task mode (``EnvPool("coding", task="humaneval")`` with ``option_columns=("problem",)``)
     the code runs after the task's prompt against its tests, and each call scores the
-    fraction of tests passed (use ``reward_mode="final"``); free-form, a call scores 1
+    fraction of tests passed (the pool's default ``reward_mode`` for Coding is ``"final"``: the last
+    call scores the rollout); free-form, a call scores 1
     when the code exits cleanly.
 
     Example:
@@ -174,12 +175,12 @@ class CodingTools(EnvTools):
 class GitTools(EnvTools):
     """``OpenEnv/Git-v0`` as a tool: ``shell(command)``; ``reset`` returns the task's instruction.
 
-    Each call scores the task's checks that pass (use ``reward_mode="final"``); the
+    Each call scores the task's checks that pass (the last call scores the rollout: the
+    pool's default ``reward_mode`` for Git is ``"final"``); the
     episode ends when all of them pass.
 
     Example:
-        >>> with EnvPool("git", num_workers=1, provider="process", task="create-branch",
-        ...              reward_mode="final") as pool:
+        >>> with EnvPool("git", num_workers=1, provider="process", task="create-branch") as pool:
         ...     tools = tool_env_factory(pool)()
         ...     print(tools.reset(prompt="").strip().splitlines()[0])
         ...     tools.shell("git switch -c feature/login").splitlines()[-1], tools.get_reward()

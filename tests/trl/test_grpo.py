@@ -120,13 +120,14 @@ def test_grpo_multi_turn_on_persistent_coding(solver, tmp_path) -> None:
     outcomes = [o for step in seen for o in step]
     assert all(o.ok and 1 <= len(o.actions) <= 3 for o in outcomes)
     assert any(len(o.actions) > 1 for o in outcomes), "some episode should take several turns"
-    # Replaying each episode's actions in one session of a plain RemoteEnv gives its return.
+    # Replaying each episode's actions in one session of a plain RemoteEnv gives its reward:
+    # the last step's (Coding's steps score the cell just run: the pool's default "final").
     env = gym.make("OpenEnv/Coding-v0", provider="process", persistent=True)
     try:
         for o in outcomes:
             env.reset()
-            total = sum(env.step(a)[1] for a in o.actions)
-            assert total == pytest.approx(o.reward)
+            rewards = [env.step(a)[1] for a in o.actions]
+            assert rewards == pytest.approx(o.rewards) and rewards[-1] == pytest.approx(o.reward)
     finally:
         env.close()
     logged = [h["rewards/episode_reward/mean"] for h in trainer.state.log_history if "rewards/episode_reward/mean" in h]

@@ -96,7 +96,8 @@ def test_leased_episodes_keep_state_across_turns() -> None:
         pool.step_many(episodes, [{"code": f"x = {n}\n"} for n in (1, 2, 3)])
         outs = pool.step_many(episodes, [{"code": "print(x * 10)\n"}] * 3)
         assert [o.observations[-1]["stdout"] for o in outs] == ["10\n", "20\n", "30\n"]
-        assert [o.reward for o in outs] == [2.0, 2.0, 2.0]
+        assert [o.rewards for o in outs] == [[1.0, 1.0]] * 3
+        assert [o.reward for o in outs] == [1.0, 1.0, 1.0]  # Coding's default reward_mode: "final"
         pool.close_many(episodes)
 
 

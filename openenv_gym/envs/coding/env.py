@@ -55,6 +55,10 @@ TASKS = ("humaneval",)
 class CodingEnv(Environment):
     """Runs Python from the agent in a fresh, limited child process per step.
 
+    Each step's reward rates the program it ran (:attr:`reward_is_score`): an episode of
+    several attempts is worth its last one (a ``reward_fn`` that pays for progress instead
+    wants ``EnvPool(reward_mode="return")``).
+
     Args:
         task: ``None`` (free-form), ``"humaneval"`` (a random problem per episode) or
             ``"humaneval/N"`` (problem N).
@@ -82,6 +86,7 @@ class CodingEnv(Environment):
     action_model = CodeAction
     observation_model = CodeObservation
     metadata = {"render_modes": ["ansi"]}
+    reward_is_score = True
 
     def __init__(self, task: str | None = None, max_attempts: int = 1, step_timeout: float = 10.0,
                  max_timeout: float = 60.0, per_check_timeout: float = 3.0,

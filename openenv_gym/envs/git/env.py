@@ -78,6 +78,7 @@ class GitEnv(Environment):
         check_output_limit(output_limit)
         self.task_name = task
         self.shaping = shaping
+        self.reward_is_score = not shaping  # shaping: rewards are the score's changes, to be summed
         self.workspace = Workspace(Limits.merged(limits, **LIMITS),
                                    output_limit, confine)
         self.task: Task | None = None
