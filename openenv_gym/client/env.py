@@ -403,7 +403,21 @@ class RemoteEnv(gym.Env):
         if self._sid is None:
             raise AttributeError(f"{name!r} is not an attribute of this RemoteEnv, and its served "
                                  "env lives from the first reset: call reset() first")
-        return self._session_request(ops.get_attr, name)["value"]
+        reply = self._session_request(ops.get_attr, name)
+        if reply.get("callable"):
+            # A method of the served env (``get_action_meanings``): a stand-in that calls it in
+            # the worker, as the bound method a local env hands out (SyncVectorEnv.call, SB3's
+            # env_method and Gymnasium's play() call what this returns).
+            return self._served_method(name)
+        return reply["value"]
+
+    def _served_method(self, name: str) -> Callable[..., Any]:
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return self._session_request(ops.call, name, args, kwargs)["value"]
+
+        method.__name__ = method.__qualname__ = name
+        method.__doc__ = f"The served env's {name}(), called in its worker."
+        return method
 
     def has_wrapper_attr(self, name: str) -> bool:
         """Whether :meth:`get_wrapper_attr` finds ``name`` (on this client, or on the served
@@ -415,6 +429,8 @@ class RemoteEnv(gym.Env):
             self.get_wrapper_attr(name)
         except AttributeError:
             return False
+        except TypeError:
+            return True  # the served env has it, but its value cannot cross the wire (``ale``)
         return True
 
     def set_wrapper_attr(self, name: str, value: Any, *, force: bool = True) -> bool:

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from typing import Any, Callable
@@ -72,7 +73,7 @@ class EnvService:
             "render": lambda r: {"frame": self.render(_sid(r))},
             "close": lambda r: self.close(_sid(r)),
             "call": lambda r: {"value": self.call(_sid(r), _name(r), r.get("args") or [], r.get("kwargs") or {})},
-            "get_attr": lambda r: {"value": self.get_attr(_sid(r), _name(r))},
+            "get_attr": lambda r: self.get_attr(_sid(r), _name(r)),
             "set_attr": lambda r: self.set_attr(_sid(r), _name(r), _field(r, "value")),
             "batch": lambda r: {"results": [self.handle(c) for c in _calls(r)]},
             "slice_open": lambda r: self.open_slice(r.get("n"), r.get(_FD), r.get("size")),
@@ -203,11 +204,21 @@ class EnvService:
             target = session.env.get_wrapper_attr(name)
             return _model_as_dict(target(*args, **kwargs) if callable(target) else target)
 
-    def get_attr(self, sid: str, name: str) -> Any:
-        """Read a public attribute of the env (of the Gymnasium env it serves, if it wraps one)."""
+    def get_attr(self, sid: str, name: str) -> dict[str, Any]:
+        """Read a public attribute of the env (of the Gymnasium env it serves, if it wraps one).
+
+        Returns:
+            ``{"value": ...}``, or ``{"callable": True}`` for a method
+            (``get_action_meanings``), which cannot cross the wire but can be called with
+            ``call``: the client hands out a stand-in that does, as ``get_wrapper_attr``
+            hands out the bound method locally.
+        """
         session = self.sessions.get(sid)
         with session.lock:
-            return _model_as_dict(session.env.get_wrapper_attr(name))
+            value = session.env.get_wrapper_attr(name)
+            if inspect.isroutine(value):
+                return {"callable": True}
+            return {"value": _model_as_dict(value)}
 
     def set_attr(self, sid: str, name: str, value: Any) -> dict[str, Any]:
         """Set a public attribute of the env, where :meth:`get_attr` reads it."""

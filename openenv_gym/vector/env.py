@@ -870,7 +870,18 @@ class RemoteVectorEnv(VectorEnv):
         Returns:
             One value per sub-env.
         """
-        return tuple(s["value"] for s in self._per_env(lambda i, sid: ops.get_attr(sid, name), indices))
+        targets = self._targets(indices)
+        subs = self._per_env(lambda i, sid: ops.get_attr(sid, name), targets)
+        methods = [k for k, s in enumerate(subs) if s.get("callable")]
+        if not methods:
+            return tuple(s["value"] for s in subs)
+        # A method (``get_action_meanings``): called, as Gymnasium's own vector envs'
+        # get_attr calls it (their get_attr is call(name)).
+        values = [s.get("value") for s in subs]
+        called = self.call(name, indices=[targets[k] for k in methods])
+        for k, value in zip(methods, called):
+            values[k] = value
+        return tuple(values)
 
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any, *,
                  indices: int | Sequence[int] | None = None) -> None:
