@@ -40,7 +40,15 @@ class GymEnv(Environment):
             self.info_types = info_types  # the served env's own declaration, checked at start
         if render_mode is not None:  # as locally: an env without the argument is made without it
             kwargs["render_mode"] = render_mode
-        self.inner = gym.make(env_id, disable_env_checker=True, **kwargs)
+        try:
+            self.inner = gym.make(env_id, disable_env_checker=True, **kwargs)
+        except gym.error.UnregisteredEnv as exc:
+            if ":" in str(env_id):
+                raise
+            # Registered by the trainer's own module, the id is unknown here: the worker
+            # imports that module only when the id names it, as gym.make's "module:id" does.
+            raise type(exc)(f"{exc} If a module of yours registers it, name that module in the "
+                            f"id, as gym.make takes it: env_id='your_module:{env_id}'") from exc
         self.metadata = dict(self.inner.metadata)
         self.action_space = self.inner.action_space
         self.observation_space = self.inner.observation_space
