@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["UnicodeText", "space_to_dict", "space_from_dict", "from_wire", "to_jsonable"]
+__all__ = ["UnicodeText", "space_to_dict", "space_from_dict", "from_wire", "owned", "to_jsonable"]
 
 #: Characters :meth:`UnicodeText.sample` draws from (membership accepts any text).
 SAMPLE_CHARSET = string.ascii_letters + string.digits + string.punctuation + " \n\t"
@@ -186,10 +186,11 @@ def space_from_dict(d: dict[str, Any]) -> spaces.Space:
 def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
     """Turn a decoded wire value into the Python type ``space`` holds.
 
-    msgpack brings back lists for tuples; this makes them ``tuple``, discrete values Python
-    ``int`` (as Gymnasium's own discrete envs return them, so ``json.dumps(obs)`` works) and
-    arrays of the space's dtype, so ``space.contains`` holds (and holds without warning:
-    ``Box.contains`` warns about any value that is not an array).
+    An older peer brings back lists for tuples; this makes them ``tuple``, discrete values
+    ints as the env gave them (a Python ``int``, as Gymnasium's own discrete envs return
+    them, or a numpy integer; a bool becomes an ``int``) and arrays of the space's dtype,
+    so ``space.contains`` holds (and holds without warning: ``Box.contains`` warns about
+    any value that is not an array).
     Values that do not fit are returned as they are, for the caller's ``contains`` check.
 
     Args:
@@ -214,11 +215,13 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
                 return arr
             return arr.reshape(space.shape) if arr.size == math.prod(space.shape) else arr
         if isinstance(space, spaces.Discrete):
-            if isinstance(value, (bool, int, np.integer, np.bool_)):
+            if isinstance(value, np.integer) or (isinstance(value, int) and not isinstance(value, bool)):
+                return value
+            if isinstance(value, (bool, np.bool_)):
                 return int(value)
             return value
         if isinstance(space, (spaces.MultiDiscrete, spaces.MultiBinary)):
-            return np.asarray(value, dtype=space.dtype)
+            return np.array(value, dtype=space.dtype) if copy else np.asarray(value, dtype=space.dtype)
         if isinstance(space, spaces.Dict):
             if not isinstance(value, dict):
                 return value
@@ -229,6 +232,34 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
             return tuple(from_wire(v, s, copy) for v, s in zip(value, space.spaces))
     except (TypeError, ValueError, OverflowError):
         return value
+    return value
+
+
+def owned(value: Any) -> Any:
+    """``value`` (a decoded info) with its read-only arrays, views of the wire frame, copied:
+    what an env hands over locally is the caller's to write into. Dicts and lists are
+    updated in place (a decoded message is the caller's own).
+
+    Example:
+        >>> view = np.frombuffer(b"\\x01\\x02", np.uint8)
+        >>> owned({"mask": view})["mask"].flags.writeable
+        True
+    """
+    if isinstance(value, np.ndarray):
+        return value if value.flags.writeable else value.copy()
+    if type(value) is dict:
+        for key, item in value.items():
+            if isinstance(item, (np.ndarray, dict, list, tuple)):
+                value[key] = owned(item)
+        return value
+    if type(value) is list:
+        for i, item in enumerate(value):
+            if isinstance(item, (np.ndarray, dict, list, tuple)):
+                value[i] = owned(item)
+        return value
+    if type(value) is tuple:
+        items = tuple(owned(item) for item in value)
+        return value if all(a is b for a, b in zip(items, value)) else items
     return value
 
 

@@ -45,7 +45,7 @@ from openenv_gym.errors import (
 from openenv_gym.protocol import ops
 from openenv_gym.providers import get_provider, provider_options_dict
 from openenv_gym.providers.base import Provider, Worker, stop_when_dropped
-from openenv_gym.spaces import from_wire
+from openenv_gym.spaces import from_wire, owned
 
 __all__ = ["RemoteEnv", "ServedGenerator", "attach_address", "check_render_mode", "not_copyable"]
 
@@ -303,7 +303,7 @@ class RemoteEnv(gym.Env):
             self._stuck = True
             raise
         self._sid = out["sid"]
-        info = out["info"]
+        info = owned(out["info"])
         if fresh and self._worker is not None:
             info = {**info, "worker_restarted": True}
         return from_wire(out["obs"], self.observation_space), info
@@ -337,7 +337,7 @@ class RemoteEnv(gym.Env):
         except (WorkerCrashedError, WorkerConnectionError) as exc:
             raise self._explained(exc) from exc
         obs = from_wire(out["obs"], self.observation_space)
-        return obs, out["reward"], out["terminated"], out["truncated"], out["info"]
+        return obs, out["reward"], out["terminated"], out["truncated"], owned(out["info"])
 
     def render(self) -> Any:
         """The worker env's ``render()`` (a frame for ``rgb_array``, text for ``ansi``)."""

@@ -6,13 +6,19 @@ Requests are maps with an ``op`` key; replies are ``{"ok": True, ...}`` or
 extension type 1: a small header (dtype string and shape, itself msgpack) and the array's
 raw bytes — never a list of numbers, and nothing is ever unpickled. An integer beyond
 msgpack's 64 bits (an unseeded env's ``np_random_seed``) travels as extension type 2, its
-decimal digits.
+decimal digits. Types come back as they were sent, as a local env hands them over: a numpy
+scalar (``np.float32(0.5)``, ``np.bool_(True)``; even ``np.float64``, which msgpack would
+take for a float) travels as extension type 3, an array's header and bytes that decode to
+the scalar, and a tuple as extension type 4, its items packed (msgpack has one sequence
+type, which decodes as a list).
 
 Example:
     >>> import numpy as np
     >>> frame = encode({"obs": np.arange(3, dtype=np.uint8)})
     >>> decode(frame[HEADER.size:])["obs"]
     array([0, 1, 2], dtype=uint8)
+    >>> decode(encode({"x": np.float32(0.5), "pos": (1, 2)})[HEADER.size:])
+    {'x': np.float32(0.5), 'pos': (1, 2)}
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ __all__ = ["HEADER", "MAX_FRAME", "PROTOCOL_VERSION", "encode", "decode", "frame
 
 #: Version of the request/reply vocabulary (the ops and their fields) that a worker's
 #: ``spec`` reply announces as ``"protocol"``; raise it when a change breaks older peers.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 #: Frame header: payload length, little-endian uint32.
 HEADER = struct.Struct("<I")
@@ -40,24 +46,58 @@ MAX_FRAME = 64 * 1024 * 1024
 
 _NDARRAY = 1
 _BIGINT = 2
+_NPSCALAR = 3
+_TUPLE = 4
 _ARRAY_HEAD = struct.Struct("<H")
+_INT64 = (-(2**63), 2**64 - 1)
+#: Numpy scalars' ext payload heads (length byte + dtype string) by dtype, and back.
+_SCALAR_HEADS: dict[np.dtype, bytes] = {}
+_SCALAR_DTYPES: dict[bytes, np.dtype] = {}
+#: Deepest nesting of tuples either side packs or unpacks (as :func:`wire_problem`'s limit).
+_MAX_TUPLE_DEPTH = 64
+
+
+def _array_ext(code: int, obj: np.ndarray) -> msgpack.ExtType:
+    arr = obj if obj.flags.c_contiguous else np.ascontiguousarray(obj)
+    head = msgpack.packb((arr.dtype.str, obj.shape))
+    # One copy of the array's memory (join reads it through the buffer protocol).
+    data = arr.reshape(-1).view(np.uint8) if arr.size else b""
+    return msgpack.ExtType(code, b"".join((_ARRAY_HEAD.pack(len(head)), head, data)))
 
 
 def _default(obj: Any) -> Any:
+    # The packer checks exact types (strict_types): here come numpy objects, tuples, subclasses
+    # of the built-in types (np.float64 is a float, an IntEnum an int) and ints beyond 64 bits.
+    if isinstance(obj, np.generic):
+        head = _SCALAR_HEADS.get(obj.dtype)
+        if head is None:
+            if obj.dtype.hasobject or obj.dtype.kind == "V":  # no stable bytes: as before
+                return obj.item()
+            code = obj.dtype.str.encode("ascii")
+            head = _SCALAR_HEADS[obj.dtype] = bytes((len(code),)) + code
+        return msgpack.ExtType(_NPSCALAR, head + obj.tobytes())
     if isinstance(obj, np.ndarray):
         if obj.dtype.hasobject:
             return obj.tolist()
-        arr = obj if obj.flags.c_contiguous else np.ascontiguousarray(obj)
-        head = msgpack.packb((arr.dtype.str, obj.shape))
-        # One copy of the array's memory (join reads it through the buffer protocol).
-        data = arr.reshape(-1).view(np.uint8) if arr.size else b""
-        return msgpack.ExtType(_NDARRAY, b"".join((_ARRAY_HEAD.pack(len(head)), head, data)))
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, (set, frozenset)):
+        return _array_ext(_NDARRAY, obj)
+    if isinstance(obj, tuple):
+        return msgpack.ExtType(_TUPLE, _pack_nested(obj))
+    if isinstance(obj, dict):  # OrderedDict, defaultdict, ...: a dict, as before
+        return dict(obj.items())
+    if isinstance(obj, (list, set, frozenset)):
         return list(obj)
-    if isinstance(obj, int):  # msgpack hands over only the ints it cannot fit in 64 bits
-        return msgpack.ExtType(_BIGINT, str(obj).encode())
+    if isinstance(obj, int):
+        value = int.__index__(obj)  # the int itself, not what a subclass's __int__ answers
+        if type(obj) is not int and _INT64[0] <= value <= _INT64[1]:
+            return value  # an IntEnum: the int, as before
+        # msgpack hands over the ints it cannot fit in 64 bits
+        return msgpack.ExtType(_BIGINT, str(value).encode())
+    if isinstance(obj, float):
+        return float.__float__(obj)
+    if isinstance(obj, str):
+        return str.__str__(obj)
+    if isinstance(obj, (bytes, bytearray)):
+        return bytes(obj)
     raise TypeError(f"cannot send {type(obj).__name__} over the wire; use numbers, str, bytes, "
                     "lists, dicts or numpy arrays")
 
@@ -108,11 +148,27 @@ def wire_problem(value: Any, where: str = "value", _depth: int = 0) -> str | Non
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
+    if code == _TUPLE:
+        # Each level is a nested unpackb (tens of KB of C stack): a peer's frame of deeply
+        # nested tuples is refused here, not a segfault.
+        depth = getattr(_local, "unpack_depth", 0)
+        if depth >= _MAX_TUPLE_DEPTH:
+            raise ProtocolError(f"tuples nested more than {_MAX_TUPLE_DEPTH} levels deep")
+        _local.unpack_depth = depth + 1
+        try:
+            items = msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+        finally:
+            _local.unpack_depth = depth
+        if not isinstance(items, list):
+            raise ProtocolError("malformed tuple")
+        return tuple(items)
     if code == _BIGINT:
         try:
             return int(data.decode("ascii"))
         except ValueError:
             raise ProtocolError(f"malformed big integer {bytes(data[:40])!r}") from None
+    if code == _NPSCALAR:
+        return _scalar(data)
     if code != _NDARRAY:
         raise ProtocolError(f"unknown msgpack extension type {code}")
     (head_len,) = _ARRAY_HEAD.unpack_from(data)
@@ -124,7 +180,31 @@ def _ext_hook(code: int, data: bytes) -> Any:
     return np.frombuffer(data, dtype=dtype, offset=2 + head_len).reshape(shape)
 
 
+def _scalar(data: bytes) -> np.generic:
+    # A numpy scalar: one byte of length, the dtype string, the value's bytes.
+    end = 1 + data[0] if data else 0
+    dtype = _SCALAR_DTYPES.get(data[1:end])
+    if dtype is None:
+        try:
+            dtype = np.dtype(data[1:end].decode("ascii"))
+        except (TypeError, ValueError, UnicodeDecodeError):
+            raise ProtocolError(f"malformed numpy scalar {bytes(data[:40])!r}") from None
+        if dtype.hasobject or dtype.kind == "V" or len(data) - end != dtype.itemsize:
+            raise ProtocolError(f"malformed numpy scalar {bytes(data[:40])!r}")
+        if len(_SCALAR_DTYPES) < 256:  # a peer's odd strings (``<U7``, ``<U8``, ...) do not grow it unbounded
+            _SCALAR_DTYPES[data[1:end]] = dtype
+    elif len(data) - end != dtype.itemsize:
+        raise ProtocolError(f"malformed numpy scalar {bytes(data[:40])!r}")
+    return np.frombuffer(data, dtype, 1, end)[0]  # the scalar (a copy)
+
+
 _local = threading.local()
+
+
+def _new_packer() -> msgpack.Packer:
+    # strict_types: a subclass of a built-in type (np.float64, an IntEnum) and a tuple go to
+    # _default, which keeps what a float or a list would lose (its numpy type, tupleness).
+    return msgpack.Packer(default=_default, use_bin_type=True, strict_types=True)
 
 
 def _packer() -> msgpack.Packer:
@@ -132,8 +212,26 @@ def _packer() -> msgpack.Packer:
     # ~15 µs more per message that carries an array (measured here). Packer is not thread-safe.
     packer = getattr(_local, "packer", None)
     if packer is None:
-        packer = _local.packer = msgpack.Packer(default=_default, use_bin_type=True)
+        packer = _local.packer = _new_packer()
     return packer
+
+
+def _pack_nested(items: tuple) -> bytes:
+    # A Packer is not reentrant (_default runs inside one): a tuple's items are packed by a
+    # packer of their own nesting depth, reused.
+    stack = getattr(_local, "nested", None)
+    if stack is None:
+        stack = _local.nested = []
+    depth = getattr(_local, "depth", 0)
+    if depth >= _MAX_TUPLE_DEPTH:
+        raise TypeError(f"tuples nested more than {_MAX_TUPLE_DEPTH} levels deep")
+    if depth == len(stack):
+        stack.append(_new_packer())
+    _local.depth = depth + 1
+    try:
+        return stack[depth].pack(list(items))
+    finally:
+        _local.depth = depth
 
 
 def encode(message: Any) -> bytes:

@@ -60,7 +60,7 @@ from openenv_gym.protocol.slices import (
 )
 from openenv_gym.providers import get_provider, provider_options_dict
 from openenv_gym.providers.base import Worker
-from openenv_gym.spaces import from_wire
+from openenv_gym.spaces import from_wire, owned
 from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
 
@@ -743,10 +743,10 @@ class RemoteVectorEnv(VectorEnv):
                     obs.write(lo + int(j), reply["obs"][j])
             if "infos" in reply:
                 for j, info in reply["infos"].items():
-                    infos[lo + j] = info
+                    infos[lo + j] = owned(info)
             if "finals" in reply:
                 for j, (final_obs, final_info) in reply["finals"].items():
-                    finals[lo + j] = (from_wire(final_obs, obs.space), final_info)
+                    finals[lo + j] = (from_wire(final_obs, obs.space), owned(final_info))
         return done, infos, finals, errors, failures
 
     def _out_of_sync(self) -> None:
