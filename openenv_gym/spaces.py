@@ -240,6 +240,12 @@ def owned(value: Any) -> Any:
     what an env hands over locally is the caller's to write into. Dicts and lists are
     updated in place (a decoded message is the caller's own).
 
+    Args:
+        value: A decoded value (an info dict, usually).
+
+    Returns:
+        ``value``, its arrays writable.
+
     Example:
         >>> view = np.frombuffer(b"\\x01\\x02", np.uint8)
         >>> owned({"mask": view})["mask"].flags.writeable
