@@ -28,9 +28,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import annotated_types
 import gymnasium as gym
 import numpy as np
 from pydantic import BaseModel, ValidationError
+from pydantic.types import Strict
 
 from openenv_gym.errors import InvalidActionError
 from openenv_gym.models import Action, Observation, State, model_space
@@ -148,6 +150,24 @@ class Environment(gym.Env):
             raise InvalidActionError(f"action {_short(raw)} is not in the action space {self.action_space}")
         return value
 
+    def action_check(self) -> str | None:
+        """Which check of :meth:`parse_action` a vector client may run on each env's action
+        before it sends a batch (spec key ``action_check``), so that a batch with one bad
+        text or mapping action steps no env at all.
+
+        Returns:
+            ``"schema"``: pydantic's validation against ``action_schema`` refuses nothing this
+            env takes (a plain model: no aliases, no validator that runs before the type
+            check, no lenient config); ``"space"``: ``action_space.contains`` of the value
+            as received is this env's check; None: only this env can tell (an env with a
+            ``parse_action`` of its own, or a model with such features).
+        """
+        if type(self).parse_action is not Environment.parse_action:
+            return None
+        if self.action_model is None:
+            return "space"
+        return "schema" if _plain_model(self.action_model) else None
+
     def get_wrapper_attr(self, name: str) -> Any:
         """An attribute of the served env: ours where the client sees ours (the spaces,
         metadata and render mode it was given, our own instance attributes such as
@@ -246,6 +266,34 @@ class Environment(gym.Env):
 #: routing itself (``call("get_wrapper_attr", name)``): answered by the wrapper, not the inner env.
 _CLIENT_VIEW = frozenset({"metadata", "action_space", "observation_space", "render_mode", "spec",
                           "unwrapped", "get_wrapper_attr", "set_wrapper_attr"})
+
+
+#: Field constraints the JSON schema shows exactly (or that only make the worker stricter).
+_PLAIN_METADATA = (annotated_types.Ge, annotated_types.Gt, annotated_types.Le, annotated_types.Lt,
+                   annotated_types.MinLen, annotated_types.MaxLen, annotated_types.MultipleOf, Strict)
+#: Model config keys that never make validation take more than the schema says.
+_PLAIN_CONFIG = frozenset({"extra", "title", "json_schema_extra", "frozen", "validate_assignment",
+                           "validate_default", "use_attribute_docstrings", "protected_namespaces",
+                           "defer_build", "strict", "str_max_length", "str_min_length",
+                           "hide_input_in_errors", "revalidate_instances"})
+
+
+def _plain_model(model: type[BaseModel]) -> bool:
+    """Whether a model, rebuilt from its JSON schema, refuses nothing the model takes."""
+    if set(model.model_config) - _PLAIN_CONFIG:
+        return False  # coerce_numbers_to_str, str_strip_whitespace, populate_by_name, ...
+    for field in model.model_fields.values():
+        if field.alias is not None or field.validation_alias is not None:
+            return False
+        if not all(isinstance(m, _PLAIN_METADATA) for m in field.metadata):
+            return False  # StringConstraints(strip_whitespace=True, ...), allow_inf_nan, ...
+    decorators = model.__pydantic_decorators__
+    if decorators.validators or decorators.root_validators:  # pydantic v1 style: may coerce
+        return False
+    # An "after" validator only refuses more (Git's NUL rule); "before", "wrap" and "plain"
+    # ones may turn what the schema refuses into a value the model takes.
+    return all(d.info.mode == "after" for d in
+               (*decorators.field_validators.values(), *decorators.model_validators.values()))
 
 
 def _short(value: Any, limit: int = 80) -> str:

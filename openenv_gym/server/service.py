@@ -108,6 +108,10 @@ class EnvService:
             spec["info_types"] = check_info_types(env.info_types)  # a bad one fails the start, named
         if getattr(env, "action_model", None) is not None:
             spec["action_schema"] = env.action_model.model_json_schema()
+        check = env.action_check() if callable(getattr(env, "action_check", None)) else None
+        if check in ("schema", "space"):
+            # A vector client checks text and mapping actions this way before it sends a batch.
+            spec["action_check"] = check
         if getattr(env, "observation_model", None) is not None:
             spec["observation_schema"] = env.observation_model.model_json_schema()
         return spec

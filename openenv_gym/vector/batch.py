@@ -107,6 +107,13 @@ def split_actions(batched: spaces.Space, actions: Any) -> list[Any]:
             dicts for a Dict space, say).
     """
     if isinstance(batched, spaces.Dict) and isinstance(actions, dict) and actions:
+        unknown = [key for key in actions if key not in batched.spaces]
+        if unknown:
+            # Dropped, a misspelt field ("timout", "submitt") left the env its default, where
+            # a single env refuses it (Dict.contains; a model's extra="forbid").
+            raise InvalidActionError(f"actions {type(actions).__name__} do not fit the batched action "
+                                     f"space {batched}: it has no field {', '.join(map(repr, unknown))} "
+                                     f"(its fields: {', '.join(map(repr, batched.spaces))})")
         given = {key: space for key, space in batched.spaces.items() if key in actions}
         if given and len(given) < len(batched.spaces):
             # Fields left out are left to the env, as a single env's action may leave them

@@ -213,6 +213,15 @@ class RemoteVectorEnv(VectorEnv):
             if isinstance(single, spaces.Discrete) else None
         self._actions_as_sent = isinstance(self.single_action_space, spaces.Box) \
             and bool(spec.get("actions_as_sent"))
+        #: Each env's check of a text or mapping action before a batch is sent (as its worker
+        #: checks it), or None: array actions are checked as a whole batch, and an env that
+        #: checks its actions its own way is left to do so.
+        self._action_check = None
+        if not self._flat_action:
+            # pydantic (the check of a model's actions) loads only for envs that need it.
+            from openenv_gym.vector.precheck import action_checker  # noqa: PLC0415
+
+            self._action_check = action_checker(spec, single)
         self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
         self._bounds = [(g[0], g[-1] + 1) for g in self._pool.groups]
         # Infos the env declares (``info_types``) come in columns: their values for every env,
@@ -416,6 +425,8 @@ class RemoteVectorEnv(VectorEnv):
         if self._flat_action:
             self._refuse_out_of_space(acts, cmd)
             acts = self._column_or_rows(acts)
+        elif self._action_check is not None:
+            self._refuse_invalid(acts, cmd)
         seeds = None
         if self._restart_seeds:
             seeds = [self._restart_seeds.get(i) if cmd[i] == RESET else None
@@ -493,6 +504,18 @@ class RemoteVectorEnv(VectorEnv):
             i = int(bad[0])
             raise InvalidActionError(f"env {i}: action {arr[i].tolist()!r} is not in the action "
                                      f"space {single}; no env stepped")
+
+    def _refuse_invalid(self, acts: list[Any], cmd: np.ndarray) -> None:
+        """Refuse a batch of text or mapping actions in which an env that steps has one its
+        worker would refuse, before anything is sent (as :meth:`_refuse_out_of_space` does for
+        arrays): refused by its worker, it stopped only that env, while the others stepped
+        and the caller never saw their rewards and episode ends."""
+        check = self._action_check
+        for i, c in enumerate(cmd.tolist()):
+            if c < RESET:  # an env being reset (or skipped) ignores its action
+                problem = check(acts[i])  # type: ignore[misc]
+                if problem is not None:
+                    raise InvalidActionError(f"env {i}: {problem}; no env stepped")
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Gather the replies of :meth:`step_async` into the batch buffers.

@@ -1,0 +1,138 @@
+"""The trainer's check of text and mapping actions before a vector step sends any of them.
+
+Array actions (Discrete, MultiDiscrete, MultiBinary, Box) are checked for the whole batch by
+``RemoteVectorEnv._refuse_out_of_space``. The other actions (Echo's, Coding's and Git's
+pydantic models; a ``Gym-v0`` env's Text, Dict or Tuple) are checked here, one env at a
+time, with the rule their worker applies — so that a batch in which one env's action is bad
+steps no env, instead of stepping the others and losing their rewards and episode ends.
+
+The worker says which rule that is, in its spec's ``action_check``
+(:meth:`openenv_gym.envs.base.Environment.action_check`):
+
+- ``"schema"``: pydantic's validation of the action model, rebuilt here from the spec's
+  ``action_schema`` (types, lengths, bounds, required and unknown fields). Validators the
+  schema does not show (Git's NUL rule) only make the worker stricter: it still checks them.
+- ``"space"``: ``action_space.contains`` of the value as the worker reads it
+  (:func:`~openenv_gym.spaces.from_wire` after the wire's own conversions).
+
+Anything else (an env with a ``parse_action`` of its own, a worker that predates the key):
+no check here, the worker's is the only one.
+
+Example:
+    >>> from gymnasium import spaces
+    >>> check = action_checker({"action_check": "space"}, spaces.Text(4))
+    >>> check("abc") is None, check("abcdef")
+    (True, "action 'abcdef' is not in the action space Text(1, 4, charset=...)")
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from gymnasium import spaces
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from openenv_gym.protocol import wire
+from openenv_gym.spaces import from_wire
+
+__all__ = ["action_checker"]
+
+#: What a value is after the wire, for these types: itself (msgpack carries them as they are).
+_AS_IS = frozenset({str, int, float, bool, type(None)})
+
+_TYPES: dict[str, type] = {"string": str, "number": float, "integer": int, "boolean": bool}
+#: JSON-schema constraint -> pydantic ``Field`` argument (those pydantic itself writes).
+_CONSTRAINTS = {"maxLength": "max_length", "minLength": "min_length", "minimum": "ge",
+                "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt"}
+
+
+def action_checker(spec: dict[str, Any], space: spaces.Space) -> Callable[[Any], str | None] | None:
+    """The check of one env's action the worker's spec allows, or None.
+
+    Returns:
+        A function of an action that returns None when the worker takes it, else why it
+        does not (the worker's own wording); None when the trainer cannot tell.
+    """
+    kind = spec.get("action_check")
+    if kind == "schema":
+        model = _model_of(spec.get("action_schema"))
+        return None if model is None else _schema_check(model)
+    if kind == "space":
+        return _space_check(space)
+    return None
+
+
+def as_sent(value: Any) -> Any:
+    """``value`` as the worker decodes it: numpy scalars as Python numbers, tuples as lists,
+    str subclasses as str, ... (one trip through the wire), plain values as they are.
+
+    A value the wire cannot carry is returned as it is: sending it fails later, before
+    anything is sent, with the wire's own error.
+    """
+    if type(value) in _AS_IS:
+        return value
+    try:
+        return wire.decode(wire.encode(value)[wire.HEADER.size:])
+    except Exception:  # noqa: BLE001 - the send names the problem
+        return value
+
+
+def _space_check(space: spaces.Space) -> Callable[[Any], str | None]:
+    def check(action: Any) -> str | None:
+        if space.contains(from_wire(as_sent(action), space, copy=False)):
+            return None
+        text = repr(action)
+        if len(text) > 80:
+            text = text[:77] + "..."
+        return f"action {text} is not in the action space {space}"
+    return check
+
+
+def _schema_check(model: type[BaseModel]) -> Callable[[Any], str | None]:
+    fields = ", ".join(str(f.alias) for f in model.model_fields.values())
+    name = model.__name__
+
+    def check(action: Any) -> str | None:
+        if not isinstance(action, dict):
+            return f"action must be a mapping with fields ({fields}), got {type(action).__name__}"
+        values = action
+        for value in action.values():
+            if type(value) not in _AS_IS:
+                values = {k: as_sent(v) for k, v in action.items()}
+                break
+        try:
+            model.model_validate(values)
+        except ValidationError as exc:  # worded as the worker words it (Environment.parse_action)
+            errors = exc.errors()
+            if any(e["type"] == "string_unicode" and isinstance(e.get("input"), str) for e in errors):
+                return None  # a str that is not UTF-8 (a lone surrogate): the wire refuses it, named
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'action'}: {e['msg']}"
+                                 for e in errors)
+            return f"invalid {name}: {problems}"
+        return None
+    return check
+
+
+def _model_of(schema: Any) -> type[BaseModel] | None:
+    """A pydantic model that refuses what the schema's model refuses by its types, lengths,
+    bounds and fields, and no more; None for a schema of another shape."""
+    if not isinstance(schema, dict) or schema.get("type") != "object" \
+            or not isinstance(schema.get("properties"), dict):
+        return None
+    required = schema.get("required") or []
+    definitions: dict[str, Any] = {}
+    for i, (key, prop) in enumerate(schema["properties"].items()):
+        if not isinstance(key, str) or not isinstance(prop, dict):
+            return None
+        plain = not set(prop) & {"$ref", "anyOf", "allOf", "oneOf"}
+        kind = _TYPES.get(prop.get("type"), Any) if plain else Any  # Any: the worker decides
+        limits = {_CONSTRAINTS[c]: v for c, v in prop.items() if c in _CONSTRAINTS} if kind is not Any else {}
+        default = ... if key in required else None
+        # Named apart, the field's own name as its alias: any name works ("copy", "model_x").
+        definitions[f"f{i}"] = (kind, Field(default, alias=key, **limits))
+    extra = "forbid" if schema.get("additionalProperties") is False else "ignore"
+    try:
+        return create_model(str(schema.get("title") or "Action"),  # type: ignore[call-overload]
+                            __config__=ConfigDict(extra=extra), **definitions)
+    except Exception:  # noqa: BLE001 - a schema pydantic does not rebuild: leave it to the worker
+        return None
