@@ -239,6 +239,21 @@ class _Stream:
         return out + TRUNCATION_MARK.format(limit=self.limit) if self.dropped else out
 
 
+#: What a child's full-screen Vim (``vi``, ``view``, ``vimdiff``; ``git mergetool``/``difftool``
+#: start it) does with no terminal: it reads its keys from stderr when stdin is not a terminal,
+#: and a child's stderr is the output pipe, which never has any, so it waited out the whole
+#: step (and printed a screenful of escape codes). It quits at once with a message instead
+#: (exit 1, after Vim's own 2 s warning). Ex mode (``vim -e``, ``vim -es``, ``ex``), whose
+#: commands come from stdin, and ``vim -c CMD -c wq`` run as before, with the defaults Vim
+#: loads when there is no vimrc. The message avoids the characters ``:!`` expands (%, #, !).
+VIM_NO_TERMINAL = ("vim: there is no terminal here, so vim cannot be used interactively (it would "
+                   "wait for keys until the step times out). Edit files with commands instead: "
+                   "sed -i s/old/new/ FILE, cat > FILE with a here-document, or "
+                   "vim -es -c s/old/new/ -c wq FILE.")
+VIMINIT = ("silent! source $VIMRUNTIME/defaults.vim | autocmd VimEnter * if !has('ttyin') && "
+           f"mode() ==# 'n' | execute \"silent !echo '{VIM_NO_TERMINAL}' >&2\" | cquit | endif")
+
+
 def minimal_environ(**extra: str) -> dict[str, str]:
     """A small, predictable environment for a child (no secrets of the worker leak in).
 
@@ -252,6 +267,7 @@ def minimal_environ(**extra: str) -> dict[str, str]:
         "PYTHONIOENCODING": "utf-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "TMPDIR": extra.get("HOME", "/tmp"),
+        "VIMINIT": VIMINIT,
     }
     env.update(extra)
     return env
@@ -693,7 +709,7 @@ def python_argv(prelude_limits: Limits, script: str, *args: str, gate: int | Non
     the ``site`` module, whose ``.pth`` hooks (editable installs, certificate shims) took
     39 of the 40 ms an interpreter start cost here; the site-packages folders are put on
     ``sys.path`` directly, so installed packages still import, and ``exit()``/``quit()``
-    are defined as ``site`` would.
+    and ``help()`` are defined as ``site`` would (``_sitebuiltins`` is frozen: no file read).
     """
     pairs = [(_RLIMITS[k], v) for k, v in prelude_limits.resolved().items()]
     prelude = ("import resource as _r, sys as _s, builtins as _b\n"
@@ -704,6 +720,8 @@ def python_argv(prelude_limits: Limits, script: str, *args: str, gate: int | Non
                "def _quit(code=None):\n"
                "    raise SystemExit(code)\n"
                "_b.exit = _b.quit = _quit\n"
-               "del _r, _s, _b, _quit\n")
+               "import _sitebuiltins as _h\n"
+               "_b.help = _h._Helper()\n"
+               "del _r, _s, _b, _quit, _h\n")
     first = _gate_source(gate) if gate is not None else ""
     return [sys.executable, "-I", "-S", "-c", first + prelude + script, *args]

@@ -75,6 +75,27 @@ GITCONFIG = """\
 \tgpgsign = false
 """
 
+#: The editor git starts for a message (``git commit`` without ``-m``, ``git tag -a``): there is
+#: no terminal, so it keeps the text as git wrote it (a merge's or an amend's message stays as
+#: it was, an empty one aborts the command, as ``true`` did) and, when there was no message,
+#: says how to give one, beside git's own "Aborting commit due to empty commit message."
+#: git runs it through ``sh -c '$GIT_EDITOR "$@"'``: a function of the file's path.
+GIT_EDITOR = ("_no_editor() { grep -q -v '^[[:space:]]*\\(#.*\\)\\{0,1\\}$' \"$1\" || echo '"
+              'hint: there is no editor here (no terminal), so git got no message. Give it on the '
+              'command line: git commit -m "message" (or -F FILE), git commit --amend -m "message", '
+              'git tag -a NAME -m "message".'
+              "' >&2; }; _no_editor")
+#: The editor of ``git rebase -i``'s todo list: it runs the list as git wrote it (every commit
+#: picked, ``--autosquash`` applied), as ``true`` did, and says so: the agent sees why nothing
+#: was squashed or reworded, and how to edit the list with a command.
+GIT_SEQUENCE_EDITOR = ("_no_editor() { echo '"
+                       'hint: there is no editor here (no terminal), so git rebase -i runs its todo '
+                       'list as git wrote it (every commit picked). To change the list, name a '
+                       'command that edits it: GIT_SEQUENCE_EDITOR="sed -i 2,3s/^pick/fixup/" '
+                       'git rebase -i HEAD~3 (folds the last two commits into the one before, keeping its message); '
+                       'or squash with git reset --soft BASE and git commit -m "message".'
+                       "' >&2; }; _no_editor")
+
 #: Setup runs once per task per worker; a broken task file must not hang it.
 SETUP_TIMEOUT = 120.0
 #: A command's default limits beside :class:`~openenv_gym.envs._exec.Limits`' own: git and a
@@ -210,8 +231,8 @@ class Workspace:
         path = os.pathsep.join((os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/bin:/bin")))
         return minimal_environ(
             PATH=path, HOME=self.home, TMPDIR=self.tmp, REMOTE=self.remote_url, REMOTES=self.remotes,
-            GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true",
-            GIT_SEQUENCE_EDITOR="true", GIT_PAGER="cat", PAGER="cat", EDITOR="true",
+            GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_EDITOR=GIT_EDITOR,
+            GIT_SEQUENCE_EDITOR=GIT_SEQUENCE_EDITOR, GIT_PAGER="cat", PAGER="cat", EDITOR="true",
             TERM="dumb",
         )
 
