@@ -931,6 +931,21 @@ class RemoteVectorEnv(VectorEnv):
         return tuple(s["frame"] for s in self._per_env(lambda i, sid: ops.render(sid)))
 
     # -- lifecycle --------------------------------------------------------------------
+    def __enter__(self) -> "RemoteVectorEnv":
+        """Use as a context manager that closes the vector env (and stops its workers) on
+        exit, as a single ``gymnasium.Env`` does.
+
+        Example:
+            >>> with gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process") as envs:
+            ...     obs, infos = envs.reset(seed=0)
+            >>> envs.closed
+            True
+        """
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __reduce__(self) -> Any:
         raise not_copyable(self)
 

@@ -24,9 +24,8 @@ def step_counts(envs) -> list[int]:
 @pytest.mark.parametrize("bad", [None, 5, "x" * (MAX_MESSAGE + 1), b"\xff"],
                          ids=["none", "int", "too_long", "not_utf8"])
 def test_bad_echo_message_steps_no_env(envs_per_worker: int, bad) -> None:
-    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=3, provider="process",
-                        envs_per_worker=envs_per_worker, max_steps=2)
-    try:
+    with gym.make_vec("OpenEnv/Echo-v0", num_envs=3, provider="process",
+                      envs_per_worker=envs_per_worker, max_steps=2) as envs:
         envs.reset(seed=0)
         with pytest.raises(InvalidActionError, match=r"env 1: invalid EchoAction: message: .*; no env stepped"):
             envs.step({"message": ("ok", bad, "ok")})
@@ -35,53 +34,41 @@ def test_bad_echo_message_steps_no_env(envs_per_worker: int, bad) -> None:
         obs, rewards, terminated, truncated, _ = envs.step({"message": ("a", "bb", "")})
         assert obs["echo"] == ("a", "bb", "") and not truncated.any()
         assert np.allclose(rewards, [0.1, 0.2, 0.0])
-    finally:
-        envs.close()
 
 
 def test_what_a_worker_takes_is_not_refused_before_sending() -> None:
     # gym.spaces.Dict.contains would refuse all of these (a missing field with a default,
     # bytes for text, a numpy bool); the worker's pydantic model takes them.
-    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=2)
-    try:
+    with gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=2) as envs:
         envs.reset(seed=0)
         assert envs.step({"message": (b"ab", np.str_("c"))})[0]["echo"] == ("ab", "c")
         assert envs.step({"message": ("é✓\n", "x" * MAX_MESSAGE)})[1].round(1).tolist() == [0.3, 6553.6]
-    finally:
-        envs.close()
 
 
 def test_an_env_being_reset_is_not_checked() -> None:
     # Env 0's episode ends (max_steps=1): its next action is ignored (NEXT_STEP autoreset),
     # so a bad one there refuses nothing, as for array actions.
-    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", max_steps=1)
-    try:
+    with gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", max_steps=1) as envs:
         envs.reset(seed=0)
         assert envs.step({"message": ("a", "b")})[3].all()
         _, rewards, terminated, truncated, _ = envs.step({"message": (None, 7)})
         assert rewards.tolist() == [0.0, 0.0] and not (terminated | truncated).any()
         with pytest.raises(InvalidActionError, match="env 0: .*no env stepped"):
             envs.step({"message": (None, "b")})
-    finally:
-        envs.close()
 
 
 def test_unknown_field_is_refused_not_dropped() -> None:
     # A single env refuses {"message": "a", "mesage": "b"} (extra="forbid"): a vector env
     # dropped the misspelt field and stepped every env.
-    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=2)
-    try:
+    with gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=2) as envs:
         envs.reset(seed=0)
         with pytest.raises(InvalidActionError, match="no field 'mesage'"):
             envs.step({"message": ("a", "b"), "mesage": ("c", "d")})
         assert step_counts(envs) == [0, 0]
-    finally:
-        envs.close()
 
 
 def test_bad_coding_action_steps_no_env() -> None:
-    envs = gym.make_vec("OpenEnv/Coding-v0", num_envs=2, provider="process")
-    try:
+    with gym.make_vec("OpenEnv/Coding-v0", num_envs=2, provider="process") as envs:
         assert envs.envs_per_worker == 1  # a sandbox each: one worker per env
         envs.reset(seed=0)
         with pytest.raises(InvalidActionError, match=r"env 1: invalid CodeAction: timeout: .*no env stepped"):
@@ -91,8 +78,6 @@ def test_bad_coding_action_steps_no_env() -> None:
         assert step_counts(envs) == [0, 0]
         obs, rewards, *_ = envs.step({"code": ("print(1)", "print(2)")})  # timeout left to its default
         assert obs["stdout"] == ("1\n", "2\n") and rewards.tolist() == [1.0, 1.0]
-    finally:
-        envs.close()
 
 
 @pytest.mark.parametrize("envs_per_worker", [1, 2])
@@ -120,8 +105,5 @@ def test_workers_say_how_their_actions_are_checked() -> None:
     # "schema": a plain pydantic model (Echo); "space": contains() of a Gym env's own space.
     for env_id, kwargs, want in (("OpenEnv/Echo-v0", {}, "schema"),
                                  ("OpenEnv/Gym-v0", {"env_id": DICT_ID}, "space")):
-        envs = gym.make_vec(env_id, num_envs=1, provider="process", **kwargs)
-        try:
+        with gym.make_vec(env_id, num_envs=1, provider="process", **kwargs) as envs:
             assert envs.remote_spec.get("action_check") == want
-        finally:
-            envs.close()
