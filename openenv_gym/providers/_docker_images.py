@@ -198,8 +198,11 @@ def _canonical(requirement: str) -> str:
 def _pin(requirement: str) -> str:
     try:
         from packaging.requirements import Requirement
-    except ImportError:  # packaging ships with pip/setuptools; without it, no pinning
-        return requirement
+    except ImportError:  # not installed on its own (a venv with only the docker extra): pip,
+        try:             # which downloads the image's wheels, carries a copy
+            from pip._vendor.packaging.requirements import Requirement
+        except ImportError:
+            return requirement
     req = Requirement(requirement)
     try:
         installed = importlib.metadata.version(req.name)
