@@ -109,6 +109,15 @@ def test_init_install_make_step(tmp_path) -> None:
         made = subprocess.run([sys.executable, "-c", _script("process")],
                               cwd=tmp_path.parent, capture_output=True, text=True, timeout=300, env=ENV)
         assert made.returncode == 0 and "OK OpenEnv/ScaffoldProbe-v0" in made.stdout, made.stderr
+        # From the folder `init` ran in (where its "next:" lines leave a user who did not cd, and
+        # a notebook started there): the project folder scaffold_probe/ is importable from the
+        # current folder too, and must not shadow the installed package (it did: setuptools'
+        # editable hook for a flat layout comes after Python's path search, which made the
+        # project folder an empty namespace package without env_info).
+        made = subprocess.run([sys.executable, "-c", _script("process")],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300, env=ENV)
+        assert made.returncode == 0 and "OK OpenEnv/ScaffoldProbe-v0" in made.stdout, made.stderr
+        assert "failed to load" not in made.stderr, made.stderr
         # make_vec's max_episode_steps reaches the template's own limit (max_steps).
         limit = subprocess.run([sys.executable, "-c", "from openenv_gym.catalog import get_env_info; "
                                 "print(get_env_info('scaffold_probe').time_limit_kwarg)"],
