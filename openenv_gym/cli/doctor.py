@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import sys
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -268,13 +269,19 @@ def check_envs() -> list[Check]:
     out = []
     for info in all_envs():
         provs = runnable_providers(info)
-        missing = [m for m in info.modules if importlib.util.find_spec(m) is None]
+        modules = [m for m in info.modules if importlib.util.find_spec(m) is None]
+        programs = [p for p in info.programs if not shutil.which(p)]
+        missing = modules + programs
+        fixes = [f"pip install 'openenv-gym[{info.extra}]'"] if modules and info.extra else []
+        if programs:
+            fixes.append(f"install {', '.join(programs)} (apt-get install {' '.join(programs)})")
+        install = " and ".join(fixes)
         if provs:
             detail = ", ".join(provs)
             fix = ""
-            if missing and info.extra:
+            if missing:
                 detail += f" (process/ray need {', '.join(missing)})"
-                fix = f"pip install 'openenv-gym[{info.extra}]' to run it outside Docker"
+                fix = f"{install} to run it outside Docker" if install else ""
             if info.untrusted and "docker" not in provs:
                 status = "warn"
                 detail += "; runs untrusted code without isolation here"
@@ -284,7 +291,7 @@ def check_envs() -> list[Check]:
             out.append(Check(f"env {info.name}", status, detail, fix))
         else:
             out.append(Check(f"env {info.name}", "warn", f"no provider can run it (missing {', '.join(missing)})",
-                             f"pip install 'openenv-gym[{info.extra}]'" if info.extra else ""))
+                             install))
     return out
 
 

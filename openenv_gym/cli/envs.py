@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import shutil
 
 from rich.console import Console
 from rich.markup import escape
@@ -38,14 +39,15 @@ def runnable_providers(info: EnvInfo) -> list[str]:
     from openenv_gym.providers import PROVIDERS, provider_class
 
     names = []
-    modules_ok = all(importlib.util.find_spec(m) is not None for m in info.modules)
+    # Docker images carry the env's packages and programs; other providers need them here.
+    here_ok = (all(importlib.util.find_spec(m) is not None for m in info.modules)
+               and all(shutil.which(p) for p in info.programs))
     for name in PROVIDERS:
         try:
             ok, _ = provider_class(name).available()
         except OpenEnvError:
             ok = False
-        # Docker images carry their own packages; other providers need them installed here.
-        if ok and (name == "docker" or modules_ok):
+        if ok and (name == "docker" or here_ok):
             names.append(name)
     return names
 
