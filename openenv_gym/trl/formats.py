@@ -33,6 +33,7 @@ __all__ = [
     "text_field",
     "OUTPUT_FIELDS",
     "TASK_FIELDS",
+    "MAX_OUTPUT_CHARS",
 ]
 
 #: ``action_fn(completion_text) -> action`` in the env's action format.
@@ -130,9 +131,23 @@ def default_action_fn(env: str, action_space: spaces.Space | None = None) -> Act
 OUTPUT_FIELDS = ("output", "stdout", "stderr", "echo", "message")
 #: Observation fields posing the task (shown once, with the reset observation).
 TASK_FIELDS = ("instruction", "prompt")
+#: Characters of each output field a step's text keeps by default (its head and its tail):
+#: a program that prints 64 KiB (the sandbox's cap) would otherwise put ~16k tokens into the
+#: model's context in one turn, past many models' budget for the whole rollout.
+MAX_OUTPUT_CHARS = 4096
 
 
-def default_observation_fn(env: str, *, task: bool = False) -> ObservationFn:
+def _cut(text: str, limit: int) -> str:
+    """``text``, or its head and tail around a note of how much was cut."""
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    tail = limit - head
+    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-tail:]}"
+
+
+def default_observation_fn(env: str, *, task: bool = False,
+                           max_chars: int | None = MAX_OUTPUT_CHARS) -> ObservationFn:
     """How an observation becomes text for the model.
 
     Args:
@@ -141,6 +156,8 @@ def default_observation_fn(env: str, *, task: bool = False) -> ObservationFn:
             (Git's ``instruction``, Coding's ``prompt``) and the score it starts from. By
             default a step's: what the command printed, its exit code, whether it timed out
             and the score -- not the task's text again (the model has it in its context).
+        max_chars: Characters kept of each output field of a step (its head and tail, the
+            cut noted in between); None keeps all. The task's text is never cut.
 
     Returns:
         A function joining the observation's text fields, then ``[exit_code: N]``,
@@ -161,6 +178,8 @@ def default_observation_fn(env: str, *, task: bool = False) -> ObservationFn:
             return str(obs)
         # Each text already ends its own line; joining them as they are would leave blank lines.
         parts = [obs[k].rstrip("\n") for k in fields if isinstance(obs.get(k), str) and obs[k].strip()]
+        if not task and max_chars is not None:
+            parts = [_cut(part, max_chars) for part in parts]
         if not task:
             if "exit_code" in obs:
                 parts.append(f"[exit_code: {int(obs['exit_code'])}]")
