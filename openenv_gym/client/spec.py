@@ -2,8 +2,9 @@
 
 Example:
     >>> from gymnasium import spaces
+    >>> from openenv_gym.protocol.wire import PROTOCOL_VERSION
     >>> from openenv_gym.spaces import space_to_dict
-    >>> spec = {"env": "gym", "observation_space": space_to_dict(spaces.Discrete(3)),
+    >>> spec = {"protocol": PROTOCOL_VERSION, "env": "gym", "observation_space": space_to_dict(spaces.Discrete(3)),
     ...         "action_space": space_to_dict(spaces.Discrete(2)),
     ...         "metadata": {"render_modes": ["human", "rgb_array"]}}
     >>> observation_space, action_space, metadata = read_spec(spec)
@@ -19,7 +20,8 @@ from typing import Any
 from gymnasium import spaces
 
 from openenv_gym._numbers import is_finite
-from openenv_gym.errors import InvalidRequestError
+from openenv_gym.errors import InvalidRequestError, ProtocolError
+from openenv_gym.protocol.wire import PROTOCOL_VERSION
 from openenv_gym.spaces import space_from_dict
 
 __all__ = ["read_spec", "call_timeout", "DEFAULT_TIMEOUT"]
@@ -75,7 +77,16 @@ def read_spec(spec: dict[str, Any]) -> tuple[spaces.Space, spaces.Space, dict[st
     Returns:
         Observation space, action space, and the env's metadata with the render modes a
         worker can serve (not ``"human"``: a worker has no display) and ``openenv_env``.
+
+    Raises:
+        ProtocolError: The server speaks another protocol version.
     """
+    if spec.get("protocol") != PROTOCOL_VERSION:
+        # An older or newer server (one attached by address, a Ray node on another version)
+        # would fail on the first message it cannot read ("unknown msgpack extension type").
+        raise ProtocolError(f"the env server speaks protocol {spec.get('protocol')!r} and this client "
+                            f"protocol {PROTOCOL_VERSION}: run the same openenv-gym version on both "
+                            "sides (a docker image rebuilds itself from the installed package)")
     metadata = dict(spec.get("metadata", {}))
     metadata["render_modes"] = [m for m in metadata.get("render_modes", []) if m != "human"]
     metadata["openenv_env"] = spec["env"]
