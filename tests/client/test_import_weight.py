@@ -42,8 +42,12 @@ def test_client_imports_load_no_server_stack(code: str) -> None:
 
 
 def test_process_workers_load_no_server_stack_in_the_trainer() -> None:
+    # A vector env of an env whose actions are a pydantic model (Echo, Coding, Git) loads
+    # pydantic here, to check a batch's actions as their workers do before any is sent
+    # (vector/precheck.py); one of array actions loads none of it.
     code = ("import gymnasium as gym, openenv_gym\n"
-            "envs = gym.make_vec('OpenEnv/Echo-v0', num_envs=2, provider='process', envs_per_worker=2)\n"
+            "envs = gym.make_vec('OpenEnv/Gym-v0', num_envs=2, env_id='CartPole-v1', provider='process', "
+            "envs_per_worker=2)\n"
             "envs.reset(seed=0)\n"
             "envs.step(envs.action_space.sample())\n"
             "envs.close()\n"
