@@ -72,8 +72,12 @@ def _default(obj: Any) -> Any:
         head = _SCALAR_HEADS.get(obj.dtype)
         if head is None:
             if obj.dtype.hasobject or obj.dtype.kind == "V":  # no stable bytes: as before
-                return obj.item()
-            code = obj.dtype.str.encode("ascii")
+                item = obj.item()  # a structured scalar's is a tuple, which the packer takes here no more
+                return msgpack.ExtType(_TUPLE, _pack_nested(item)) if isinstance(item, tuple) else item
+            # An empty np.str_ / np.bytes_ says dtype <U0 / |S0 (itemsize 0) but its bytes are
+            # one character's: name the dtype its bytes have (<U1 / |S1), which decodes to it.
+            dtype = obj.dtype if obj.dtype.itemsize else np.array(obj).dtype
+            code = dtype.str.encode("ascii")
             head = _SCALAR_HEADS[obj.dtype] = bytes((len(code),)) + code
         return msgpack.ExtType(_NPSCALAR, head + obj.tobytes())
     if isinstance(obj, np.ndarray):
