@@ -148,7 +148,38 @@ class RemoteVecEnv(VecEnv):
         targets = self._indices(indices)
         if attr_name == "render_mode":
             return [self._render_mode] * len(targets)
-        return list(self.venv.get_attr(attr_name, indices=targets))
+        # A method is handed out as SB3's own VecEnvs hand out the bound method (a stand-in
+        # that calls it in the worker), not called: SB3's has_attr is get_attr, and
+        # has_attr("reset") must not reset the served envs.
+        subs = self.venv._attr_replies(attr_name, targets)
+        return [self._served_method(attr_name, i) if sub.get("callable") else sub["value"]
+                for i, sub in zip(targets, subs)]
+
+    def _served_method(self, name: str, index: int) -> Any:
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return self.venv.call(name, *args, indices=[index], **kwargs)[0]
+
+        method.__name__ = method.__qualname__ = name
+        method.__doc__ = f"The served env {index}'s {name}(), called in its worker."
+        return method
+
+    def has_attr(self, attr_name: str) -> bool:
+        """Whether every remote env has ``attr_name`` (as SB3's ``VecEnv.has_attr``; an
+        attribute whose value cannot cross the wire, such as ``np_random``, is there too).
+
+        Args:
+            attr_name: The attribute.
+
+        Returns:
+            Whether the envs have it; nothing is called.
+        """
+        try:
+            self.get_attr(attr_name)
+        except AttributeError:
+            return False
+        except TypeError:  # there, but its value cannot cross the wire
+            return True
+        return True
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         """Set an attribute of the remote envs in ``indices``.

@@ -894,7 +894,7 @@ class RemoteVectorEnv(VectorEnv):
             One value per sub-env.
         """
         targets = self._targets(indices)
-        subs = self._per_env(lambda i, sid: ops.get_attr(sid, name), targets)
+        subs = self._attr_replies(name, targets)
         methods = [k for k, s in enumerate(subs) if s.get("callable")]
         if not methods:
             return tuple(s["value"] for s in subs)
@@ -905,6 +905,11 @@ class RemoteVectorEnv(VectorEnv):
         for k, value in zip(methods, called):
             values[k] = value
         return tuple(values)
+
+    def _attr_replies(self, name: str, targets: list[int]) -> tuple[dict[str, Any], ...]:
+        """Each target env's ``get_attr`` reply, nothing called: ``{"value": ...}``, or
+        ``{"callable": True}`` for a method (SB3's ``get_attr`` hands out a stand-in for it)."""
+        return self._per_env(lambda i, sid: ops.get_attr(sid, name), targets)
 
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any, *,
                  indices: int | Sequence[int] | None = None) -> None:
