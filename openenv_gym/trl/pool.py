@@ -50,7 +50,7 @@ from openenv_gym.providers import get_provider, provider_options_dict
 from openenv_gym.providers.base import Worker, stop_when_dropped
 from openenv_gym.client.kwargs import merge_env_kwargs
 from openenv_gym.client.spec import call_timeout, read_spec
-from openenv_gym.spaces import from_wire
+from openenv_gym.spaces import from_wire, owned
 from openenv_gym.trl.outcome import REWARD_MODES, EpisodeOutcome, FailurePolicy, FailureReward
 
 __all__ = ["EnvPool", "EpisodeJob", "Episode"]
@@ -195,7 +195,7 @@ class Episode:
             return self._fail(failure)
         self._sid = reply["sid"]
         self.outcome.observations.append(from_wire(reply["obs"], self.pool.observation_space))
-        self.outcome.infos.append(reply.get("info", {}))
+        self.outcome.infos.append(owned(reply.get("info", {})))
         return self.outcome
 
     def step(self, action: Any) -> EpisodeOutcome:
@@ -217,7 +217,7 @@ class Episode:
             return self._fail(failure)
         out.rewards.append(float(reply["reward"]))
         out.observations.append(from_wire(reply["obs"], self.pool.observation_space))
-        out.infos.append(reply.get("info", {}))
+        out.infos.append(owned(reply.get("info", {})))
         out.terminated, out.truncated = bool(reply["terminated"]), bool(reply["truncated"])
         out.reward = out.env_reward(self.pool.reward_mode)
         return out
