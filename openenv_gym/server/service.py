@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 import os
 import time
 from typing import Any, Callable
@@ -220,7 +219,7 @@ class EnvService:
         session = self.sessions.get(sid)
         with session.lock:
             value = session.env.get_wrapper_attr(name)
-            if inspect.isroutine(value):
+            if callable(value):  # as Gymnasium's vector envs' call() judges a method
                 return {"callable": True}
             return {"value": _model_as_dict(value)}
 

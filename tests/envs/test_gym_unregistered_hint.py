@@ -20,3 +20,9 @@ def test_an_id_that_names_its_module_is_left_as_gymnasium_reports_it() -> None:
     with pytest.raises(gym.error.Error) as raised:  # the module imports; the id is still unknown
         GymEnv(env_id="json:NoSuchEnv-v0")
     assert "your_module" not in str(raised.value)
+
+
+def test_a_missing_version_of_a_known_id_gets_no_module_hint() -> None:
+    with pytest.raises(gym.error.VersionNotFound) as raised:
+        GymEnv(env_id="CartPole-v9")
+    assert "your_module" not in str(raised.value)

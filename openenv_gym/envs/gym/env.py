@@ -42,8 +42,8 @@ class GymEnv(Environment):
             kwargs["render_mode"] = render_mode
         try:
             self.inner = gym.make(env_id, disable_env_checker=True, **kwargs)
-        except gym.error.UnregisteredEnv as exc:
-            if ":" in str(env_id):
+        except (gym.error.NamespaceNotFound, gym.error.NameNotFound) as exc:
+            if ":" in str(env_id):  # (a missing version of a known id is not this)
                 raise
             # Registered by the trainer's own module, the id is unknown here: the worker
             # imports that module only when the id names it, as gym.make's "module:id" does.
