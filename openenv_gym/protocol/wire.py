@@ -9,8 +9,10 @@ msgpack's 64 bits (an unseeded env's ``np_random_seed``) travels as extension ty
 decimal digits. Types come back as they were sent, as a local env hands them over: a numpy
 scalar (``np.float32(0.5)``, ``np.bool_(True)``; even ``np.float64``, which msgpack would
 take for a float) travels as extension type 3, an array's header and bytes that decode to
-the scalar, and a tuple as extension type 4, its items packed (msgpack has one sequence
-type, which decodes as a list).
+the scalar, and a tuple as an array whose first item is an empty extension type 4 (msgpack
+has one sequence type, which decodes as a list): the items stay in the same msgpack stream,
+not packed again inside an extension, so nesting costs neither a copy per level nor a
+nested unpacking on the C stack.
 
 Example:
     >>> import numpy as np
@@ -50,11 +52,16 @@ _NPSCALAR = 3
 _TUPLE = 4
 _ARRAY_HEAD = struct.Struct("<H")
 _INT64 = (-(2**63), 2**64 - 1)
-#: Numpy scalars' ext payload heads (length byte + dtype string) by dtype, and back.
-_SCALAR_HEADS: dict[np.dtype, bytes] = {}
+#: Numpy scalars' ext payload heads (length byte + dtype string) by scalar type, and back.
+#: Only types whose dtype the type fixes are kept (np.float32, np.int64, ...: a bounded set);
+#: str_, bytes_ and datetime64/timedelta64 scalars have one dtype per length or unit, chosen by
+#: whoever made them (a peer), and every datetime64 dtype hashes alike whatever its unit.
+_SCALAR_HEADS: dict[type, bytes] = {}
 _SCALAR_DTYPES: dict[bytes, np.dtype] = {}
-#: Deepest nesting of tuples either side packs or unpacks (as :func:`wire_problem`'s limit).
-_MAX_TUPLE_DEPTH = 64
+#: A tuple's array starts with this (an ext 4 of no data); the decoder turns it into a tuple.
+_TUPLE_MARK = msgpack.ExtType(_TUPLE, b"")
+#: What the decoder's ext hook answers for :data:`_TUPLE_MARK`, until its list hook takes it.
+_MARK = object()
 
 
 def _array_ext(code: int, obj: np.ndarray) -> msgpack.ExtType:
@@ -69,23 +76,27 @@ def _default(obj: Any) -> Any:
     # The packer checks exact types (strict_types): here come numpy objects, tuples, subclasses
     # of the built-in types (np.float64 is a float, an IntEnum an int) and ints beyond 64 bits.
     if isinstance(obj, np.generic):
-        head = _SCALAR_HEADS.get(obj.dtype)
+        head = _SCALAR_HEADS.get(type(obj))
         if head is None:
-            if obj.dtype.hasobject or obj.dtype.kind == "V":  # no stable bytes: as before
+            dtype = obj.dtype
+            if dtype.hasobject or dtype.kind == "V":  # no stable bytes: as before
                 item = obj.item()  # a structured scalar's is a tuple, which the packer takes here no more
-                return msgpack.ExtType(_TUPLE, _pack_nested(item)) if isinstance(item, tuple) else item
+                return [_TUPLE_MARK, *item] if isinstance(item, tuple) else item
             # An empty np.str_ / np.bytes_ says dtype <U0 / |S0 (itemsize 0) but its bytes are
             # one character's: name the dtype its bytes have (<U1 / |S1), which decodes to it.
-            dtype = obj.dtype if obj.dtype.itemsize else np.array(obj).dtype
+            if not dtype.itemsize:
+                dtype = np.array(obj).dtype
             code = dtype.str.encode("ascii")
-            head = _SCALAR_HEADS[obj.dtype] = bytes((len(code),)) + code
+            head = bytes((len(code),)) + code
+            if dtype.kind not in "USMm":  # the type fixes the dtype: one entry per type
+                _SCALAR_HEADS[type(obj)] = head
         return msgpack.ExtType(_NPSCALAR, head + obj.tobytes())
     if isinstance(obj, np.ndarray):
         if obj.dtype.hasobject:
             return obj.tolist()
         return _array_ext(_NDARRAY, obj)
     if isinstance(obj, tuple):
-        return msgpack.ExtType(_TUPLE, _pack_nested(obj))
+        return [_TUPLE_MARK, *obj]
     if isinstance(obj, dict):  # OrderedDict, defaultdict, ...: a dict, as before
         return dict(obj.items())
     if isinstance(obj, (list, set, frozenset)):
@@ -153,19 +164,12 @@ def wire_problem(value: Any, where: str = "value", _depth: int = 0) -> str | Non
 
 def _ext_hook(code: int, data: bytes) -> Any:
     if code == _TUPLE:
-        # Each level is a nested unpackb (tens of KB of C stack): a peer's frame of deeply
-        # nested tuples is refused here, not a segfault.
-        depth = getattr(_local, "unpack_depth", 0)
-        if depth >= _MAX_TUPLE_DEPTH:
-            raise ProtocolError(f"tuples nested more than {_MAX_TUPLE_DEPTH} levels deep")
-        _local.unpack_depth = depth + 1
-        try:
-            items = msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)
-        finally:
-            _local.unpack_depth = depth
-        if not isinstance(items, list):
+        # Only the mark that opens a tuple's array; its items follow in the same stream, so
+        # deep nesting is msgpack's own depth limit (no copy, no C stack per level).
+        if data:
             raise ProtocolError("malformed tuple")
-        return tuple(items)
+        _local.marks += 1
+        return _MARK
     if code == _BIGINT:
         try:
             return int(data.decode("ascii"))
@@ -202,6 +206,13 @@ def _scalar(data: bytes) -> np.generic:
     return np.frombuffer(data, dtype, 1, end)[0]  # the scalar (a copy)
 
 
+def _list_hook(items: list[Any]) -> Any:
+    if items and items[0] is _MARK:
+        _local.marks -= 1
+        return tuple(items[1:])
+    return items
+
+
 _local = threading.local()
 
 
@@ -218,24 +229,6 @@ def _packer() -> msgpack.Packer:
     if packer is None:
         packer = _local.packer = _new_packer()
     return packer
-
-
-def _pack_nested(items: tuple) -> bytes:
-    # A Packer is not reentrant (_default runs inside one): a tuple's items are packed by a
-    # packer of their own nesting depth, reused.
-    stack = getattr(_local, "nested", None)
-    if stack is None:
-        stack = _local.nested = []
-    depth = getattr(_local, "depth", 0)
-    if depth >= _MAX_TUPLE_DEPTH:
-        raise TypeError(f"tuples nested more than {_MAX_TUPLE_DEPTH} levels deep")
-    if depth == len(stack):
-        stack.append(_new_packer())
-    _local.depth = depth + 1
-    try:
-        return stack[depth].pack(list(items))
-    finally:
-        _local.depth = depth
 
 
 def encode(message: Any) -> bytes:
@@ -279,8 +272,13 @@ def decode(payload: bytes | bytearray | memoryview) -> Any:
     Raises:
         ProtocolError: The bytes are not a valid message.
     """
+    _local.marks = 0
     try:
-        return msgpack.unpackb(payload, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+        message = msgpack.unpackb(payload, ext_hook=_ext_hook, list_hook=_list_hook, raw=False,
+                                  strict_map_key=False)
+        if _local.marks:  # a tuple mark anywhere but first in an array
+            raise ProtocolError("malformed tuple")
+        return message
     except ProtocolError:
         raise
     except Exception as exc:  # msgpack raises several unrelated types for garbage input
