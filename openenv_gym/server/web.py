@@ -141,7 +141,10 @@ def _plain(value: Any, depth: int = 0) -> Any:
             return np.round(value.astype(np.float64), 4).tolist() if value.dtype.kind == "f" else value.tolist()
         return f"array{value.shape} {value.dtype} min={value.min():.4g} max={value.max():.4g}"
     if isinstance(value, np.generic):
-        return value.item()
+        # As the Python value it stands for, shown as that is below: np.bytes_ gives bytes,
+        # np.datetime64 a datetime, np.complex128 a complex (none of them JSON); np.longdouble
+        # stays itself (repr).
+        value = value.item()
     if isinstance(value, float):
         return round(value, 6)
     if isinstance(value, (bytes, bytearray)):
