@@ -494,10 +494,13 @@ def _plugin_wheel(info: EnvInfo, digest: str, progress: Progress) -> Path:
 # ---------------------------------------------------------------- the base image
 
 def local_base_tag() -> str:
-    """Tag of the locally built Debian base (hash of its build script)."""
+    """Tag of the locally built Debian base: its suite (``OPENENV_GYM_DEBIAN_SUITE``) and the
+    hash of its build script, so that another suite builds another base instead of reusing
+    the one there."""
     script = containers_dir() / "build-base.sh"
     digest = _sha([script.read_bytes()])[:12] if script.is_file() else "unknown"
-    return f"{IMAGE_REPO}/base:bookworm-{digest}"
+    suite = os.environ.get("OPENENV_GYM_DEBIAN_SUITE") or "bookworm"
+    return f"{IMAGE_REPO}/base:{suite}-{digest}"
 
 
 def base_candidates() -> list[str]:
@@ -542,8 +545,8 @@ def ensure_base(client: Any, progress: Progress = lambda _: None) -> tuple[str, 
     tag = local_base_tag()
     script = containers_dir() / "build-base.sh"
     if not script.is_file():
-        raise ProviderUnavailableError(f"cannot pull {configured} and {script} is missing: build "
-                                       "reinstall openenv-gym or set OPENENV_GYM_BASE_IMAGE")
+        raise ProviderUnavailableError(f"cannot pull {configured} and {script} is missing: "
+                                       "reinstall openenv-gym, or set OPENENV_GYM_BASE_IMAGE")
     started = time.monotonic()
     proc = subprocess.run(["bash", str(script), tag], capture_output=True, text=True)
     if proc.returncode != 0:

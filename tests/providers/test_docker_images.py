@@ -94,3 +94,15 @@ def test_a_backend_missing_here_builds_isolated_as_pip_install_did(tmp_path: Pat
     target = tmp_path / "wheels" / "plugin-iso-0123"
     out = _docker_images._build_wheel("iso", root, list(files), target, lambda _: None)
     assert [p.name for p in out.glob("*.whl")] == ["isoplug-0.1-py3-none-any.whl"]
+
+
+def test_the_local_base_tag_names_its_debian_suite(monkeypatch) -> None:
+    # Another suite builds another base: a tag that said "bookworm" whatever the suite reused
+    # the bookworm base silently.
+    from openenv_gym.providers._docker_images import IMAGE_REPO, local_base_tag
+
+    monkeypatch.delenv("OPENENV_GYM_DEBIAN_SUITE", raising=False)
+    bookworm = local_base_tag()
+    assert bookworm.startswith(f"{IMAGE_REPO}/base:bookworm-")
+    monkeypatch.setenv("OPENENV_GYM_DEBIAN_SUITE", "trixie")
+    assert local_base_tag() == bookworm.replace(":bookworm-", ":trixie-")
