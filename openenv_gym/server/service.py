@@ -295,7 +295,7 @@ class EnvService:
             op = request.get("op")
             if fds and op == "slice_open":
                 request[_FD] = fds.pop(0)  # a key no decoded message can hold
-            handler = self._ops.get(op)  # type: ignore[arg-type]
+            handler = self._ops.get(op) if isinstance(op, str) else None
             if handler is None:
                 raise InvalidRequestError(f"unknown op {op!r}; known: {', '.join(self._ops)}")
             return {"ok": True, **handler(request)}

@@ -166,6 +166,7 @@ def _binary_cases(sid: str) -> list[tuple[str, bytes, str]]:
         ("msgpack that is not a map", pack([1, 2, 3]), "InvalidRequestError"),
         ("no op", pack({"sid": sid}), "InvalidRequestError"),
         ("op of the wrong type", pack({"op": 5}), "InvalidRequestError"),
+        ("op of an unhashable type", pack({"op": [1, 2]}), "InvalidRequestError"),
         ("unknown op", pack({"op": "rm -rf"}), "InvalidRequestError"),
         ("sid of the wrong type", pack({"op": "step", "sid": 5, "action": 0}), "InvalidRequestError"),
         ("unknown session", pack({"op": "step", "sid": "nope", "action": 0}), "SessionNotFoundError"),
