@@ -389,15 +389,21 @@ class RayProvider(Provider):
             WorkerError: A worker could not be placed or its server failed to start.
         """
         self.connect()
-        self._check_feasible()
         pool = pool or f"p{time.time_ns() % 10**10:x}"
-        if self.strategy in _GROUP_STRATEGIES:
-            self._reserve(pool, n)
         self._starting[pool] = n  # for a placement timeout's message: the pool's total
         try:
+            self._check_feasible()
+            if self.strategy in _GROUP_STRATEGIES:
+                self._reserve(pool, n)
             return super().start(env, n, env_kwargs, pool)
         except BaseException:
             self._release_group(pool)
+            with self._lock:
+                idle = not self._workers
+            if idle:
+                # No worker of ours holds Ray now: release the connection this start took
+                # (a Ray it started is shut down), as the last worker's stop does.
+                self.close()
             raise
         finally:
             self._starting.pop(pool, None)
