@@ -216,18 +216,14 @@ def _list_hook(items: list[Any]) -> Any:
 _local = threading.local()
 
 
-def _new_packer() -> msgpack.Packer:
-    # strict_types: a subclass of a built-in type (np.float64, an IntEnum) and a tuple go to
-    # _default, which keeps what a float or a list would lose (its numpy type, tupleness).
-    return msgpack.Packer(default=_default, use_bin_type=True, strict_types=True)
-
-
 def _packer() -> msgpack.Packer:
     # One Packer per thread, reused: msgpack.packb builds a new one per call, which costs
     # ~15 µs more per message that carries an array (measured here). Packer is not thread-safe.
+    # strict_types: a subclass of a built-in type (np.float64, an IntEnum) and a tuple go to
+    # _default, which keeps what a float or a list would lose (its numpy type, tupleness).
     packer = getattr(_local, "packer", None)
     if packer is None:
-        packer = _local.packer = _new_packer()
+        packer = _local.packer = msgpack.Packer(default=_default, use_bin_type=True, strict_types=True)
     return packer
 
 
