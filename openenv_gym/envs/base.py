@@ -166,7 +166,10 @@ class Environment(gym.Env):
             return None
         if self.action_model is None:
             return "space"
-        return "schema" if _plain_model(self.action_model) else None
+        try:
+            return "schema" if _plain_model(self.action_model) else None
+        except Exception:  # noqa: BLE001 - pydantic internals moved: the worker checks alone, as before
+            return None
 
     def get_wrapper_attr(self, name: str) -> Any:
         """An attribute of the served env: ours where the client sees ours (the spaces,
