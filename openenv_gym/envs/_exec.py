@@ -245,11 +245,13 @@ class _Stream:
 #: step (and printed a screenful of escape codes). It quits at once with a message instead
 #: (exit 1, after Vim's own 2 s warning). Ex mode (``vim -e``, ``vim -es``, ``ex``), whose
 #: commands come from stdin, and ``vim -c CMD -c wq`` run as before, with the defaults Vim
-#: loads when there is no vimrc. The message avoids the characters ``:!`` expands (%, #, !).
+#: loads when there is no vimrc. The message avoids the characters ``:!`` expands (%, #, !):
+#: its ex command is ``g/old/s//new/`` (every line, as sed's), not ``%s``; a bare ``s/old/new/``
+#: edits only the last line in ex mode (and fails, writing nothing, when that line has no match).
 VIM_NO_TERMINAL = ("vim: there is no terminal here, so vim cannot be used interactively (it would "
                    "wait for keys until the step times out). Edit files with commands instead: "
                    "sed -i s/old/new/ FILE, cat > FILE with a here-document, or "
-                   "vim -es -c s/old/new/ -c wq FILE.")
+                   "vim -es -c g/old/s//new/ -c wq FILE.")
 VIMINIT = ("silent! source $VIMRUNTIME/defaults.vim | autocmd VimEnter * if !has('ttyin') && "
            f"mode() ==# 'n' | execute \"silent !echo '{VIM_NO_TERMINAL}' >&2\" | cquit | endif")
 
