@@ -319,15 +319,16 @@ class EnvPool:
         client = BinaryClient(self.workers[0].address, self.step_timeout)
         try:
             spec = client.request(ops.spec())["spec"]
+            self.spec: dict[str, Any] = spec
+            #: Cap on one request, in seconds.
+            self.step_timeout = call_timeout(spec, step_timeout, "step_timeout")
+            # A server of another protocol (ProtocolError) stops the workers started for it.
+            self.observation_space, self.action_space, _ = read_spec(spec)
         except BaseException:
             self.close()
             raise
         finally:
             client.close()
-        self.spec: dict[str, Any] = spec
-        #: Cap on one request, in seconds.
-        self.step_timeout = call_timeout(spec, step_timeout, "step_timeout")
-        self.observation_space, self.action_space, _ = read_spec(spec)
         if reward_mode is None:
             self.reward_mode = "final" if spec.get("reward_is_score") else "return"
         # One long-lived lane per (worker, slot): its session is reused across episodes.

@@ -173,13 +173,14 @@ class RemoteVectorEnv(VectorEnv):
                                 timeout=self.step_timeout)
         try:
             spec = self._pool.request(0, ops.spec())["spec"]
+            self.remote_spec: dict[str, Any] = spec
+            self.step_timeout = call_timeout(spec, step_timeout, "step_timeout")
+            self._pool.set_timeout(self.step_timeout)
+            # A server of another protocol (ProtocolError) stops the workers started for it.
+            self.single_observation_space, self.single_action_space, metadata = read_spec(spec)
         except BaseException:
             self.close()
             raise
-        self.remote_spec: dict[str, Any] = spec
-        self.step_timeout = call_timeout(spec, step_timeout, "step_timeout")
-        self._pool.set_timeout(self.step_timeout)
-        self.single_observation_space, self.single_action_space, metadata = read_spec(spec)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.metadata = {**metadata, "autoreset_mode": self.autoreset_mode}
