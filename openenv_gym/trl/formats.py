@@ -143,7 +143,8 @@ def _cut(text: str, limit: int) -> str:
         return text
     head = limit // 2
     tail = limit - head
-    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-tail:]}"
+    # text[-0:] is the whole text: with no tail to keep, keep none
+    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-tail:] if tail else ''}"
 
 
 def default_observation_fn(env: str, *, task: bool = False,
@@ -164,6 +165,9 @@ def default_observation_fn(env: str, *, task: bool = False,
         ``[timed out ...]`` and the tests or checks passed out of the total (left out when
         there are none, as in free-form Coding).
 
+    Raises:
+        ValueError: ``max_chars`` is negative or not an int.
+
     Example:
         >>> default_observation_fn("coding")({"stdout": "1\\n", "stderr": "", "exit_code": 0})
         '1\\n[exit_code: 0]\\n'
@@ -171,6 +175,9 @@ def default_observation_fn(env: str, *, task: bool = False,
         ...                                 "instruction": "Merge.", "checks_passed": 1, "checks_total": 3})
         '[exit_code: -9]\\n[timed out: the command was killed at its time limit]\\n[checks_passed: 1/3]\\n'
     """
+    if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int)
+                                  or max_chars < 0):
+        raise ValueError(f"max_chars must be an int >= 0 or None, not {max_chars!r}")
     fields = TASK_FIELDS if task else OUTPUT_FIELDS
 
     def render(obs: Any) -> str:
