@@ -209,7 +209,9 @@ def _pin(requirement: str) -> str:
     except importlib.metadata.PackageNotFoundError:
         return str(req)
     if req.specifier.contains(installed, prereleases=True):
-        return f"{req.name}=={installed}"
+        # Only the version changes: extras (gymnasium[box2d]) and markers stay, or the image
+        # would lack what the extra installs.
+        req.specifier = type(req.specifier)(f"=={installed}")
     return str(req)
 
 
