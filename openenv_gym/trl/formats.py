@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 from gymnasium import spaces
 
+from openenv_gym.errors import InvalidRequestError
 from openenv_gym.spaces import UnicodeText
 
 __all__ = [
@@ -166,7 +167,7 @@ def default_observation_fn(env: str, *, task: bool = False,
         there are none, as in free-form Coding).
 
     Raises:
-        ValueError: ``max_chars`` is negative or not an int.
+        InvalidRequestError: ``max_chars`` is negative or not an int (a ``ValueError``).
 
     Example:
         >>> default_observation_fn("coding")({"stdout": "1\\n", "stderr": "", "exit_code": 0})
@@ -177,7 +178,7 @@ def default_observation_fn(env: str, *, task: bool = False,
     """
     if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int)
                                   or max_chars < 0):
-        raise ValueError(f"max_chars must be an int >= 0 or None, not {max_chars!r}")
+        raise InvalidRequestError(f"max_chars must be an int >= 0 or None, not {max_chars!r}")
     fields = TASK_FIELDS if task else OUTPUT_FIELDS
 
     def render(obs: Any) -> str:
