@@ -141,3 +141,14 @@ def test_bench_failure_in_the_env_exits_one_with_the_reason() -> None:
     out = run("bench", "echo", "--provider", "process", "--steps", "5",
               "--action", '{"message": 5}')
     assert out.returncode == 1 and "InvalidActionError" in out.stderr
+
+
+def test_python_dash_m_openenv_gym_is_the_cli() -> None:
+    # For an install whose scripts folder is not on PATH (pip install --user).
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "openenv_gym", "list"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "OpenEnv/Echo-v0" in out.stdout
