@@ -57,7 +57,8 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None,
         InvalidRequestError: The env takes no such argument, lacks a required one, or
             rejected a value (a ``ValueError`` or Gymnasium ``Error`` of its constructor).
         UnknownEnvironmentError: Gym-v0's ``env_id`` is not registered.
-        ProviderUnavailableError: Gym-v0's env needs a package the worker lacks.
+        ProviderUnavailableError: Gym-v0's env needs a package the worker lacks, or the env
+            runs a program (``EnvInfo.programs``) the worker's PATH lacks.
         OpenEnvError: Any typed error the env raised (``InvalidDataError``, ...), its
             type kept.
         EnvServerError: Anything else the env raised (also an instance of its built-in
@@ -75,6 +76,11 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None,
             "gymnasium.Env can be served with OpenEnv/Gym-v0 and env_id=...)")
     kwargs = dict(env_kwargs or {})
     what = f"cannot make env {info.name!r}" + (f" with {kwargs}" if kwargs else "")
+    missing = [program for program in info.programs if shutil.which(program) is None]
+    if missing:  # every reset would fail on it (git: exit 127), with no word of the cause
+        raise ProviderUnavailableError(
+            f"{what}: {', '.join(missing)} is not on the worker's PATH: install it there "
+            f"(apt-get install {' '.join(missing)}), or use provider='docker' (its image has it)")
     try:
         signature: inspect.Signature | None = inspect.signature(cls)
     except (TypeError, ValueError):  # a class without one (an extension type): its call says

@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Any
 
 from openenv_gym._numbers import is_flag
@@ -32,7 +31,7 @@ from openenv_gym.envs.git.checks import run_checks
 from openenv_gym.envs.git.models import MAX_BRANCH, GitAction, GitObservation
 from openenv_gym.envs.git.tasks import Task, load_tasks
 from openenv_gym.envs.git.workspace import LIMITS, Workspace
-from openenv_gym.errors import InvalidActionError, InvalidRequestError, ProviderUnavailableError
+from openenv_gym.errors import InvalidActionError, InvalidRequestError
 from openenv_gym.models import State
 
 __all__ = ["GitEnv"]
@@ -67,10 +66,6 @@ class GitEnv(Environment):
                  output_limit: int = OUTPUT_LIMIT, limits: dict[str, int | None] | None = None,
                  confine: bool = True, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
-        if shutil.which("git") is None:  # every task's setup, command and check runs it
-            raise ProviderUnavailableError(
-                "the git program is not on the worker's PATH: install git (apt-get install git) "
-                "where the worker runs, or use provider='docker' (its image has git)")
         self.tasks = load_tasks(tasks_file)
         if task is not None and (not isinstance(task, str) or (task != SUITE and task not in self.tasks)):
             raise ValueError(f"unknown git task {task!r}; use None (free-form), {SUITE!r} or one "
