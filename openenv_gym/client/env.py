@@ -92,6 +92,23 @@ def attach_address(base_url: str, timeout: float = 10.0) -> str:
     return address
 
 
+def served_method(name: str, whose: str, invoke: Callable[[tuple, dict], Any]) -> Callable[..., Any]:
+    """A stand-in for a served env's method, which cannot cross the wire: calling it runs
+    ``invoke(args, kwargs)`` (the method, in the worker), as a local env hands out the bound
+    method (``get_wrapper_attr``, SB3's ``get_attr``).
+
+    Example:
+        >>> served_method("twice", "a", lambda args, kwargs: 2 * args[0])(21)
+        42
+    """
+    def method(*args: Any, **kwargs: Any) -> Any:
+        return invoke(args, kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"{whose} {name}(), called in its worker."
+    return method
+
+
 class RemoteEnv(gym.Env):
     """A Gymnasium env served by an openenv_gym worker.
 
@@ -412,12 +429,8 @@ class RemoteEnv(gym.Env):
         return reply["value"]
 
     def _served_method(self, name: str) -> Callable[..., Any]:
-        def method(*args: Any, **kwargs: Any) -> Any:
-            return self._session_request(ops.call, name, args, kwargs)["value"]
-
-        method.__name__ = method.__qualname__ = name
-        method.__doc__ = f"The served env's {name}(), called in its worker."
-        return method
+        return served_method(name, "the served env's",
+                             lambda args, kwargs: self._session_request(ops.call, name, args, kwargs)["value"])
 
     def has_wrapper_attr(self, name: str) -> bool:
         """Whether :meth:`get_wrapper_attr` finds ``name`` (on this client, or on the served

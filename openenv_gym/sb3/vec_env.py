@@ -26,6 +26,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
+from openenv_gym.client.env import served_method
 from openenv_gym.vector.env import RemoteVectorEnv
 
 __all__ = ["RemoteVecEnv"]
@@ -156,12 +157,8 @@ class RemoteVecEnv(VecEnv):
                 for i, sub in zip(targets, subs)]
 
     def _served_method(self, name: str, index: int) -> Any:
-        def method(*args: Any, **kwargs: Any) -> Any:
-            return self.venv.call(name, *args, indices=[index], **kwargs)[0]
-
-        method.__name__ = method.__qualname__ = name
-        method.__doc__ = f"The served env {index}'s {name}(), called in its worker."
-        return method
+        return served_method(name, f"the served env {index}'s",
+                             lambda args, kwargs: self.venv.call(name, *args, indices=[index], **kwargs)[0])
 
     def has_attr(self, attr_name: str) -> bool:
         """Whether every remote env has ``attr_name`` (as SB3's ``VecEnv.has_attr``; an
