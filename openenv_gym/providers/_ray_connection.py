@@ -12,7 +12,8 @@ import re
 import socket
 import threading
 import time
-from typing import Any, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterator
 
 import ray
 
@@ -66,7 +67,7 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
             kwargs = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
             try:
                 with _on_loopback(_starts_local_ray(address)):
-                    ray.init(address=address, **kwargs)
+                    _on_a_lasting_thread(lambda: ray.init(address=address, **kwargs))
             except ConnectionError as exc:  # address="auto" with no cluster running
                 raise ProviderUnavailableError(
                     f"cannot connect to the Ray cluster at {address!r}: {exc}; start it "
@@ -77,6 +78,29 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
             return None  # the user's own ray.init: never shut it down for them
         _connection_users += 1
         return _our_session
+
+
+def _on_a_lasting_thread(start: Callable[[], Any]) -> Any:
+    """Run ``start`` (``ray.init``) on a thread that lives as long as this process.
+
+    The local Ray that ``ray.init`` starts (its GCS and raylet) is killed by the kernel when
+    the *thread* that started it ends: Ray arms ``PR_SET_PDEATHSIG``, which is scoped to the
+    creating thread. An env made first from a short-lived thread (a thread pool making envs,
+    a web handler) lost its Ray when that thread returned, and Ray then ended the whole
+    process a minute later. The main thread lasts; any other hands the start to one that does.
+    """
+    if threading.current_thread() is threading.main_thread():
+        return start()
+    global _lasting
+    with _lasting_lock:
+        if _lasting is None:
+            _lasting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openenv-gym-ray")
+        # The executor's one thread stays until the interpreter exits (it is never shut down).
+        return _lasting.submit(start).result()
+
+
+_lasting_lock = threading.Lock()
+_lasting: ThreadPoolExecutor | None = None
 
 
 #: Ray's switch between a one-machine Ray on 127.0.0.1 and one that can take other nodes.

@@ -41,6 +41,45 @@ def test_local_ray_started_by_the_provider_is_gone_after_the_last_close(procs) -
     assert not leftover, f"still running after close: {sorted(leftover)}"
 
 
+def _name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def test_a_ray_started_from_a_thread_outlives_that_thread(procs) -> None:
+    """The kernel ends a local Ray when the thread that started it ends (Ray arms a
+    parent-death signal, which is scoped to the creating thread): an env made from a
+    short-lived thread lost its workers, and Ray then ended the whole process."""
+    import threading
+    import time
+
+    if ray.is_initialized():
+        ray.shutdown()
+    before = procs.descendants(os.getpid())
+    options = {"address": "local", "num_cpus": 0.5, "init_kwargs": {"num_cpus": 2}}
+    made: list = []
+    thread = threading.Thread(target=lambda: made.append(
+        gym.make("OpenEnv/Echo-v0", provider="ray", provider_options=options)))
+    thread.start()
+    thread.join(120)
+    (env,) = made
+    try:
+        started = procs.descendants(os.getpid()) - before
+        cores = {pid for pid in started if _name(pid) in ("gcs_server", "raylet")}
+        assert len(cores) == 2, {pid: _name(pid) for pid in started}
+        time.sleep(1)  # the kernel signals at the thread's end: give the kill time to land
+        assert procs.running(cores) == cores
+        env.reset(seed=0)
+        assert env.step({"message": "after"})[0]["echo"] == "after"
+    finally:
+        env.close()
+    assert not ray.is_initialized()
+    assert not procs.wait_gone(started, 20)
+
+
 def test_users_own_ray_is_left_running() -> None:
     if ray.is_initialized():
         ray.shutdown()
