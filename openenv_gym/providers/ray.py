@@ -390,7 +390,10 @@ class RayProvider(Provider):
         """
         self.connect()
         pool = pool or f"p{time.time_ns() % 10**10:x}"
-        self._starting[pool] = n  # for a placement timeout's message: the pool's total
+        with self._lock:
+            # For a placement timeout's message (the pool's total), and so that no other
+            # pool's failed start takes Ray away while this one places its workers.
+            self._starting[pool] = n
         try:
             self._check_feasible()
             if self.strategy in _GROUP_STRATEGIES:
@@ -399,14 +402,21 @@ class RayProvider(Provider):
         except BaseException:
             self._release_group(pool)
             with self._lock:
-                idle = not self._workers
+                del self._starting[pool]
+                idle = self._idle()
             if idle:
                 # No worker of ours holds Ray now: release the connection this start took
                 # (a Ray it started is shut down), as the last worker's stop does.
                 self.close()
             raise
         finally:
-            self._starting.pop(pool, None)
+            with self._lock:
+                self._starting.pop(pool, None)
+
+    def _idle(self) -> bool:
+        """Whether no worker of this provider runs or is being placed (call under the lock):
+        a pool still starting has workers in no list yet."""
+        return not self._workers and not self._starting
 
     def _reserve(self, pool: str, n: int) -> None:
         bundle = {k: v for k, v in self.demand().items() if v > 0} or {"CPU": 0.001}
@@ -435,7 +445,8 @@ class RayProvider(Provider):
         with self._lock:
             if worker in self._workers:
                 self._workers.remove(worker)
-            pools_in_use = {w.pool for w in self._workers}
+            # A pool still starting holds its group for workers in no list yet.
+            pools_in_use = {w.pool for w in self._workers} | self._starting.keys()
         for pool in [p for p in self._groups if p not in pools_in_use]:
             self._release_group(pool)
 
@@ -453,7 +464,7 @@ class RayProvider(Provider):
         (``RemoteEnv.close`` and the vector env's close end here)."""
         super().stop_all(workers)
         with self._lock:
-            idle = not self._workers
+            idle = self._idle()
         if idle:
             self.close()
 
