@@ -237,8 +237,18 @@ class ProcessProvider(Provider):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(folder, leftover))
             remove_folder(os.path.join(folder, f"w{index}.tmp"))  # an untrusted env's temp folder
+            # The pool's folder stays for its other starts, which may be opening their logs
+            # there now: _start_all removes it once every start has ended.
+            raise
+
+    def _start_all(self, env: str, n: int, kwargs: dict[str, Any], pool: str) -> list[Worker]:
+        try:
+            return super()._start_all(env, n, kwargs, pool)
+        except BaseException:
+            # Every start has ended, and the started workers' stop removed their files.
+            folder = os.path.join(runtime_dir(), f"{os.getpid()}-{pool}")
             with contextlib.suppress(OSError):
-                if os.listdir(folder) == [OWNER_FILE]:  # no other worker of the pool in it
+                if os.listdir(folder) == [OWNER_FILE]:  # no worker of the pool in it
                     os.unlink(os.path.join(folder, OWNER_FILE))
                 os.rmdir(folder)
             raise
