@@ -169,7 +169,7 @@ class RemoteEnv(gym.Env):
         if self._worker is None:
             # Attached: the server outlives this env, so a dropped env (a notebook cell run
             # again) ends its session when collected, as a started env stops its worker.
-            weakref.finalize(self, _end_session, self._client, self._session, self._owner_pid)
+            weakref.finalize(self, _end_session, self._client, self._session)
         try:
             self._load_spec()
             self._client.timeout = call_timeout(self.remote_spec, timeout)
@@ -193,11 +193,19 @@ class RemoteEnv(gym.Env):
 
     @property
     def _sid(self) -> str | None:
-        return self._session.sid
+        # A forked child's copy has no session until its own reset: the parent's is the
+        # parent's episode, which the child's calls must not step, reset or end.
+        session = self._session
+        return session.sid if session.pid == os.getpid() else None
 
     @_sid.setter
     def _sid(self, value: str | None) -> None:
-        self._session.sid = value
+        self._session.sid, self._session.pid = value, os.getpid()
+
+    def _owns_worker(self) -> bool:
+        """Whether this process started the worker (not a fork's copy): only then may it
+        replace the worker, which would otherwise stop the parent's under it."""
+        return self._worker is not None and os.getpid() == self._owner_pid
 
     @property
     def session_id(self) -> str | None:
@@ -205,7 +213,7 @@ class RemoteEnv(gym.Env):
         return self._sid
 
     def _restart_if_dead(self, grace: float = 2.0) -> bool:
-        if self._worker is None:
+        if not self._owns_worker():
             return False
         # Called after the connection broke: a container's state lags its process's exit
         # by some milliseconds, so give the engine ``grace`` seconds to report it dead.
@@ -302,7 +310,7 @@ class RemoteEnv(gym.Env):
         if seed is not None:
             seed = int(seed)  # True is the int 1 to Gymnasium (seed=True seeds as 1): not on the wire
         fresh = False  # a new served env (fresh worker or session): its Generator starts anew
-        if self._stuck and self._worker is not None:
+        if self._stuck and self._owns_worker():
             # The last call timed out: the worker is hung (paused, deadlocked), not dead.
             self._replace_worker()
             fresh = True
@@ -340,6 +348,10 @@ class RemoteEnv(gym.Env):
         """
         self._check_open()
         if self._sid is None:
+            if self._session.sid is not None:
+                raise ResetNeededError(
+                    f"this env's episode belongs to process {self._session.pid}, which made it or "
+                    "reset it; a forked child's copy starts an episode of its own: call reset()")
             raise ResetNeededError("call reset() before step()")
         if self._stuck and self._worker is not None:
             # The worker may still be busy with the call that timed out: a step would only
@@ -519,7 +531,7 @@ class RemoteEnv(gym.Env):
             if client is not None:
                 if client.lock.acquire(blocking=False):
                     try:
-                        _end_session(client, self._session, self._owner_pid)  # not a fork's copy's
+                        _end_session(client, self._session)  # not a fork's copy's
                         client.drop()
                     finally:
                         client.lock.release()
@@ -579,15 +591,18 @@ class ServedGenerator:
 class _Session:
     """The id of a RemoteEnv's session, shared with the finalizer that ends it."""
 
-    __slots__ = ("sid",)
+    __slots__ = ("sid", "pid")
 
     def __init__(self) -> None:
         self.sid: str | None = None
+        #: The process whose session ``sid`` is (a fork's copy of the env has its own).
+        self.pid = os.getpid()
 
 
-def _end_session(client: BinaryClient, session: _Session, owner_pid: int) -> None:
-    # A fork's copy of the env lets go of it: the session is the parent's, still in use.
-    if session.sid is None or os.getpid() != owner_pid:
+def _end_session(client: BinaryClient, session: _Session) -> None:
+    # A fork's copy of the env lets go of the parent's session (still in use) and ends only
+    # the one it opened itself.
+    if session.sid is None or os.getpid() != session.pid:
         return
     try:
         client.request(ops.close(session.sid), timeout=5.0)

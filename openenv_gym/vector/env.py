@@ -23,7 +23,11 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+import threading
+import weakref
 from typing import AbstractSet, Any, Callable, Sequence
 
 import gymnasium as gym
@@ -65,6 +69,28 @@ from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
 
 __all__ = ["RemoteVectorEnv", "parse_autoreset_mode", "default_envs_per_worker"]
+
+
+def _in_turn(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``method`` holding the vector env's turn lock: calls from several threads take
+    turns (as a single env's do) instead of reading each other's replies from the columns."""
+    @functools.wraps(method)
+    def wrapper(self: "RemoteVectorEnv", *args: Any, **kwargs: Any) -> Any:
+        with self._turns:
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
+#: Every vector env of this process, so that a fork gets fresh turn locks.
+_vector_envs: "weakref.WeakSet[RemoteVectorEnv]" = weakref.WeakSet()
+
+
+def _fresh_locks_after_fork() -> None:
+    for envs in list(_vector_envs):
+        envs._turns = threading.RLock()  # another thread may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_fresh_locks_after_fork)
 
 
 def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
@@ -137,6 +163,8 @@ class RemoteVectorEnv(VectorEnv):
                  copy: bool = True, shared_memory: bool | None = None,
                  env_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         _check_positive_int("num_envs", num_envs)
+        self._turns = threading.RLock()
+        _vector_envs.add(self)
         env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
         render_mode = take_render_mode(env_kwargs, render_mode)
         check_render_mode(render_mode)
@@ -254,6 +282,13 @@ class RemoteVectorEnv(VectorEnv):
         return self._pool
 
     # -- reset ------------------------------------------------------------------------
+    def _refuse_inherited(self) -> None:
+        if self._pool is not None and self._pool.inherited:
+            raise ResetNeededError(
+                f"this vector env's envs belong to process {self._pool.owner_pid}, which made "
+                "it; a forked child's copy starts episodes of its own: call reset()")
+
+    @_in_turn
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset every sub-env (or those in ``options["reset_mask"]``), as ``SyncVectorEnv``.
@@ -267,7 +302,12 @@ class RemoteVectorEnv(VectorEnv):
             The batched observations and infos.
         """
         self._discard_pending()
-        self.pool  # raises once closed
+        if self.pool.inherited:
+            # A fork's copy: sessions and shared memory of its own on the same workers.
+            self._pending = None
+            self.pool.own_slices()
+            self._lost.clear()
+            self._restart_seeds.clear()
         seeds = self._seeds(seed)
         options = dict(options) if options is not None else None
         mask = np.ones(self.num_envs, dtype=np.bool_)
@@ -359,6 +399,7 @@ class RemoteVectorEnv(VectorEnv):
         return out
 
     # -- step -------------------------------------------------------------------------
+    @_in_turn
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env with its action (``step_async`` then ``step_wait``).
 
@@ -380,6 +421,7 @@ class RemoteVectorEnv(VectorEnv):
                 self._out_of_sync()
             raise
 
+    @_in_turn
     def step_async(self, actions: Any) -> None:
         """Send each worker the actions of its envs (one message per worker), without waiting.
 
@@ -392,6 +434,7 @@ class RemoteVectorEnv(VectorEnv):
             ResetNeededError: With ``DISABLED`` autoreset, an ended env was stepped.
         """
         self.pool  # raises once closed
+        self._refuse_inherited()
         if self._pending is not None:
             raise gym.error.AlreadyPendingCallError("step_async called twice without step_wait",
                                                     "step")
@@ -518,6 +561,7 @@ class RemoteVectorEnv(VectorEnv):
                 if problem is not None:
                     raise InvalidActionError(f"env {i}: {problem}; no env stepped")
 
+    @_in_turn
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Gather the replies of :meth:`step_async` into the batch buffers.
 
@@ -532,6 +576,7 @@ class RemoteVectorEnv(VectorEnv):
         self._gather()
         return self._batched()
 
+    @_in_turn
     def step_wait_per_env(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray,
                                           list[dict[str, Any]], dict[int, tuple[Any, dict[str, Any]]]]:
         """:meth:`step_wait` with per-env infos (as SB3 wants them) instead of a batched dict.
@@ -837,6 +882,7 @@ class RemoteVectorEnv(VectorEnv):
             targets.append(j % self.num_envs)
         return targets
 
+    @_in_turn
     def _per_env(self, make: Callable[[int, str], dict[str, Any]],
                  indices: int | Sequence[int] | None = None) -> tuple[Any, ...]:
         """Send ``make(i, sid)`` (a :mod:`~openenv_gym.protocol.ops` request) to each env (all,
@@ -847,6 +893,7 @@ class RemoteVectorEnv(VectorEnv):
         """
         self._discard_pending()
         pool = self.pool
+        self._refuse_inherited()
         targets = self._targets(indices)
         order: dict[int, list[int]] = {}  # worker -> positions in targets (an env may repeat)
         for k, i in enumerate(targets):

@@ -23,7 +23,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import threading
 from typing import Any, Callable, Union
 
@@ -71,6 +73,10 @@ class WorkerPool:
     def __init__(self, provider: Provider, env: str, num_envs: int, envs_per_worker: int = 1,
                  env_kwargs: dict[str, Any] | None = None, timeout: float = 60.0) -> None:
         self.provider = provider
+        #: The process that started the workers: only it replaces or stops them.
+        self.owner_pid = os.getpid()
+        #: The process whose slices :attr:`slices` are (a fork's copy opens its own).
+        self._slices_pid = self.owner_pid
         self.num_envs = num_envs
         self.timeout = timeout
         n_workers = math.ceil(num_envs / envs_per_worker)
@@ -113,8 +119,25 @@ class WorkerPool:
             info_types: The env's declared infos (its ``spec``'s), which get columns.
         """
         self._slice_args = (observation_space, action_space, shared, info_types)
+        self._slices_pid = os.getpid()
         with naming_fd_limit(f"opening the shared memory of {len(self.workers)} workers"):
             self.slices = [self._open_slice(w) for w in range(len(self.workers))]
+
+    @property
+    def inherited(self) -> bool:
+        """Whether :attr:`slices` are a forked parent's: their sessions are the parent's
+        envs and their columns its shared memory, which this process must not drive."""
+        return bool(self.slices) and self._slices_pid != os.getpid()
+
+    def own_slices(self) -> None:
+        """In a fork of the owner, open slices of this process's own on the same workers (new
+        sessions, new shared memory), letting go of this copy of the parent's mapping."""
+        if not self.inherited:
+            return
+        for piece in self.slices:
+            piece.release()  # unmaps this process's copy only
+        self.slices = []
+        self.open_slices(*self._slice_args)
 
     def _open_slice(self, worker: int) -> RemoteSlice:
         observation_space, action_space, shared, info_types = self._slice_args
@@ -215,7 +238,14 @@ class WorkerPool:
             self.clients[w].drop()
 
     def restart(self, worker: int) -> None:
-        """Replace a failed worker with a fresh one; its sub-envs lose their sessions."""
+        """Replace a failed worker with a fresh one; its sub-envs lose their sessions.
+
+        Raises:
+            WorkerError: This process is a fork of the owner, whose worker it is.
+        """
+        if os.getpid() != self.owner_pid:
+            raise WorkerError(f"a forked child cannot replace worker {worker}: it is process "
+                              f"{self.owner_pid}'s; make the child's own vector env")
         self.clients[worker].drop()
         self.workers[worker].restart()
         self.clients[worker].address = self.workers[worker].address
@@ -239,6 +269,13 @@ class WorkerPool:
             client.interrupt()  # a read or send in flight on another thread fails now
         held = self._io.acquire(timeout=10.0)  # ... and lets go of the connections
         try:
+            if self.slices and self._slices_pid == os.getpid() != self.owner_pid:
+                # A fork's own slices on its parent's workers: end their sessions (stopping
+                # the workers, which ends them otherwise, is the parent's to do).
+                for w, piece in enumerate(self.slices):
+                    with contextlib.suppress(Exception):
+                        self.clients[w].request(ops.batch([ops.close(sid) for sid in piece.sids]),
+                                                timeout=5.0)
             for piece in self.slices:
                 piece.release()
             for client in self.clients:
