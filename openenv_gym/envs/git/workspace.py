@@ -79,8 +79,17 @@ GITCONFIG = """\
 #: no terminal, so it keeps the text as git wrote it (a merge's or an amend's message stays as
 #: it was, an empty one aborts the command, as ``true`` did) and, when there was no message,
 #: says how to give one, beside git's own "Aborting commit due to empty commit message."
-#: git runs it through ``sh -c '$GIT_EDITOR "$@"'``: a function of the file's path.
-GIT_EDITOR = ("_no_editor() { grep -q -v '^[[:space:]]*\\(#.*\\)\\{0,1\\}$' \"$1\" || echo '"
+#: git runs it through ``sh -c '$GIT_EDITOR "$@"'``: a function of the file's path. "No
+#: message" is judged as git judges it: what is left after ``git stripspace -s`` with the
+#: comment character git wrote the file with (``core.commentChar``; with ``auto``, the one its
+#: "Lines starting with 'X'" note names), without what follows the scissors line (``commit -v``
+#: puts the diff below it, and git drops it).
+GIT_EDITOR = ("_no_editor() { "
+              "_m=$(sed '/ -\\{24\\} >8 -\\{24\\}$/,$d' \"$1\"); "
+              "_c=$(git config --get-regexp '^core[.]comment(char|string)$' | sed -n '$s/^[^ ]* //p'); "
+              "[ \"$_c\" = auto ] && _c=$(printf '%s\\n' \"$_m\" | "
+              "sed -n \"s/^.* with '\\(.*\\)' will be .*$/\\1/p\" | sed -n '$p'); "
+              "printf '%s\\n' \"$_m\" | git -c core.commentChar=\"${_c:-#}\" stripspace -s | grep -q . || echo '"
               'hint: there is no editor here (no terminal), so git got no message. Give it on the '
               'command line: git commit -m "message" (or -F FILE), git commit --amend -m "message", '
               'git tag -a NAME -m "message".'
