@@ -255,6 +255,36 @@ VIM_NO_TERMINAL = ("vim: there is no terminal here, so vim cannot be used intera
 VIMINIT = ("silent! source $VIMRUNTIME/defaults.vim | autocmd VimEnter * if !has('ttyin') && "
            f"mode() ==# 'n' | execute \"silent !echo '{VIM_NO_TERMINAL}' >&2\" | cquit | endif")
 
+#: Programs that cannot work in a confined child (:mod:`~openenv_gym.envs._confine`), whose own
+#: error misleads, by the folder each needs: it says why instead, and what to use. ``ed`` keeps
+#: its buffer in an unnamed file in ``/tmp``: the C library's ``tmpfile()``, which ignores
+#: TMPDIR (every child has a private one, which the programs that honour it use), so ``ed``
+#: said only "Permission denied". ``/tmp`` stays closed: it holds the worker's other
+#: sandboxes and the git server's folders, and on the host other programs' files. The process
+#: tools read ``/proc``, closed because it shows the worker's environment (the trainer's, API
+#: keys included); ``top`` and ``ps`` said "Error, do this: mount -t proc proc /proc",
+#: ``pgrep`` found nothing. No single quote in a message (it is quoted in one).
+EDIT_INSTEAD = ("Edit files with commands instead: sed -i s/old/new/ FILE, cat > FILE with a "
+                "here-document, or vim -es -c g/old/s//new/ -c wq FILE (ex takes commands as ed does).")
+NO_TMP = ("{name}: {name} keeps its buffer in a scratch file in /tmp (the C library tmpfile, which "
+          "ignores TMPDIR), and sandboxed code may not write /tmp, so {name} cannot start here. " + EDIT_INSTEAD)
+NO_PROC = ("{name}: sandboxed code may not read /proc (it would show the worker and its environment), "
+           "so {name} cannot work here. The processes of this command: jobs -l and kill %1 (bash "
+           "builtins); everything a step starts ends with it.")
+NEEDS = {**{name: ("/tmp", NO_TMP) for name in ("ed", "red")},
+         **{name: ("/proc/self/stat", NO_PROC) for name in ("top", "ps", "free", "uptime", "vmstat", "w",
+                                                            "pgrep", "pkill", "pidof", "pmap")}}
+#: bash functions, exported as bash imports them (``BASH_FUNC_name%%``), that stand in for those
+#: programs: each says why the program cannot run when it cannot open what it needs, and runs
+#: the program otherwise (no Landlock, ``confine=False``); a program that is not installed
+#: stays "command not found". Every bash the child starts has them (a Git-v0 command, a
+#: script); ``sh`` (dash) and programs started without a shell do not.
+NO_SANDBOX_FUNCTIONS = {
+    f"BASH_FUNC_{name}%%": (f"() {{ if type -P {name} >/dev/null && ! {{ : < {path}; }} 2>/dev/null; then "
+                            f"echo '{message.format(name=name)}' >&2; return 1; fi; command {name} \"$@\"; }}")
+    for name, (path, message) in NEEDS.items()
+}
+
 
 def minimal_environ(**extra: str) -> dict[str, str]:
     """A small, predictable environment for a child (no secrets of the worker leak in).
@@ -270,6 +300,7 @@ def minimal_environ(**extra: str) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "TMPDIR": extra.get("HOME", "/tmp"),
         "VIMINIT": VIMINIT,
+        **NO_SANDBOX_FUNCTIONS,
     }
     env.update(extra)
     return env
