@@ -17,7 +17,6 @@ Example:
 from __future__ import annotations
 
 import base64
-import math
 import string
 from typing import Any
 
@@ -127,8 +126,15 @@ def space_to_dict(space: spaces.Space) -> dict[str, Any]:
         return {"type": "Dict", "spaces": {k: space_to_dict(s) for k, s in space.spaces.items()}}
     if isinstance(space, spaces.Tuple):
         return {"type": "Tuple", "spaces": [space_to_dict(s) for s in space.spaces]}
+    if isinstance(space, spaces.Sequence):
+        return {"type": "Sequence", "space": space_to_dict(space.feature_space), "stack": bool(space.stack)}
+    if isinstance(space, spaces.OneOf):
+        return {"type": "OneOf", "spaces": [space_to_dict(s) for s in space.spaces]}
+    if isinstance(space, spaces.Graph):
+        return {"type": "Graph", "node_space": space_to_dict(space.node_space),
+                "edge_space": None if space.edge_space is None else space_to_dict(space.edge_space)}
     raise TypeError(f"space {space!r} has no wire form; use Box, Discrete, MultiDiscrete, "
-                    "MultiBinary, Text, Dict or Tuple")
+                    "MultiBinary, Text, Dict, Tuple, Sequence, OneOf or Graph")
 
 
 def _bound_from_wire(v: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -180,6 +186,13 @@ def space_from_dict(d: dict[str, Any]) -> spaces.Space:
         return spaces.Dict([(k, space_from_dict(s)) for k, s in d["spaces"].items()])
     if kind == "Tuple":
         return spaces.Tuple([space_from_dict(s) for s in d["spaces"]])
+    if kind == "Sequence":
+        return spaces.Sequence(space_from_dict(d["space"]), stack=bool(d.get("stack", False)))
+    if kind == "OneOf":
+        return spaces.OneOf([space_from_dict(s) for s in d["spaces"]])
+    if kind == "Graph":
+        edge = d.get("edge_space")
+        return spaces.Graph(space_from_dict(d["node_space"]), None if edge is None else space_from_dict(edge))
     raise ValueError(f"unknown space type {kind!r} in spec")
 
 
@@ -210,10 +223,10 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
     """
     try:
         if isinstance(space, spaces.Box):
-            arr = np.array(value, dtype=space.dtype) if copy else np.asarray(value, dtype=space.dtype)
-            if arr.shape == space.shape:  # the usual case: no np.prod, ~1.5 µs a call
-                return arr
-            return arr.reshape(space.shape) if arr.size == math.prod(space.shape) else arr
+            if isinstance(value, np.generic) and value.dtype == space.dtype and space.shape == ():
+                return value  # a numpy scalar stays one, as the env handed it over
+            # Not reshaped: an action of another shape is refused, as Box.contains refuses it.
+            return _as_dtype(value, space.dtype, copy)
         if isinstance(space, spaces.Discrete):
             if isinstance(value, np.integer) or (isinstance(value, int) and not isinstance(value, bool)):
                 return value
@@ -221,7 +234,7 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
                 return int(value)
             return value
         if isinstance(space, (spaces.MultiDiscrete, spaces.MultiBinary)):
-            return np.array(value, dtype=space.dtype) if copy else np.asarray(value, dtype=space.dtype)
+            return _as_dtype(value, space.dtype, copy)
         if isinstance(space, spaces.Dict):
             if not isinstance(value, dict):
                 return value
@@ -230,9 +243,57 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
             if not isinstance(value, (list, tuple)) or len(value) != len(space.spaces):
                 return value
             return tuple(from_wire(v, s, copy) for v, s in zip(value, space.spaces))
+        if isinstance(space, spaces.OneOf):
+            # (index, value), as OneOf.sample gives it: the index a numpy int, as locally
+            if not isinstance(value, (list, tuple)) or len(value) != 2:
+                return value
+            index, sub = value
+            if isinstance(index, (int, np.integer)) and not isinstance(index, bool) \
+                    and 0 <= index < len(space.spaces):
+                return (np.int64(index), from_wire(sub, space.spaces[int(index)], copy))
+            return tuple(value)
+        if isinstance(space, spaces.Sequence):
+            if space.stack:  # one array (or a Dict/Tuple of arrays) for the whole sequence
+                feature = space.feature_space
+                if isinstance(feature, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)) \
+                        and not isinstance(value, np.ndarray):
+                    return np.array(value, dtype=space.stacked_feature_space.dtype)
+                return value
+            if not isinstance(value, (list, tuple)):
+                return value
+            return tuple(from_wire(v, space.feature_space, copy) for v in value)
+        if isinstance(space, spaces.Graph):
+            if not isinstance(value, (list, tuple)) or len(value) != 3:
+                return value
+            nodes, edges, links = value
+            node_dtype = space.node_space.dtype
+            return spaces.GraphInstance(
+                _as_dtype(nodes, node_dtype, copy),
+                None if edges is None or space.edge_space is None else _as_dtype(edges, space.edge_space.dtype, copy),
+                None if links is None else _as_dtype(links, np.dtype(np.int64) if not isinstance(links, np.ndarray)
+                                                      else links.dtype, copy))
     except (TypeError, ValueError, OverflowError):
         return value
     return value
+
+
+def _as_dtype(value: Any, dtype: np.dtype, copy: bool) -> Any:
+    """``value`` as an array of ``dtype``; ``value`` itself where that cast would change it
+    (a float truncated to an integer, an integer wrapped into a narrower one), for the
+    caller's ``contains`` to judge as a local env's space would: 1.5 is not ``1``."""
+    if isinstance(value, np.ndarray) and value.dtype == dtype:  # the usual case
+        return value.copy() if copy else value
+    arr = np.asarray(value)
+    if arr.dtype == dtype:
+        return arr  # a new array already (value was not one of this dtype)
+    if arr.dtype.kind not in "biuf":  # text, objects: not this space's, contains() says so
+        return value
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN, inf: compared below, then refused
+        cast = arr.astype(dtype)
+        # Floats to a float dtype round, as Box.contains casts them; to an integer dtype only exactly.
+        if np.dtype(dtype).kind in "biu" and not np.array_equal(cast, arr):
+            return value
+    return cast
 
 
 def owned(value: Any) -> Any:
