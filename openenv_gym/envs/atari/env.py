@@ -22,7 +22,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from openenv_gym._numbers import is_flag, is_int
+from openenv_gym._numbers import is_finite, is_flag, is_int
 from openenv_gym.envs.atari.games import rom_id
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError
@@ -35,7 +35,8 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
                  repeat_action_probability: float = 0.25, full_action_space: bool = False,
                  mode: int | None = None, difficulty: int | None = None,
                  max_num_frames_per_episode: int = 108_000, render_mode: str | None = None,
-                 preprocess: bool = False, noop_max: int = 30, screen_size: int | tuple[int, int] = 84,
+                 preprocess: bool = False, noop_max: int | None = None,
+                 screen_size: int | tuple[int, int] | None = None,
                  terminal_on_life_loss: bool = False, clip_rewards: bool = False,
                  frame_stack: int = 1, grayscale_newaxis: bool = False) -> gym.Env:
     """Build the (optionally preprocessed) ALE env that :class:`AtariEnv` serves.
@@ -62,14 +63,31 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
                         ("clip_rewards", clip_rewards), ("grayscale_newaxis", grayscale_newaxis)):
         if not is_flag(value):
             raise InvalidRequestError(f"{flag} must be True or False, got {value!r}")
+    # ALE's setMode/setDifficulty refuse these with a bare pybind TypeError ("incompatible
+    # function arguments ... Invoked with types: ALEInterface, int" for -1), and take
+    # repeat_action_probability NaN or 1.5 as 1.0 (every action ignored): say so by name.
+    for name, value in (("mode", mode), ("difficulty", difficulty)):
+        if value is not None and not is_int(value, 0):
+            raise InvalidRequestError(f"{name} must be None (the ROM's default) or a whole number >= 0, "
+                                      f"got {value!r}; {_modes_and_difficulties(game)}")
+    if not is_finite(repeat_action_probability) or not 0 <= repeat_action_probability <= 1:
+        raise InvalidRequestError(f"repeat_action_probability must be a number in [0, 1] (v5: 0.25), "
+                                  f"got {repeat_action_probability!r}")
+    if not is_int(max_num_frames_per_episode, 0):
+        raise InvalidRequestError(f"max_num_frames_per_episode must be a whole number >= 0 (0: no "
+                                  f"limit; v5: 108000), got {max_num_frames_per_episode!r}")
     if not is_int(frame_stack, 1):
         raise InvalidRequestError(f"frame_stack must be a whole number >= 1 (frames stacked), "
                                   f"got {frame_stack!r}")
     if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1
-                           or grayscale_newaxis):
-        raise InvalidRequestError("clip_rewards, terminal_on_life_loss, frame_stack and "
-                                  "grayscale_newaxis apply with preprocess=True only; set it or "
-                                  "drop them")
+                           or grayscale_newaxis or noop_max is not None or screen_size is not None):
+        raise InvalidRequestError("noop_max, screen_size, clip_rewards, terminal_on_life_loss, "
+                                  "frame_stack and grayscale_newaxis apply with preprocess=True "
+                                  "only; set it or drop them")
+    noop_max = 30 if noop_max is None else noop_max
+    screen_size = 84 if screen_size is None else screen_size
+    if not is_int(noop_max, 0):
+        raise InvalidRequestError(f"noop_max must be a whole number >= 0 (0: no no-op starts), got {noop_max!r}")
     if preprocess and obs_type != "rgb":
         raise InvalidRequestError(f"preprocess=True reads rgb screens; got obs_type={obs_type!r}")
     if preprocess and not is_int(frameskip, 1):
@@ -90,11 +108,9 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
     except RuntimeError as exc:  # ALE's "Invalid game mode requested" names neither
         if mode is None and difficulty is None:
             raise
-        ale = ALEEnv(game=rom_id(game)).ale
         raise InvalidRequestError(
-            f"{exc} for {game!r} (mode={mode!r}, difficulty={difficulty!r}); its modes are "
-            f"{[int(m) for m in ale.getAvailableModes()]}, its difficulties "
-            f"{[int(d) for d in ale.getAvailableDifficulties()]}") from None
+            f"{exc} for {game!r} (mode={mode!r}, difficulty={difficulty!r}); "
+            f"{_modes_and_difficulties(game)}") from None
     if not preprocess:
         return env
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
@@ -107,6 +123,15 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
     if frame_stack > 1:
         env = FrameStackObservation(env, frame_stack)
     return env
+
+
+def _modes_and_difficulties(game: str) -> str:
+    """``"its modes are [0, 1], its difficulties [0, 1, 2, 3]"`` for ``game``'s ROM."""
+    from ale_py.env import AtariEnv as ALEEnv
+
+    ale = ALEEnv(game=rom_id(game)).ale
+    return (f"its modes are {[int(m) for m in ale.getAvailableModes()]}, its difficulties "
+            f"{[int(d) for d in ale.getAvailableDifficulties()]}")
 
 
 class _ScreenSized(gym.Wrapper):
@@ -134,8 +159,9 @@ class AtariEnv(Environment):
         difficulty: Game difficulty (None: the ROM's default).
         max_num_frames_per_episode: Truncation in frames (v5: 108,000).
         preprocess: Apply standard Atari preprocessing in the worker.
-        noop_max: Most no-op actions at reset (preprocess; 0 disables).
-        screen_size: Side of the resized square frame, or ``(width, height)`` (preprocess).
+        noop_max: Most no-op actions at reset (preprocess; default 30, 0 disables).
+        screen_size: Side of the resized square frame, or ``(width, height)`` (preprocess;
+            default 84).
         terminal_on_life_loss: End the episode when a life is lost (preprocess).
         clip_rewards: Rewards become their sign (preprocess).
         frame_stack: Stack this many frames on a leading axis (preprocess; 1: none).
@@ -153,7 +179,8 @@ class AtariEnv(Environment):
                  frameskip: int | tuple[int, int] = 4, repeat_action_probability: float = 0.25,
                  full_action_space: bool = False, mode: int | None = None,
                  difficulty: int | None = None, max_num_frames_per_episode: int = 108_000,
-                 preprocess: bool = False, noop_max: int = 30, screen_size: int | tuple[int, int] = 84,
+                 preprocess: bool = False, noop_max: int | None = None,
+                 screen_size: int | tuple[int, int] | None = None,
                  terminal_on_life_loss: bool = False, clip_rewards: bool = False,
                  frame_stack: int = 1, grayscale_newaxis: bool = False,
                  render_mode: str | None = None) -> None:

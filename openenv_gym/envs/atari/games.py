@@ -57,7 +57,7 @@ def rom_id(game: str) -> str:
             f"the game alone (game={rom_id(legacy[1])!r}) with v5's settings, which "
             "you change with its arguments (v4: repeat_action_probability=0.0; NoFrameskip: "
             "frameskip=1; Deterministic: a fixed frameskip)")
-    name = re.sub(r"^ALE/|-v5$", "", text).lower()
+    name = re.sub(r"^ale/|-v5$", "", text.lower())
     games = available_games()
     # Gymnasium ids are CamelCase (TicTacToe3D), ROM ids snake_case (tic_tac_toe_3d):
     # compare with separators removed.
@@ -73,4 +73,5 @@ def rom_id(game: str) -> str:
     close = difflib.get_close_matches(name, games, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise UnknownEnvironmentError(f"game={game!r} is not a ROM bundled with ale-py{hint} "
-                                  f"({len(games)} games: {', '.join(games[:8])}, ...)")
+                                  f"({len(games)} games: {', '.join(games[:8])}, ...; all of them: "
+                                  "openenv_gym.envs.atari.games.available_games())")
