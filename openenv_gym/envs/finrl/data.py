@@ -90,7 +90,8 @@ def _day(value: str, what: str) -> np.datetime64:
 
 def load_market_data(split: str | None = "auto", start: str | None = None, end: str | None = None,
                      tickers: str | Sequence[str] | None = None, data_path: str | None = None,
-                     indicators: str | Sequence[str] = DEFAULT_INDICATORS) -> MarketData:
+                     indicators: str | Sequence[str] = DEFAULT_INDICATORS,
+                     with_turbulence: bool = True) -> MarketData:
     """Load (once per process) and window the data an env trades on.
 
     Args:
@@ -104,6 +105,10 @@ def load_market_data(split: str | None = "auto", start: str | None = None, end: 
         data_path: A user CSV/Parquet in FinRL's long format instead of the default set.
         indicators: Indicator names (stockstats names, or columns of the user file); a bare
             string is one indicator.
+        with_turbulence: Compute the turbulence index (a file's own ``turbulence`` column
+            is used either way). False leaves it 0 on every day: an env without a
+            ``turbulence_threshold`` never reads it, and for hundreds of stocks it costs
+            seconds to minutes.
 
     Returns:
         The :class:`MarketData` of the window.
@@ -126,7 +131,7 @@ def load_market_data(split: str | None = "auto", start: str | None = None, end: 
         raise InvalidDataError(f"indicators must be an indicator name ('macd') or a list of "
                                f"names (an empty list: none), got {indicators!r}")
     names = (indicators,) if isinstance(indicators, str) else tuple(indicators)
-    full = _load_tickers(source, _requested_tickers(tickers), names)
+    full = _load_tickers(source, _requested_tickers(tickers), names, bool(with_turbulence))
     return full.window(start if start is not None else lo, end if end is not None else hi)
 
 
@@ -182,7 +187,8 @@ class _Table:
 
 
 @functools.lru_cache(maxsize=8)
-def _load_tickers(source: tuple, tickers: tuple[str, ...] | None, names: tuple[str, ...]) -> MarketData:
+def _load_tickers(source: tuple, tickers: tuple[str, ...] | None, names: tuple[str, ...],
+                  with_turbulence: bool = True) -> MarketData:
     table = _load_source(source)
     if tickers is None:
         chosen = list(range(len(table.tickers)))
@@ -192,23 +198,41 @@ def _load_tickers(source: tuple, tickers: tuple[str, ...] | None, names: tuple[s
             raise InvalidDataError(f"tickers {unknown or '[]'} are not in the data; available: "
                                    f"{', '.join(table.tickers)}")
         chosen = [table.tickers.index(t) for t in tickers]
-    close = table.columns["close"][:, chosen]
-    ind = np.stack([_indicators(source, j, names) for j in chosen], axis=2)
+    present = np.isfinite(table.columns["close"][:, chosen])
+    days = present.any(axis=1)  # the dates any chosen ticker trades
+    if not present[days].all():
+        row, col = np.argwhere(~present & days[:, None])[0]
+        lacking = [table.tickers[chosen[j]] for j in np.flatnonzero(~present[row])]
+        raise InvalidDataError(
+            f"data_path {source[0]!r}: date {table.dates[row]} has no row for ticker(s) "
+            f"{', '.join(lacking)}; every ticker traded needs a row on every date (fill the gap, "
+            f"or leave the ticker out with tickers=)")
+    for n in names:
+        if n in table.columns and not np.isfinite(table.columns[n][days][:, chosen]).all():
+            raise InvalidDataError(f"data_path {source[0]!r}: column {n!r} has missing or non-numeric "
+                                   "values; fill them, or drop the column to have it computed")
+    close = table.columns["close"][days][:, chosen]
+    ind = np.stack([_indicators(source, j, names)[days] for j in chosen], axis=2)
     # Turbulence depends on the set of stocks, so it is computed after choosing them,
     # unless the user's file brings its own.
-    turb = table.turbulence if table.turbulence.size else turbulence(close)
-    return MarketData(table.dates, tuple(table.tickers[i] for i in chosen), close, ind, names, turb)
+    if table.turbulence.size:
+        turb = table.turbulence[days]
+    else:
+        turb = turbulence(close) if with_turbulence else np.zeros(len(close))
+    return MarketData(table.dates[days], tuple(table.tickers[i] for i in chosen), close, ind, names, turb)
 
 
 @functools.lru_cache(maxsize=256)
 def _indicators(source: tuple, column: int, names: tuple[str, ...]) -> np.ndarray:
-    """``(T, K)`` indicators of one ticker: given columns as they are, the rest computed."""
+    """``(T, K)`` indicators of one ticker: given columns as they are, the rest computed
+    on the ticker's own dates (NaN on dates it has no row)."""
     table = _load_source(source)
-    out = np.empty((len(table.dates), len(names)))
+    out = np.full((len(table.dates), len(names)), np.nan)
     computed = [k for k, n in enumerate(names) if n not in table.columns]
     if computed:
-        series = {c: table.columns[c][:, column] for c in _NUMERIC if c in table.columns}
-        out[:, computed] = compute_indicators(series, [names[k] for k in computed])
+        own = np.isfinite(table.columns["close"][:, column])
+        series = {c: table.columns[c][own, column] for c in _NUMERIC if c in table.columns}
+        out[np.ix_(own, computed)] = compute_indicators(series, [names[k] for k in computed])
     for k, n in enumerate(names):
         if n in table.columns:
             out[:, k] = table.columns[n][:, column]
@@ -219,7 +243,7 @@ def _indicators(source: tuple, column: int, names: tuple[str, ...]) -> np.ndarra
 def _load_source(source: tuple) -> _Table:
     if source == ("sp500",):
         return _load_sp500()
-    return _from_long(read_long_format(source[0]), source[0])
+    return _from_long(read_long_format(source[0], complete=False), source[0])
 
 
 def _load_sp500() -> _Table:
@@ -276,11 +300,13 @@ def load_sp500_index():  # -> pandas.Series
     return frame.iloc[:, 0].sort_index()
 
 
-def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
+def read_long_format(path: str, complete: bool = True):  # -> pandas.DataFrame (pandas loads lazily)
     """Read and validate a FinRL long-format CSV/Parquet.
 
     Args:
         path: ``.csv`` (optionally ``.gz``) or ``.parquet``/``.pq``.
+        complete: Also require a row for every ticker on every date. An env checks that
+            only for the tickers it trades (``tickers=`` may leave out one listed later).
 
     Returns:
         A DataFrame sorted by date then ticker, ``date`` as datetime, prices as float.
@@ -296,14 +322,22 @@ def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
         if lower.endswith((".parquet", ".pq")):
             frame = pd.read_parquet(path)
         elif lower.endswith((".csv", ".csv.gz", ".txt")):
-            frame = pd.read_csv(path)
+            # Tickers are names: "000001" (Shenzhen) or "0700" (HKEX) keep their zeros.
+            frame = pd.read_csv(path, dtype={"tic": str})
         else:
             raise InvalidDataError(f"data_path {path!r}: use a .csv, .csv.gz or .parquet file")
     except InvalidDataError:
         raise
     except Exception as exc:  # pandas raises many types for unreadable files
         raise InvalidDataError(f"data_path {path!r} cannot be read: {type(exc).__name__}: {exc}") from None
+    if any(name in REQUIRED_COLUMNS for name in frame.index.names):
+        # A Parquet written from a frame indexed by date (and tic) brings them back as its index.
+        frame = frame.reset_index()
     frame.columns = [str(c).strip() for c in frame.columns]
+    repeated = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
+    if repeated:
+        raise InvalidDataError(f"data_path {path!r} has column(s) {', '.join(map(repr, repeated))} more "
+                               "than once (names are compared without surrounding spaces); keep one of each")
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise InvalidDataError(
@@ -319,6 +353,8 @@ def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
         frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(np.float64)
     _raise_first_bad_row(path, frame, raw)
     frame = frame.sort_values(["date", "tic"], kind="stable").reset_index(drop=True)
+    if not complete:
+        return frame
     counts = frame.groupby("date")["tic"].nunique()
     n_tickers = frame["tic"].nunique()
     if (counts < n_tickers).any():
@@ -422,16 +458,13 @@ def _from_long(frame, path: str) -> _Table:
     extra = [c for c in frame.columns if c not in REQUIRED_COLUMNS and c != "turbulence"]
     columns: dict[str, np.ndarray] = {}
     for col in (*_NUMERIC, *extra):
+        if col in extra and not _is_indicator_like(frame[col]):
+            continue  # text (sector, name): not an indicator; asking for it by name fails later
         values = pd.to_numeric(frame[col], errors="coerce") if col in extra else frame[col]
-        wide = pd.DataFrame({"date": frame["date"], "tic": frame["tic"], "v": values}).pivot(
+        # NaN where a ticker has no row on a date (checked for the tickers an env trades)
+        # and, in an indicator column, where a value is missing (checked if it is asked for).
+        columns[col] = pd.DataFrame({"date": frame["date"], "tic": frame["tic"], "v": values}).pivot(
             index="date", columns="tic", values="v")[list(tickers)].to_numpy(np.float64)
-        if col in extra and not np.isfinite(wide).all():
-            continue  # not a usable indicator column; asking for it by name will fail below
-        columns[col] = wide
-    bad = [c for c in extra if c not in columns and _is_indicator_like(frame[c])]
-    if bad:
-        raise InvalidDataError(f"data_path {path!r}: column(s) {', '.join(map(repr, bad))} have missing "
-                               "or non-numeric values; fill them, or drop them to have indicators computed")
     turb = np.zeros(0)
     if "turbulence" in frame.columns:
         turb = pd.to_numeric(frame.groupby("date")["turbulence"].first(), errors="coerce").to_numpy(np.float64)

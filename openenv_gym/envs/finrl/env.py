@@ -104,7 +104,9 @@ class FinRLEnv(Environment):
             raise InvalidDataError(f"hmax must be >= 1 and initial_amount > 0, got {hmax}, {initial_amount}")
         if not (0 <= buy_cost_pct < 1 and 0 <= sell_cost_pct < 1):
             raise InvalidDataError(f"costs must be fractions in [0, 1), got {buy_cost_pct}, {sell_cost_pct}")
-        self.data: MarketData = load_market_data(split, start, end, tickers, data_path, indicators)
+        # Turbulence only matters with a threshold: without one it is not computed.
+        self.data: MarketData = load_market_data(split, start, end, tickers, data_path, indicators,
+                                                 with_turbulence=turbulence_threshold is not None)
         self.hmax = int(hmax)
         self.initial_amount = float(initial_amount)
         self.buy_cost_pct = float(buy_cost_pct)

@@ -31,6 +31,8 @@ DEFAULT_INDICATORS: tuple[str, ...] = (
 )
 #: Trading days of history behind each turbulence value (FinRL: one year, 252).
 TURBULENCE_WINDOW = 252
+# Bytes of (D, D) matrices turbulence() works on at once (a few such arrays are alive).
+_CHUNK_BYTES = 16 << 20
 
 
 def compute_indicators(ohlcv: Mapping[str, np.ndarray], names: Sequence[str]) -> np.ndarray:
@@ -74,7 +76,8 @@ def turbulence(close: np.ndarray, window: int = TURBULENCE_WINDOW) -> np.ndarray
     For day ``t >= window`` it is ``(r_t - mu)^T pinv(S) (r_t - mu)`` where ``mu`` and
     ``S`` are the mean and covariance of daily returns over the previous ``window`` days
     (FinRL's ``calculate_turbulence``); the first ``window`` days are 0. Rolling sums make
-    it one vectorized pass instead of FinRL's per-day pandas loop. Unlike FinRL, the first
+    it a vectorized pass (in chunks of days, so memory stays bounded) instead of FinRL's
+    per-day pandas loop. Unlike FinRL, the first
     two positive values are not zeroed (a start-up quirk of its loop).
 
     Args:
@@ -90,18 +93,30 @@ def turbulence(close: np.ndarray, window: int = TURBULENCE_WINDOW) -> np.ndarray
     if n_days <= window:  # day `window` is the first with a full history behind it
         return out
     returns = close[1:] / close[:-1] - 1.0  # returns[j] is the return of day j + 1
-    # Cumulative sums with a leading zero give any window's sums by subtraction.
-    s1 = np.concatenate([np.zeros((1, returns.shape[1])), np.cumsum(returns, axis=0)])
-    outer = returns[:, :, None] * returns[:, None, :]
-    s2 = np.concatenate([np.zeros((1,) + outer.shape[1:]), np.cumsum(outer, axis=0)])
+    n_stocks = returns.shape[1]
     # Day t (>= window) uses the returns of days max(1, t - window) .. t - 1: day 0 has none.
     days = np.arange(window, n_days)
     lo = np.maximum(days - window, 1) - 1
     hi = days - 1
-    count = (hi - lo)[:, None]
-    mean = (s1[hi] - s1[lo]) / count
-    cov = ((s2[hi] - s2[lo]) - count[:, :, None] * mean[:, :, None] * mean[:, None, :]) / (count[:, :, None] - 1)
-    dev = returns[days - 1] - mean
-    dist = np.einsum("ti,tij,tj->t", dev, np.linalg.pinv(cov, hermitian=True), dev)
-    out[window:] = np.maximum(dist, 0.0)
+    # Days go in chunks of about _CHUNK_BYTES of (D, D) matrices: memory stays O(chunk x D^2),
+    # not O(T x D^2) (a 500-stock, 10-year file would need tens of GB at once).
+    chunk = max(1, _CHUNK_BYTES // (8 * n_stocks * n_stocks))
+    for a in range(0, len(days), chunk):
+        b = min(a + chunk, len(days))
+        # Exact sums for the chunk's first day, then one row in (and at most one out) per day.
+        first = returns[lo[a]:hi[a]]
+        k = np.arange(a + 1, b)
+        added = returns[hi[k] - 1]
+        removed = returns[lo[k] - 1] * (lo[k] > lo[k - 1])[:, None]
+        s1 = np.concatenate([first.sum(axis=0)[None], added - removed])
+        s2 = np.concatenate([(first.T @ first)[None], added[:, :, None] * added[:, None, :]
+                             - removed[:, :, None] * removed[:, None, :]])
+        np.cumsum(s1, axis=0, out=s1)
+        np.cumsum(s2, axis=0, out=s2)
+        count = (hi[a:b] - lo[a:b]).astype(np.float64)[:, None]
+        mean = s1 / count
+        cov = (s2 - count[:, :, None] * mean[:, :, None] * mean[:, None, :]) / (count[:, :, None] - 1)
+        dev = returns[days[a:b] - 1] - mean
+        dist = np.einsum("ti,tij,tj->t", dev, np.linalg.pinv(cov, hermitian=True), dev)
+        out[days[a:b]] = np.maximum(dist, 0.0)
     return out

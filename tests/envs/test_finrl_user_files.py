@@ -1,0 +1,134 @@
+"""FinRL-v0 on users' own files: uneven panels, extra columns, ticker codes, and the
+turbulence index's memory on wide universes."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("stockstats")
+
+from openenv_gym.envs.finrl import data as data_module  # noqa: E402
+from openenv_gym.envs.finrl import indicators as indicators_module  # noqa: E402
+from openenv_gym.envs.finrl.env import FinRLEnv  # noqa: E402
+from openenv_gym.errors import InvalidDataError  # noqa: E402
+
+
+def long_frame(tickers=("AAA", "BBB", "CCC"), days: int = 120, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    dates = pd.bdate_range("2018-01-01", periods=days)
+    frames = []
+    for j, tic in enumerate(tickers):
+        close = (50 + 10 * j) * np.cumprod(1 + rng.normal(0, 0.01, days))
+        frames.append(pd.DataFrame({"date": dates.strftime("%Y-%m-%d"), "tic": tic, "open": close,
+                                    "high": close * 1.01, "low": close * 0.99, "close": close,
+                                    "volume": 1e6}))
+    return pd.concat(frames).sort_values(["date", "tic"]).reset_index(drop=True)
+
+
+def test_tickers_can_leave_out_a_ticker_listed_later_or_delisted(tmp_path: Path) -> None:
+    frame = long_frame()
+    later = (frame.tic == "CCC") & (frame.date < "2018-03-01")  # listed in March
+    delisted = (frame.tic == "BBB") & (frame.date > "2018-05-01")  # gone after April
+    uneven = tmp_path / "uneven.csv"
+    frame[~later & ~delisted].to_csv(uneven, index=False)
+    alone = tmp_path / "aaa.csv"
+    frame[frame.tic == "AAA"].to_csv(alone, index=False)
+
+    env = FinRLEnv(data_path=str(uneven), tickers=["AAA"])
+    reference = FinRLEnv(data_path=str(alone))
+    np.testing.assert_array_equal(env.data.dates, reference.data.dates)
+    np.testing.assert_array_equal(env.data.close, reference.data.close)
+    np.testing.assert_allclose(env.data.indicators, reference.data.indicators)
+    # A ticker listed later trades from its first day, with indicators of its own history.
+    ccc = FinRLEnv(data_path=str(uneven), tickers="CCC")
+    assert str(ccc.data.dates[0]) == "2018-03-01" and np.isfinite(ccc.data.indicators).all()
+    # Trading a ticker on dates it has no row is still refused, naming the date and ticker.
+    with pytest.raises(InvalidDataError, match=r"date 2018-01-01 has no row for ticker\(s\) CCC"):
+        FinRLEnv(data_path=str(uneven))
+    with pytest.raises(InvalidDataError, match=r"date 2018-05-02 has no row for ticker\(s\) BBB"):
+        FinRLEnv(data_path=str(uneven), tickers=["AAA", "BBB"])
+
+
+def test_a_column_not_asked_for_may_have_gaps(tmp_path: Path) -> None:
+    frame = long_frame()
+    frame["dividend"] = np.where(np.arange(len(frame)) % 7 == 0, np.nan, 0.0)
+    path = tmp_path / "dividends.csv"
+    frame.to_csv(path, index=False)
+    env = FinRLEnv(data_path=str(path))  # the default indicators do not read it
+    assert np.isfinite(env.reset()[0]).all()
+    with pytest.raises(InvalidDataError, match="column 'dividend' has missing or non-numeric values"):
+        FinRLEnv(data_path=str(path), indicators=["dividend"])
+
+
+def test_ticker_codes_keep_their_leading_zeros(tmp_path: Path) -> None:
+    frame = long_frame(("000001", "600000", "0700"))
+    path = tmp_path / "codes.csv"
+    frame.to_csv(path, index=False)
+    env = FinRLEnv(data_path=str(path), tickers=["000001", "0700"])
+    assert env.tickers == ["000001", "0700"]
+
+
+def test_turbulence_is_not_computed_without_a_threshold(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "prices.csv"
+    long_frame(days=300).to_csv(path, index=False)
+
+    def refuse(close, *args, **kwargs):
+        raise AssertionError("turbulence computed for an env that never reads it")
+
+    monkeypatch.setattr(data_module, "turbulence", refuse)
+    env = FinRLEnv(data_path=str(path), indicators=("macd",))
+    obs, info = env.reset()
+    assert not env.step(np.zeros(3, dtype=np.float32))[4]["turbulent"]
+    monkeypatch.undo()
+    env = FinRLEnv(data_path=str(path), indicators=("macd",), turbulence_threshold=1e9)
+    assert env.data.turbulence[-1] > 0
+
+
+def test_turbulence_memory_does_not_grow_with_days_times_stocks_squared(monkeypatch) -> None:
+    # One (T, D, D) float64 array of this universe is 1200 * 60 * 60 * 8 bytes = 33 MiB.
+    close = 100 * np.cumprod(1 + np.random.default_rng(0).normal(0, 0.01, (1200, 60)), axis=0)
+    monkeypatch.setattr(indicators_module, "_CHUNK_BYTES", 1 << 20, raising=False)
+    tracemalloc.start()
+    try:
+        indicators_module.turbulence(close)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 12 << 20, f"turbulence() peaked at {peak / 2**20:.0f} MiB"
+
+
+@pytest.mark.parametrize("chunk_days", [1, 7, 10_000])
+def test_turbulence_in_chunks_matches_finrls_loop(monkeypatch, chunk_days: int) -> None:
+    close = 100 * np.cumprod(1 + np.random.default_rng(1).normal(0, 0.01, (400, 5)), axis=0)
+    monkeypatch.setattr(indicators_module, "_CHUNK_BYTES", chunk_days * 8 * 5 * 5, raising=False)
+    fast = indicators_module.turbulence(close)
+    returns = pd.DataFrame(close).pct_change()
+    for day in (252, 253, 254, 300, 399):
+        hist = returns.iloc[day - 252: day].dropna()
+        dev = (returns.iloc[day] - hist.mean()).to_numpy()
+        assert fast[day] == pytest.approx(dev @ np.linalg.pinv(hist.cov().to_numpy()) @ dev, rel=1e-9)
+    assert (fast[:252] == 0).all()
+
+
+def test_a_parquet_indexed_by_date_and_tic_is_read(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    frame = long_frame()
+    frame["date"] = pd.to_datetime(frame["date"])
+    path = tmp_path / "indexed.parquet"
+    frame.set_index(["date", "tic"]).to_parquet(path)
+    env = FinRLEnv(data_path=str(path), indicators=["macd"])
+    assert env.tickers == ["AAA", "BBB", "CCC"] and env.n_days == 120
+
+
+def test_a_column_written_twice_is_named(tmp_path: Path) -> None:
+    frame = long_frame()
+    frame[" close"] = frame["close"]  # the same name once its spaces are stripped
+    path = tmp_path / "twice.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InvalidDataError, match=r"column\(s\) 'close' more than once"):
+        FinRLEnv(data_path=str(path), indicators=["macd"])
