@@ -436,9 +436,17 @@ def env_kwargs_json(env_kwargs: dict[str, Any]) -> str:
 
 def _plain(value: Any) -> Any:
     """A numpy scalar or array as the Python number or list it holds (``np.int64(5)`` is
-    what ``rng.integers`` and array indexing give; a Gymnasium user passes them as ints)."""
+    what ``rng.integers`` and array indexing give; a Gymnasium user passes them as ints),
+    a path (``pathlib.Path``) as its text and a date or datetime (``pandas.Timestamp``
+    too) as ISO text: the forms a local env takes them in as well."""
+    import datetime
+
     import numpy as np
 
     if isinstance(value, (np.generic, np.ndarray)):
         return value.tolist()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, datetime.date):  # datetime and pandas.Timestamp are dates too
+        return value.isoformat()
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
