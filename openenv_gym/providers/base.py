@@ -360,7 +360,11 @@ def wait_ready(address: str, timeout: float, still_starting: Callable[[], bool],
         if not still_starting():
             raise startup_error("worker exited during startup", describe())
         if time.monotonic() > deadline:
-            raise WorkerError(f"worker not ready after {timeout:.0f} s at {address}.\n{describe()}")
+            # Still alive: most often an env that takes long to make (a large data file).
+            raise WorkerError(f"worker not ready after {timeout:.0f} s at {address}; if its env takes "
+                              f"longer to start (a large data file), give it more time: "
+                              f"provider_options={{'startup_timeout': {max(2 * timeout, 120):.0f}}}.\n"
+                              f"{describe()}")
         time.sleep(delay)
         delay = min(delay * 1.5, 0.05)
 
