@@ -25,6 +25,9 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import itertools
+import reprlib
 import struct
 import threading
 from typing import Any
@@ -75,6 +78,8 @@ def _array_ext(code: int, obj: np.ndarray) -> msgpack.ExtType:
 def _default(obj: Any) -> Any:
     # The packer checks exact types (strict_types): here come numpy objects, tuples, subclasses
     # of the built-in types (np.float64 is a float, an IntEnum an int) and ints beyond 64 bits.
+    if type(obj) is tuple:  # first: a tuple-heavy payload calls here once per tuple
+        return [_TUPLE_MARK, *obj]
     if isinstance(obj, np.generic):
         head = _SCALAR_HEADS.get(type(obj))
         if head is None:
@@ -97,9 +102,14 @@ def _default(obj: Any) -> Any:
         return _array_ext(_NDARRAY, obj)
     if isinstance(obj, tuple):
         return [_TUPLE_MARK, *obj]
-    if isinstance(obj, dict):  # OrderedDict, defaultdict, ...: a dict, as before
-        return dict(obj.items())
-    if isinstance(obj, (list, set, frozenset)):
+    if isinstance(obj, (dict, list, set, frozenset)):
+        if type(obj).__hash__ is not None:
+            # A frozenset (or a hashable subclass of list, dict or set) may be a map key, or
+            # inside a tuple that is one: it arrives as a list or a dict, which cannot be a key,
+            # and the whole frame would fail to decode. encode() looks for one in the keys.
+            _local.key_check = True
+        if isinstance(obj, dict):  # OrderedDict, defaultdict, ...: a dict, as before
+            return dict(obj.items())
         return list(obj)
     if isinstance(obj, int):
         value = int.__index__(obj)  # the int itself, not what a subclass's __int__ answers
@@ -163,13 +173,9 @@ def wire_problem(value: Any, where: str = "value", _depth: int = 0) -> str | Non
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
-    if code == _TUPLE:
-        # Only the mark that opens a tuple's array; its items follow in the same stream, so
-        # deep nesting is msgpack's own depth limit (no copy, no C stack per level).
-        if data:
-            raise ProtocolError("malformed tuple")
-        _local.marks += 1
-        return _MARK
+    # Every extension but a tuple's mark, which the unpacker's own hook answers (counting it).
+    if code == _TUPLE:  # a mark with data: tuples are never packed inside an extension
+        raise ProtocolError("malformed tuple")
     if code == _BIGINT:
         try:
             return int(data.decode("ascii"))
@@ -206,13 +212,6 @@ def _scalar(data: bytes) -> np.generic:
     return np.frombuffer(data, dtype, 1, end)[0]  # the scalar (a copy)
 
 
-def _list_hook(items: list[Any]) -> Any:
-    if items and items[0] is _MARK:
-        _local.marks -= 1
-        return tuple(items[1:])
-    return items
-
-
 _local = threading.local()
 
 
@@ -224,7 +223,149 @@ def _packer() -> msgpack.Packer:
     packer = getattr(_local, "packer", None)
     if packer is None:
         packer = _local.packer = msgpack.Packer(default=_default, use_bin_type=True, strict_types=True)
+        _local.key_check = False
     return packer
+
+
+@functools.cache
+def _nest_limit() -> int:
+    """How many containers deep msgpack's packer nests a value (its C packer: 511 in msgpack
+    1.0, 1024 in 1.1); asked of msgpack once, on the first message nested deeper."""
+    packer, depth = msgpack.Packer(), 256
+    while depth < 1 << 20:  # double until refused, then bisect: a dozen packs
+        try:
+            packer.pack(_nested_list(depth * 2))
+        except ValueError:
+            break
+        depth *= 2
+    low, high = depth, depth * 2  # packs low, refuses high
+    while high - low > 1:
+        mid = (low + high) // 2
+        try:
+            packer.pack(_nested_list(mid))
+            low = mid
+        except ValueError:
+            high = mid
+    return low
+
+
+def _nested_list(depth: int) -> list[Any]:
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _children(value: Any) -> Any:
+    """(path step, item) for each item the packer packs one level inside ``value``, None for a
+    value packed whole. A step is an index or a dict key, or :data:`_KEY` for a dict key (a
+    tuple) itself."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist() if value.dtype.hasobject else None
+    elif isinstance(value, np.generic) and (value.dtype.hasobject or value.dtype.kind == "V"):
+        value = value.item()  # what _default packs for it
+    if isinstance(value, dict):  # its values, then its tuple keys (packed a level down too)
+        keys = ((_KEY, key) for key in value if isinstance(key, tuple))
+        return itertools.chain(value.items(), keys)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        if not value and isinstance(value, tuple):  # its array holds the tuple mark, a level down
+            return iter(((_MARK, None),))
+        return enumerate(value)
+    return None
+
+
+#: A path step into a dict's key (as opposed to the value under it).
+_KEY = object()
+
+
+def _step(step: Any, item: Any) -> str:
+    if step is _KEY:
+        return f"<key {_short_repr(item)}>"
+    return "" if step is _MARK else f"[{_short_repr(step)}]"
+
+
+def _short_repr(value: Any) -> str:
+    return reprlib.repr(value)  # bounded in length and depth
+
+
+def _walk(message: Any, where: str, stop: Any) -> str | None:
+    """Depth first, without recursion (a message may nest deeper than Python's recursion limit):
+    the path of the first value ``stop(depth, value)`` is true for (the message is at depth 0),
+    or None."""
+    if stop(0, message):
+        return where
+    children = _children(message)
+    stack = [children] if children is not None else []
+    path: list[str] = []
+    while stack:
+        for step, item in stack[-1]:
+            if stop(len(stack), item):
+                return where + _short_path(path + [_step(step, item)])
+            inner = _children(item)
+            if inner is not None:
+                path.append(_step(step, item))
+                stack.append(inner)
+                break
+        else:
+            stack.pop()
+            if path:
+                path.pop()
+    return None
+
+
+def _short_path(steps: list[str]) -> str:
+    if len(steps) <= 12:
+        return "".join(steps)
+    return "".join(steps[:8]) + "..." + "".join(steps[-3:])
+
+
+def _unhashable_part(key: Any) -> type | None:
+    """The type of what, in a (hashable) map key, arrives as a list or a dict, which cannot be
+    a key: a frozenset, or a hashable subclass of list, dict or set; None when nothing does."""
+    todo = [key]
+    while todo:  # no recursion: a tuple key may nest as deep as the wire carries
+        part = todo.pop()
+        if isinstance(part, np.generic) and (part.dtype.hasobject or part.dtype.kind == "V"):
+            part = part.item()
+        if isinstance(part, (list, dict, set, frozenset)):
+            return type(part)
+        if isinstance(part, tuple):
+            todo.extend(reversed(part))
+    return None
+
+
+def _refuse_unhashable_keys(message: Any) -> None:
+    """Refuse a map key the peer could not decode (a frozenset, in it or as it), naming where.
+    Walked only when the packer met a frozenset or the like (_default says so): rare."""
+    found: list[tuple[Any, type]] = []
+
+    def stop(_: int, value: Any) -> bool:
+        if isinstance(value, dict):
+            for key in value:
+                part = _unhashable_part(key)
+                if part is not None:
+                    found.append((key, part))
+                    return True
+        return False
+
+    where = _walk(message, "message", stop)
+    if where is None:
+        return
+    key, part = found[0]
+    name = part.__qualname__
+    what = name if part is type(key) else f"{type(key).__qualname__} holding a {name}"
+    arrives = "dict" if issubclass(part, dict) else "list"
+    raise TypeError(f"cannot send {where} with a key {_short_repr(key)} (a {what}) over the wire: "
+                    f"a {name} arrives as a {arrives}, which cannot be a key; make the key a str, "
+                    "a number, bytes or a tuple of those (tuple(sorted(key)) for a frozenset)")
+
+
+def _too_deep(message: Any) -> TypeError:
+    limit = _nest_limit()
+    where = _walk(message, "message", lambda depth, value: depth > limit)
+    return TypeError(f"cannot send {where or 'the message'} over the wire: it is nested more than "
+                     f"{limit} levels deep, the wire's limit (a value that contains itself?); "
+                     "flatten it, or send it as str or bytes (json.dumps)")
 
 
 def encode(message: Any) -> bytes:
@@ -238,10 +379,16 @@ def encode(message: Any) -> bytes:
 
     Raises:
         InvalidRequestError: A string is not valid UTF-8 (a lone surrogate).
-        TypeError: A value of a type the wire does not carry.
+        TypeError: A value of a type the wire does not carry, a map key the peer could not
+            decode (a frozenset, or a tuple holding one), or a value nested deeper than the
+            wire carries (one that contains itself); the message names where it is.
     """
     try:
-        payload = _packer().pack(message)
+        packer = _local.packer
+    except AttributeError:
+        packer = _packer()
+    try:
+        payload = packer.pack(message)
     except UnicodeEncodeError as exc:  # a lone surrogate ("\udcff"): msgpack's str is UTF-8
         bad = exc.object[exc.start:exc.end]
         raise InvalidRequestError(f"cannot send text that is not valid UTF-8: {bad!r} at position "
@@ -253,7 +400,49 @@ def encode(message: Any) -> bytes:
             raise
         raise TypeError(f"cannot send {problem} over the wire; use numbers, str, bytes, lists, "
                         "dicts or numpy arrays") from exc
+    except ValueError as exc:
+        if "recursion" not in str(exc):  # msgpack's "recursion limit exceeded": too deep
+            raise
+        raise _too_deep(message) from None
+    if _local.key_check:  # a frozenset or the like was packed: not as (part of) a map key?
+        _local.key_check = False
+        _refuse_unhashable_keys(message)
     return HEADER.pack(len(payload)) + payload
+
+
+def _unpacker() -> Any:
+    """A thread's unpacking function: its hooks and their count of tuple marks not yet taken by
+    the list hook share one closure (one unpacking at a time per thread). The count was a
+    thread-local attribute, looked up twice per tuple: a tuple-heavy reply took ~1.8x as long."""
+    marks = 0
+
+    def ext_hook(code: int, data: bytes) -> Any:
+        nonlocal marks
+        if code == _TUPLE and not data:
+            # The mark that opens a tuple's array; its items follow in the same stream, so deep
+            # nesting is msgpack's own depth limit (no copy, no C stack per level).
+            marks += 1
+            return _MARK
+        return _ext_hook(code, data)
+
+    def list_hook(items: list[Any]) -> Any:
+        nonlocal marks
+        if items and items[0] is _MARK:
+            marks -= 1
+            del items[0]  # the unpacker's own list, dropped after this call: no copy of it
+            return tuple(items)
+        return items
+
+    def unpack(payload: bytes | bytearray | memoryview) -> Any:
+        nonlocal marks
+        marks = 0
+        message = msgpack.unpackb(payload, ext_hook=ext_hook, list_hook=list_hook, raw=False,
+                                  strict_map_key=False)
+        if marks:  # a tuple mark anywhere but first in an array
+            raise ProtocolError("malformed tuple")
+        return message
+
+    return unpack
 
 
 def decode(payload: bytes | bytearray | memoryview) -> Any:
@@ -268,15 +457,16 @@ def decode(payload: bytes | bytearray | memoryview) -> Any:
     Raises:
         ProtocolError: The bytes are not a valid message.
     """
-    _local.marks = 0
     try:
-        message = msgpack.unpackb(payload, ext_hook=_ext_hook, list_hook=_list_hook, raw=False,
-                                  strict_map_key=False)
-        if _local.marks:  # a tuple mark anywhere but first in an array
-            raise ProtocolError("malformed tuple")
-        return message
+        unpack = _local.unpack
+    except AttributeError:
+        unpack = _local.unpack = _unpacker()
+    try:
+        return unpack(payload)
     except ProtocolError:
         raise
+    except msgpack.StackError:  # a hostile frame: msgpack's own limit (1024 levels in 1.1)
+        raise ProtocolError("undecodable frame: nested deeper than the wire's limit") from None
     except Exception as exc:  # msgpack raises several unrelated types for garbage input
         raise ProtocolError(f"undecodable frame ({type(exc).__name__}: {exc})") from None
 

@@ -48,3 +48,33 @@ def test_a_reset_whose_reply_cannot_be_sent_leaves_no_session_behind() -> None:
         client.drop()
         server.close()
         service.shutdown()
+
+
+class _LateFrozensetKeyEnv(EchoEnv):
+    """Echo whose steps after the first (which the server checks) put a frozenset key in info."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        self._late = getattr(self, "_late", 0) + 1
+        if self._late > 1:
+            info = {**info, "legal": {frozenset({1, 2}): True}}
+        return obs, reward, terminated, truncated, info
+
+
+def test_a_frozenset_key_in_a_later_info_is_the_envs_named_error_and_the_connection_goes_on() -> None:
+    # It encoded, and the client's decode of the whole reply failed (a ProtocolError, which a
+    # vector env's pool takes for a broken worker): now the env's TypeError, named.
+    service = EnvService(_LateFrozensetKeyEnv, env_name="test", idle_timeout=None)
+    server = BinaryServer(service, "tcp://127.0.0.1:0")
+    client = BinaryClient(server.address, 5.0)
+    try:
+        sid = client.request({"op": "reset"})["sid"]
+        client.request({"op": "step", "sid": sid, "action": {"message": "a"}})
+        with pytest.raises(EnvServerError, match=r"info'\]\['legal'\] with a key frozenset") as caught:
+            client.request({"op": "step", "sid": sid, "action": {"message": "b"}})
+        assert isinstance(caught.value, TypeError)
+        assert "env" in client.request({"op": "health"})
+    finally:
+        client.drop()
+        server.close()
+        service.shutdown()
