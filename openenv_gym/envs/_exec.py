@@ -277,8 +277,9 @@ NEEDS = {**{name: ("/tmp", NO_TMP) for name in ("ed", "red")},
 #: bash functions, exported as bash imports them (``BASH_FUNC_name%%``), that stand in for those
 #: programs: each says why the program cannot run when it cannot open what it needs, and runs
 #: the program otherwise (no Landlock, ``confine=False``); a program that is not installed
-#: stays "command not found". Every bash the child starts has them (a Git-v0 command, a
-#: script); ``sh`` (dash) and programs started without a shell do not.
+#: stays "command not found". Git-v0's commands have them (every bash they start); ``sh``
+#: (dash) and programs started without a shell do not. Coding's Python children do not get
+#: them: ~4.5 KB of function text in an environment an agent may print.
 NO_SANDBOX_FUNCTIONS = {
     f"BASH_FUNC_{name}%%": (f"() {{ if type -P {name} >/dev/null && ! {{ : < {path}; }} 2>/dev/null; then "
                             f"echo '{message.format(name=name)}' >&2; return 1; fi; command {name} \"$@\"; }}")
@@ -300,7 +301,6 @@ def minimal_environ(**extra: str) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "TMPDIR": extra.get("HOME", "/tmp"),
         "VIMINIT": VIMINIT,
-        **NO_SANDBOX_FUNCTIONS,
     }
     env.update(extra)
     return env

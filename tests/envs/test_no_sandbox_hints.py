@@ -16,7 +16,7 @@ import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.envs._confine import abi
-from openenv_gym.envs._exec import minimal_environ
+from openenv_gym.envs._exec import NO_SANDBOX_FUNCTIONS, minimal_environ
 
 needs_landlock = pytest.mark.skipif(abi() < 1, reason="no Landlock here: /tmp and /proc are open")
 
@@ -75,7 +75,7 @@ def test_a_program_that_is_not_installed_is_still_not_found(git_env: gym.Env) ->
 
 def test_the_programs_run_as_before_where_they_can(tmp_path: Path) -> None:
     """Unconfined (``confine=False``, no Landlock), the functions run the programs."""
-    env = minimal_environ(HOME=str(tmp_path))
+    env = minimal_environ(HOME=str(tmp_path), **NO_SANDBOX_FUNCTIONS)
     script = ""
     if shutil.which("ed"):
         script += "printf 'a\\n' > f && printf 's/a/b/\\nw\\nq\\n' | ed -s f && cat f; "
@@ -85,3 +85,14 @@ def test_the_programs_run_as_before_where_they_can(tmp_path: Path) -> None:
                           text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0 and "cannot" not in proc.stderr, proc
     assert proc.stdout == ("b\n" if shutil.which("ed") else "") + ("bash\n" if shutil.which("ps") else "")
+
+
+def test_codings_python_children_do_not_carry_the_bash_functions() -> None:
+    """They run Python, not bash: the functions would only be text an agent may print."""
+    env = gym.make("OpenEnv/Coding-v0", provider="process")
+    try:
+        env.reset(seed=0)
+        obs, *_ = env.step({"code": "import os; print(sorted(k for k in os.environ if k.startswith('BASH_FUNC')))"})
+        assert obs["stdout"].strip() == "[]", obs
+    finally:
+        env.close()

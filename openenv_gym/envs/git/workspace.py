@@ -42,8 +42,8 @@ from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
-from openenv_gym.envs._exec import (OUTPUT_LIMIT, ExecResult, Limits, gate_line, held_start, minimal_environ,
-                                    reap_orphans, run)
+from openenv_gym.envs._exec import (NO_SANDBOX_FUNCTIONS, OUTPUT_LIMIT, ExecResult, Limits, gate_line,
+                                    held_start, minimal_environ, reap_orphans, run)
 from openenv_gym.envs._files import remove_tree
 from openenv_gym.envs.git.checks import pin_revs
 from openenv_gym.envs.git.server import GitHttpServer
@@ -242,7 +242,7 @@ class Workspace:
             PATH=path, HOME=self.home, TMPDIR=self.tmp, REMOTE=self.remote_url, REMOTES=self.remotes,
             GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_EDITOR=GIT_EDITOR,
             GIT_SEQUENCE_EDITOR=GIT_SEQUENCE_EDITOR, GIT_PAGER="cat", PAGER="cat", EDITOR="true",
-            TERM="dumb",
+            TERM="dumb", **NO_SANDBOX_FUNCTIONS,
         )
 
     # -- commands ------------------------------------------------------------------------
