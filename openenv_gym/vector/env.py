@@ -303,6 +303,11 @@ class RemoteVectorEnv(VectorEnv):
         """
         self._discard_pending()
         if self.pool.inherited:
+            if options and "reset_mask" in options and not _check_mask(options["reset_mask"],
+                                                                        self.num_envs).all():
+                raise ResetNeededError(
+                    "a forked child's copy of a vector env has no episodes of its own yet: its "
+                    "first reset() resets every env (drop reset_mask)")
             # A fork's copy: sessions and shared memory of its own on the same workers.
             self._pending = None
             self.pool.own_slices()

@@ -79,6 +79,11 @@ if pid == 0:
         os._exit(3)                      # was: stepped the parent's envs through its shared memory
     except gym.error.ResetNeeded:
         pass
+    try:
+        envs.reset(options={"reset_mask": np.array([True, False, True, True])})
+        os._exit(4)                      # was: env 1 left with no session in the child
+    except gym.error.ResetNeeded:
+        pass
     envs.reset(seed=7); envs.step(np.ones(4, dtype=np.int64))   # episodes of the child's own
     envs.close()
     os._exit(0)
