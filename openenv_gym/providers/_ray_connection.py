@@ -8,11 +8,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import queue
 import re
+import signal
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator
 
 import ray
@@ -66,9 +67,20 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
             _check_reachable(address)
             kwargs = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
             try:
-                with _on_loopback(_starts_local_ray(address)):
+                local = _starts_local_ray(address)
+                with _interrupts_held(local) as interrupted, _on_loopback(local):
                     _on_a_lasting_thread(lambda: ray.init(address=address, **kwargs))
-            except ConnectionError as exc:  # address="auto" with no cluster running
+                if interrupted:
+                    raise KeyboardInterrupt
+            except BaseException as exc:
+                # A start cut short (Ctrl-C, a failed connect) leaves Ray half made: its GCS
+                # and raylet run on, or a core worker makes the next ray.init abort the whole
+                # process. Nothing of it is the user's (Ray was not initialized): undo it.
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
+                if not isinstance(exc, ConnectionError):
+                    raise
+                # address="auto" with no cluster running
                 raise ProviderUnavailableError(
                     f"cannot connect to the Ray cluster at {address!r}: {exc}; start it "
                     "(`ray start --head`), or pass address=None to start a local one") from None
@@ -80,6 +92,29 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
         return _our_session
 
 
+@contextlib.contextmanager
+def _interrupts_held(local: bool) -> Iterator[list[int]]:
+    """While a local Ray starts (``local``; seconds), hold Ctrl-C (SIGINT under Python's default
+    handler, on the main thread) until the block ends; the list it yields is non-empty if one
+    came. Joining a cluster stays interruptible, and a handler of the user's own stands.
+
+    ``ray.init`` is not safe to interrupt: cut short, it leaves its GCS, raylet and agents
+    running with nothing that knows them, or a core worker that makes the next ``ray.init``
+    abort the whole process. Held, the interrupt lands once Ray is up, and the caller shuts
+    that Ray down cleanly.
+    """
+    came: list[int] = []
+    if (not local or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield came
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _on_a_lasting_thread(start: Callable[[], Any]) -> Any:
     """Run ``start`` (``ray.init``) on a thread that lives as long as this process.
 
@@ -87,20 +122,45 @@ def _on_a_lasting_thread(start: Callable[[], Any]) -> Any:
     the *thread* that started it ends: Ray arms ``PR_SET_PDEATHSIG``, which is scoped to the
     creating thread. An env made first from a short-lived thread (a thread pool making envs,
     a web handler) lost its Ray when that thread returned, and Ray then ended the whole
-    process a minute later. The main thread lasts; any other hands the start to one that does.
+    process a minute later. The main thread lasts; any other hands the start to one that does:
+    a daemon thread of our own, never joined. (A ``ThreadPoolExecutor``'s thread is joined at
+    exit before the ``atexit`` handlers run: Ray died first, and the finalizers of envs left
+    open then waited a minute for its GCS and ended the process with an error.)
     """
     if threading.current_thread() is threading.main_thread():
         return start()
+    done = threading.Event()
+    outcome: list[tuple[bool, Any]] = []
+
+    def job() -> None:
+        try:
+            outcome.append((True, start()))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
     global _lasting
     with _lasting_lock:
         if _lasting is None:
-            _lasting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openenv-gym-ray")
-        # The executor's one thread stays until the interpreter exits (it is never shut down).
-        return _lasting.submit(start).result()
+            _lasting = queue.SimpleQueue()
+            threading.Thread(target=_serve_lasting, args=(_lasting,), name="openenv-gym-ray",
+                             daemon=True).start()
+        _lasting.put(job)
+    done.wait()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+def _serve_lasting(jobs: "queue.SimpleQueue[Callable[[], None]]") -> None:
+    while True:
+        jobs.get()()
 
 
 _lasting_lock = threading.Lock()
-_lasting: ThreadPoolExecutor | None = None
+_lasting: "queue.SimpleQueue[Callable[[], None]] | None" = None
 
 
 #: Ray's switch between a one-machine Ray on 127.0.0.1 and one that can take other nodes.
