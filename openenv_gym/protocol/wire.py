@@ -130,7 +130,7 @@ def _default(obj: Any) -> Any:
 _SENDABLE = (str, bytes, bytearray, bool, int, float, type(None), np.generic)
 
 
-def wire_problem(value: Any, where: str = "value", _depth: int = 0) -> str | None:
+def wire_problem(value: Any, where: str = "value") -> str | None:
     """The first part of ``value`` that :func:`encode` cannot carry, named by its path; None
     when every part can. Only walked for values an env hands over (an info), so a bad one is
     named (``info['obj'] of type object``) instead of failing the whole reply unnamed.
@@ -141,35 +141,39 @@ def wire_problem(value: Any, where: str = "value", _depth: int = 0) -> str | Non
         >>> wire_problem({"t": [1, object()]}, "info")
         "info['t'][1] of type object"
     """
-    if isinstance(value, str) and not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:  # a lone surrogate: msgpack's str is UTF-8
-            return f"{where}, text that is not valid UTF-8 ({value[exc.start:exc.end]!r} at {exc.start}),"
-        return None
-    if isinstance(value, _SENDABLE):
-        return None
-    if _depth > 64:
-        return f"{where}, nested more than 64 levels deep (a cycle?),"
-    if isinstance(value, np.ndarray):
-        if not value.dtype.hasobject:
-            return None
-        value = value.tolist()
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, _SENDABLE):
-                return f"{where} with a key of type {type(key).__qualname__}"
-            problem = wire_problem(item, f"{where}[{key!r}]", _depth + 1)
-            if problem:
-                return problem
-        return None
-    if isinstance(value, (list, tuple, set, frozenset)):
-        for i, item in enumerate(value):
-            problem = wire_problem(item, f"{where}[{i}]", _depth + 1)
-            if problem:
-                return problem
-        return None
-    return f"{where} of type {type(value).__qualname__}"
+    found: list[str] = []
+
+    def stop(depth: int, item: Any) -> bool:
+        if isinstance(item, str) and not item.isascii():
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:  # a lone surrogate: msgpack's str is UTF-8
+                found.append(f", text that is not valid UTF-8 ({item[exc.start:exc.end]!r} at {exc.start}),")
+                return True
+            return False
+        if isinstance(item, (*_SENDABLE, np.ndarray, list, tuple, set, frozenset)):
+            return False  # an object array's, a container's items: walked as its children
+        if isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, _SENDABLE):
+                    found.append(f" with a key of type {type(key).__qualname__}")
+                    return True
+            return False
+        found.append(f" of type {type(item).__qualname__}")
+        return True
+
+    def stop_within_limit(depth: int, item: Any) -> bool:
+        if depth > _MAX_CHECKED_DEPTH:
+            found.append(f", nested more than {_MAX_CHECKED_DEPTH} levels deep (a cycle?),")
+            return True
+        return stop(depth, item)
+
+    path = _walk(value, where, stop_within_limit)
+    return None if path is None else path + found[0]
+
+
+#: How deep :func:`wire_problem` looks into an env's info (a deeper one is most likely a cycle).
+_MAX_CHECKED_DEPTH = 64
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
