@@ -74,12 +74,28 @@ def wait_gone(pids: set[int], timeout: float = 15.0) -> set[int]:
     return running(pids)
 
 
+def name(pid: int) -> str:
+    """The program name of ``pid`` (``/proc/<pid>/comm``: ``"raylet"``), "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def ray_cores(pids: set[int]) -> set[int]:
+    """The pids of ``pids`` that are a local Ray's GCS or raylet."""
+    return {pid for pid in pids if name(pid) in ("gcs_server", "raylet")}
+
+
 class Procs:
     """Process checks for tests (the ``procs`` fixture)."""
 
     descendants = staticmethod(descendants)
     running = staticmethod(running)
     wait_gone = staticmethod(wait_gone)
+    name = staticmethod(name)
+    ray_cores = staticmethod(ray_cores)
 
 
 @pytest.fixture(scope="session")

@@ -22,14 +22,6 @@ node = pytest.importorskip("ray._private.node")
 OPTIONS = {"address": "local", "num_cpus": 0.5, "init_kwargs": {"num_cpus": 2}}
 
 
-def _comm(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
 @pytest.mark.parametrize("step", ["start_raylet"])  # the GCS already runs: a leak if cut here
 def test_ctrl_c_during_the_ray_start_leaves_no_ray_and_the_next_make_works(procs, monkeypatch, step) -> None:
     if ray.is_initialized():
@@ -49,7 +41,7 @@ def test_ctrl_c_during_the_ray_start_leaves_no_ray_and_the_next_make_works(procs
     monkeypatch.undo()
     assert not ray.is_initialized()
     started = procs.descendants(os.getpid()) - before
-    cores = {pid for pid in started if _comm(pid) in ("gcs_server", "raylet")}
+    cores = procs.ray_cores(started)
     assert not procs.wait_gone(cores, 20), "the interrupted start left Ray running"
 
     env = gym.make("OpenEnv/Echo-v0", provider="ray", provider_options=OPTIONS)

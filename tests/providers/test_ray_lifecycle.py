@@ -41,14 +41,6 @@ def test_local_ray_started_by_the_provider_is_gone_after_the_last_close(procs) -
     assert not leftover, f"still running after close: {sorted(leftover)}"
 
 
-def _name(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
 def test_a_ray_started_from_a_thread_outlives_that_thread(procs) -> None:
     """The kernel ends a local Ray when the thread that started it ends (Ray arms a
     parent-death signal, which is scoped to the creating thread): an env made from a
@@ -68,8 +60,8 @@ def test_a_ray_started_from_a_thread_outlives_that_thread(procs) -> None:
     (env,) = made
     try:
         started = procs.descendants(os.getpid()) - before
-        cores = {pid for pid in started if _name(pid) in ("gcs_server", "raylet")}
-        assert len(cores) == 2, {pid: _name(pid) for pid in started}
+        cores = procs.ray_cores(started)
+        assert len(cores) == 2, {pid: procs.name(pid) for pid in started}
         time.sleep(1)  # the kernel signals at the thread's end: give the kill time to land
         assert procs.running(cores) == cores
         env.reset(seed=0)
