@@ -243,7 +243,7 @@ def _indicators(source: tuple, column: int, names: tuple[str, ...]) -> np.ndarra
 def _load_source(source: tuple) -> _Table:
     if source == ("sp500",):
         return _load_sp500()
-    return _from_long(read_long_format(source[0], complete=False), source[0])
+    return _from_long(read_long_format(source[0]), source[0])
 
 
 def _load_sp500() -> _Table:
@@ -300,13 +300,13 @@ def load_sp500_index():  # -> pandas.Series
     return frame.iloc[:, 0].sort_index()
 
 
-def read_long_format(path: str, complete: bool = True):  # -> pandas.DataFrame (pandas loads lazily)
-    """Read and validate a FinRL long-format CSV/Parquet.
+def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
+    """Read and validate a FinRL long-format CSV/Parquet, row by row. A row for every
+    ticker on every date is checked where the tickers an env trades are known
+    (``tickers=`` may leave out one listed later).
 
     Args:
         path: ``.csv`` (optionally ``.gz``) or ``.parquet``/``.pq``.
-        complete: Also require a row for every ticker on every date. An env checks that
-            only for the tickers it trades (``tickers=`` may leave out one listed later).
 
     Returns:
         A DataFrame sorted by date then ticker, ``date`` as datetime, prices as float.
@@ -353,17 +353,6 @@ def read_long_format(path: str, complete: bool = True):  # -> pandas.DataFrame (
         frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(np.float64)
     _raise_first_bad_row(path, frame, raw)
     frame = frame.sort_values(["date", "tic"], kind="stable").reset_index(drop=True)
-    if not complete:
-        return frame
-    counts = frame.groupby("date")["tic"].nunique()
-    n_tickers = frame["tic"].nunique()
-    if (counts < n_tickers).any():
-        day = counts.index[int(np.argmax(counts.to_numpy() < n_tickers))]
-        have = set(frame.loc[frame["date"] == day, "tic"])
-        lacking = sorted(set(frame["tic"]) - have)
-        raise InvalidDataError(
-            f"data_path {path!r}: date {day.date()} has no row for ticker(s) {', '.join(lacking)}; "
-            "every ticker needs a row on every date (fill the gap or drop the ticker)")
     return frame
 
 
