@@ -255,9 +255,8 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
         if isinstance(space, spaces.Sequence):
             if space.stack:  # one array (or a Dict/Tuple of arrays) for the whole sequence
                 feature = space.feature_space
-                if isinstance(feature, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)) \
-                        and not isinstance(value, np.ndarray):
-                    return np.array(value, dtype=space.stacked_feature_space.dtype)
+                if isinstance(feature, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
+                    return _as_dtype(value, space.stacked_feature_space.dtype, copy)
                 return value
             if not isinstance(value, (list, tuple)):
                 return value
