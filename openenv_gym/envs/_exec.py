@@ -248,10 +248,11 @@ class _Stream:
 #: loads when there is no vimrc. The message avoids the characters ``:!`` expands (%, #, !):
 #: its ex command is ``g/old/s//new/`` (every line, as sed's), not ``%s``; a bare ``s/old/new/``
 #: edits only the last line in ex mode (and fails, writing nothing, when that line has no match).
+#: What to use where an interactive editor cannot run (Vim's message here, ``ed``'s below).
+EDIT_INSTEAD = ("Edit files with commands instead: sed -i s/old/new/ FILE, cat > FILE with a "
+                "here-document, or vim -es -c g/old/s//new/ -c wq FILE.")
 VIM_NO_TERMINAL = ("vim: there is no terminal here, so vim cannot be used interactively (it would "
-                   "wait for keys until the step times out). Edit files with commands instead: "
-                   "sed -i s/old/new/ FILE, cat > FILE with a here-document, or "
-                   "vim -es -c g/old/s//new/ -c wq FILE.")
+                   "wait for keys until the step times out). " + EDIT_INSTEAD)
 VIMINIT = ("silent! source $VIMRUNTIME/defaults.vim | autocmd VimEnter * if !has('ttyin') && "
            f"mode() ==# 'n' | execute \"silent !echo '{VIM_NO_TERMINAL}' >&2\" | cquit | endif")
 
@@ -264,10 +265,9 @@ VIMINIT = ("silent! source $VIMRUNTIME/defaults.vim | autocmd VimEnter * if !has
 #: tools read ``/proc``, closed because it shows the worker's environment (the trainer's, API
 #: keys included); ``top`` and ``ps`` said "Error, do this: mount -t proc proc /proc",
 #: ``pgrep`` found nothing. No single quote in a message (it is quoted in one).
-EDIT_INSTEAD = ("Edit files with commands instead: sed -i s/old/new/ FILE, cat > FILE with a "
-                "here-document, or vim -es -c g/old/s//new/ -c wq FILE (ex takes commands as ed does).")
 NO_TMP = ("{name}: {name} keeps its buffer in a scratch file in /tmp (the C library tmpfile, which "
-          "ignores TMPDIR), and sandboxed code may not write /tmp, so {name} cannot start here. " + EDIT_INSTEAD)
+          "ignores TMPDIR), and sandboxed code may not write /tmp, so {name} cannot start here. "
+          + EDIT_INSTEAD + " (ex takes commands as ed does.)")
 NO_PROC = ("{name}: sandboxed code may not read /proc (it would show the worker and its environment), "
            "so {name} cannot work here. The processes of this command: jobs -l and kill %1 (bash "
            "builtins); everything a step starts ends with it.")
