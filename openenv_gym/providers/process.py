@@ -224,8 +224,13 @@ class ProcessProvider(Provider):
         self.container_options = dict(container_options or {})
         self.fork = fork
 
+    @staticmethod
+    def _pool_folder(pool: str) -> str:
+        """The folder a pool's workers share (sockets, logs), under the runtime folder."""
+        return os.path.join(runtime_dir(), f"{os.getpid()}-{pool}")
+
     def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
-        folder = os.path.join(runtime_dir(), f"{os.getpid()}-{pool}")
+        folder = self._pool_folder(pool)
         make_owned_folder(folder)
         try:
             return ProcessWorker(env, env_kwargs, folder, f"w{index}", self.startup_timeout, self.cgroups,
@@ -246,7 +251,7 @@ class ProcessProvider(Provider):
             return super()._start_all(env, n, kwargs, pool)
         except BaseException:
             # Every start has ended, and the started workers' stop removed their files.
-            folder = os.path.join(runtime_dir(), f"{os.getpid()}-{pool}")
+            folder = self._pool_folder(pool)
             with contextlib.suppress(OSError):
                 if os.listdir(folder) == [OWNER_FILE]:  # no worker of the pool in it
                     os.unlink(os.path.join(folder, OWNER_FILE))
