@@ -136,7 +136,7 @@ def wire_problem(value: Any, where: str = "value") -> str | None:
     named (``info['obj'] of type object``) instead of failing the whole reply unnamed.
 
     Example:
-        >>> wire_problem({"t": 1, "s": {1, 2}, "a": np.zeros(2)}, "info") is None
+        >>> wire_problem({"t": 1, "s": {1, 2}, "a": np.zeros(2), (0, 1): 2}, "info") is None
         True
         >>> wire_problem({"t": [1, object()]}, "info")
         "info['t'][1] of type object"
@@ -155,7 +155,12 @@ def wire_problem(value: Any, where: str = "value") -> str | None:
             return False  # an object array's, a container's items: walked as its children
         if isinstance(item, dict):
             for key in item:
-                if not isinstance(key, _SENDABLE):
+                if isinstance(key, tuple):  # travels; its items are walked as children
+                    part = _unhashable_part(key)  # but would arrive as a list: no key
+                    if part is not None:
+                        found.append(f" with a key {_short_repr(key)} holding a {part.__qualname__}")
+                        return True
+                elif not isinstance(key, _SENDABLE):
                     found.append(f" with a key of type {type(key).__qualname__}")
                     return True
             return False

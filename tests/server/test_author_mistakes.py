@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -162,3 +163,43 @@ def test_gym_v0_passes_an_out_of_space_observation_on_as_a_local_env_does() -> N
                 assert reply["obs"][0] > 4.8 and reply["terminated"], reply
         finally:
             service.shutdown()
+
+
+class TupleKeyInfo(Environment):
+    """Reports infos keyed by tuples (a grid's cells), which the wire carries as keys."""
+
+    def __init__(self, key: Any = (0, 1)) -> None:
+        super().__init__()
+        self.key = key
+        self.observation_space = spaces.Discrete(2)
+        self.action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {"visits": {self.key: 1}}
+
+    def step(self, action):
+        return 0, 0.0, False, False, {"visits": {self.key: 2}}
+
+
+def test_an_info_keyed_by_tuples_reaches_the_caller() -> None:
+    # The reset check refused it ("a key of type tuple"), though the wire carries tuple keys.
+    service = EnvService(TupleKeyInfo, idle_timeout=None)
+    try:
+        reply = service.handle({"op": "reset"})
+        assert reply["info"] == {"visits": {(0, 1): 1}}, reply
+        step = service.handle({"op": "step", "sid": reply["sid"], "action": 1})
+        assert step["info"] == {"visits": {(0, 1): 2}}, step
+    finally:
+        service.shutdown()
+
+
+def test_a_tuple_key_holding_a_frozenset_is_named() -> None:
+    # It would arrive as a list, which cannot be a key: the peer could not decode the reply.
+    service = EnvService(lambda: TupleKeyInfo((0, frozenset({1}))), idle_timeout=None)
+    try:
+        error = service.handle({"op": "reset"})["error"]
+        assert "info['visits'] with a key (0, frozenset({1})) holding a frozenset" in error["message"], error
+        assert len(service.sessions) == 0
+    finally:
+        service.shutdown()
