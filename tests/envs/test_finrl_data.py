@@ -97,13 +97,20 @@ def test_user_csv_missing_column_reaches_remote_caller(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("row, value, column, problem", [
-    (3, "not-a-date", "date", "is not a date"),
+    (3, "not-a-date", "date", "is not an ISO date"),
     (2, "abc", "close", "is not a finite number"),
+    (2, "", "close", "is not a finite number"),
+    (6, "inf", "high", "is not a finite number"),
     (5, "-4", "close", "must be positive"),
+    # Only close is traded on, but a price of 0 or below in any column is not a price.
+    (1, "0", "open", "must be positive"),
+    (7, "-1.5", "high", "must be positive"),
+    (4, "0.0", "low", "must be positive"),
+    (8, "-100", "volume", "must not be negative"),
 ])
 def test_user_csv_bad_row_is_named(tmp_path: Path, row: int, value: str, column: str, problem: str) -> None:
     rows = [list(r) for r in ROWS]
-    rows[row - 1][{"date": 0, "close": 5}[column]] = value
+    rows[row - 1][("date", "tic", "open", "high", "low", "close", "volume").index(column)] = value
     path = write_csv(tmp_path / "bad.csv", [tuple(r) for r in rows])
     with pytest.raises(InvalidDataError, match=rf"row {row} .*column '{column}' value .*{problem}"):
         FinRLEnv(split=None, data_path=path, indicators=("macd",))
@@ -209,8 +216,60 @@ def test_numeric_dates_are_not_dates(tmp_path: Path) -> None:
     # Epoch seconds would become nanoseconds after 1970-01-01: every row on one day.
     path = write_csv(tmp_path / "epoch.csv", _with_dates(["1609718400", "1609804800", "1609891200",
                                                           "1609977600"]))
-    with pytest.raises(InvalidDataError, match=r"row 1 .*column 'date' value 1609718400 is not a date"):
+    with pytest.raises(InvalidDataError, match=r"row 1 .*column 'date' value '1609718400' is not an ISO date"):
         FinRLEnv(split=None, data_path=path, indicators=("macd",))
+
+
+@pytest.mark.parametrize("dates, row, value", [
+    # 2..7 January 2021 written day first: every day <= 12, so month first also "works".
+    (["04/01/2021", "05/01/2021", "06/01/2021", "07/01/2021"], 1, "04/01/2021"),
+    # A first day > 12, from which pandas would infer day first (for this file only).
+    (["13/01/2021", "14/01/2021", "15/01/2021", "18/01/2021"], 1, "13/01/2021"),
+    (["01/04/2021", "01/05/2021", "01/06/2021", "01/07/2021"], 1, "01/04/2021"),  # US, month first
+    (["2021-01-04", "2021-01-05", "06/01/2021", "2021-01-07"], 5, "06/01/2021"),  # one row in another layout
+    (["Jan 4, 2021", "Jan 5, 2021", "Jan 6, 2021", "Jan 7, 2021"], 1, "Jan 4, 2021"),
+])
+def test_dates_not_written_year_first_are_refused(tmp_path: Path, dates: list[str], row: int,
+                                                  value: str) -> None:
+    # Read as written they would be some other day, or a day that depends on the file's
+    # first value: the order of day and month is not in the file.
+    path = write_csv(tmp_path / "dates.csv", [(f'"{r[0]}"', *r[1:]) for r in _with_dates(dates)])
+    with pytest.raises(InvalidDataError, match=rf"row {row} \(line {row + 1}\): column 'date' value "
+                                               rf"'{value}' is not an ISO date; write dates as YYYY-MM-DD"):
+        FinRLEnv(split=None, data_path=path, indicators=("macd",))
+
+
+@pytest.mark.parametrize("dates", [["2021/01/04", "2021/01/05", "2021/01/06", "2021/01/07"],
+                                   ["20210104", "20210105", "20210106", "20210107"],  # tushare's trade_date
+                                   ["2021-01-04", "2021-01-05 00:00:00", "2021-1-6", " 2021-01-07 "]])
+def test_year_first_dates_are_read(tmp_path: Path, dates: list[str]) -> None:
+    env = FinRLEnv(split=None, data_path=write_csv(tmp_path / "ymd.csv", _with_dates(dates)),
+                   indicators=("macd",))
+    assert [str(d) for d in env.data.dates] == ["2021-01-04", "2021-01-05", "2021-01-06", "2021-01-07"]
+
+
+def test_parquet_date_columns_are_read_as_typed(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    frame = pd.read_csv(write_csv(tmp_path / "plain.csv"))
+    for kind, dates in [("datetime", pd.to_datetime(frame["date"])),
+                        ("date", pd.to_datetime(frame["date"]).dt.date)]:  # pyarrow's date32
+        frame["date"] = dates
+        path = str(tmp_path / f"{kind}.parquet")
+        frame.to_parquet(path)
+        env = FinRLEnv(split=None, data_path=path, indicators=("macd",))
+        assert [str(d) for d in env.data.dates] == ["2021-01-04", "2021-01-05", "2021-01-06", "2021-01-07"]
+
+
+def test_zero_volume_and_a_high_below_low_are_accepted(tmp_path: Path) -> None:
+    # A halted day trades nothing; a high below its low (vendor glitch) only moves high/low
+    # indicators, and close (traded on) may lie anywhere: FinRL accepts both.
+    rows = [list(r) for r in ROWS]
+    rows[2][6] = 0  # volume
+    rows[5][3], rows[5][4] = 18.5, 19.5  # high, low
+    env = FinRLEnv(split=None, data_path=write_csv(tmp_path / "odd.csv", [tuple(r) for r in rows]),
+                   indicators=("macd",))
+    assert env.n_days == 4
 
 
 def test_repeated_tickers_are_refused() -> None:

@@ -4,8 +4,8 @@ The default data is skfolio's ``load_sp500_dataset()``: 20 S&P 500 stocks, daily
 adjusted closes 1990-01-02..2022-12-28, shipped inside the skfolio wheel. It has closes
 only (see :mod:`.indicators` for what that means for ``cci_30`` and ``dx_30``). A user
 file (``data_path=``) is a CSV or Parquet in FinRL's long format: one row per date and
-ticker with ``date, tic, open, high, low, close, volume`` and, optionally, indicator
-columns (used as given) and ``turbulence``.
+ticker with ``date, tic, open, high, low, close, volume`` (ISO dates, year first) and,
+optionally, indicator columns (used as given) and ``turbulence``.
 
 Indicators are computed on the whole history of each ticker, then the date window is
 cut, so the first days of a window have no warm-up gaps and nothing looks ahead (every
@@ -301,9 +301,10 @@ def load_sp500_index():  # -> pandas.Series
 
 
 def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
-    """Read and validate a FinRL long-format CSV/Parquet, row by row. A row for every
-    ticker on every date is checked where the tickers an env trades are known
-    (``tickers=`` may leave out one listed later).
+    """Read and validate a FinRL long-format CSV/Parquet, row by row (ISO dates, finite
+    positive prices, finite volume not below 0). A row for every ticker on every date is
+    checked where the tickers an env trades are known (``tickers=`` may leave out one
+    listed later).
 
     Args:
         path: ``.csv`` (optionally ``.gz``) or ``.parquet``/``.pq``.
@@ -322,8 +323,9 @@ def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
         if lower.endswith((".parquet", ".pq")):
             frame = pd.read_parquet(path)
         elif lower.endswith((".csv", ".csv.gz", ".txt")):
-            # Tickers are names: "000001" (Shenzhen) or "0700" (HKEX) keep their zeros.
-            frame = pd.read_csv(path, dtype={"tic": str})
+            # Tickers are names: "000001" (Shenzhen) or "0700" (HKEX) keep their zeros. Dates
+            # stay text, parsed by one rule below: 20200102 is a date, not an integer.
+            frame = pd.read_csv(path, dtype={"tic": str, "date": str})
         else:
             raise InvalidDataError(f"data_path {path!r}: use a .csv, .csv.gz or .parquet file")
     except InvalidDataError:
@@ -369,7 +371,7 @@ def _parse_dates(raw, path: str):  # pandas.Series -> pandas.Series of naive dat
         path: The file, for the message.
 
     Returns:
-        Naive datetimes, NaT where a value is not a date.
+        Naive datetimes, NaT where a value is not an ISO (year-first) date.
 
     Raises:
         InvalidDataError: The column mixes time zones in a form that cannot be read.
@@ -389,11 +391,11 @@ def _parse_dates(raw, path: str):  # pandas.Series -> pandas.Series of naive dat
     text = pd.Series(uniques, dtype=object).astype(str).str.strip()
     text = text.str.replace(_TRAILING_OFFSET, r"\1", regex=True)
     try:
-        # ISO first: it reads date-only and date-time values side by side, where pandas'
-        # inferred format (taken from the first value) would reject the other kind.
+        # ISO only (year first: 2020-01-02, 2020/01/02, 20200102, with or without a time),
+        # per value, so date-only and date-time values may sit side by side. Other layouts
+        # are left unparsed (NaT, refused by row): 02/01/2020 is 2 January or 1 February
+        # depending on the writer, and pandas would guess the order from the first value.
         parsed = pd.to_datetime(text, format="ISO8601", errors="coerce")
-        if parsed.isna().any():  # other layouts (01/08/2020): let pandas infer, as before
-            parsed = parsed.fillna(pd.to_datetime(text, errors="coerce"))
     except ValueError as exc:  # zones in a form the offset pattern misses, mixed across rows
         raise InvalidDataError(f"data_path {path!r}: column 'date' cannot be parsed ({exc}); write "
                                "dates as ISO, e.g. 2016-01-04 or 2016-01-04 00:00:00-05:00") from None
@@ -417,12 +419,19 @@ def _raise_first_bad_row(path: str, frame, raw: dict) -> None:
     """
     # (column, problem, bad rows), in the order a row's problems are reported.
     checks: list[tuple[str, str, np.ndarray]] = [
-        ("date", "is not a date (use ISO, e.g. 2016-01-04)", frame["date"].isna().to_numpy()),
+        ("date", "is not an ISO date; write dates as YYYY-MM-DD, e.g. 2016-01-04 (a day/month "
+                 "order such as 02/01/2016 is ambiguous)", frame["date"].isna().to_numpy()),
         ("tic", "is empty", (frame["tic"].isna() | frame["tic"].isin(["", "nan", "None"])).to_numpy()),
     ]
     for col in _NUMERIC:
         checks.append((col, "is not a finite number", ~np.isfinite(frame[col].to_numpy())))
-    checks.append(("close", "must be positive", (frame["close"] <= 0).to_numpy()))
+    # A price of 0 or below is a vendor's placeholder or an error, never a trade (a buy at 0
+    # is free; stockstats' ranges and ratios turn it into indicator spikes). Zero volume is
+    # real (a halted or illiquid day); negative volume is not. high < low is let through:
+    # it affects only high/low indicators, and vendor data has such rows.
+    for col in ("open", "high", "low", "close"):
+        checks.append((col, "must be positive", (frame[col] <= 0).to_numpy()))
+    checks.append(("volume", "must not be negative", (frame["volume"] < 0).to_numpy()))
     checks.append(("date", "repeats a (date, tic) pair", frame.duplicated(["date", "tic"]).to_numpy()))
     bad = np.stack([mask for _, _, mask in checks])  # (checks, rows)
     failing = bad.any(axis=0)
