@@ -12,6 +12,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -27,7 +28,9 @@ from _results import write_section  # benchmarks/_results.py
 
 
 def step_median(provider: str, steps: int) -> float:
-    env = gym.make("OpenEnv/Echo-v0", provider=provider, max_episode_steps=10**9)
+    # Echo ends its episode after max_steps (default 100) and refuses steps past the end:
+    # raise it, as bench_core does, so the timed steps stay in one episode.
+    env = gym.make("OpenEnv/Echo-v0", provider=provider, max_steps=10**9, max_episode_steps=10**9)
     try:
         env.reset(seed=0)
         action = {"message": "hello"}
@@ -94,11 +97,19 @@ def main() -> None:
     proc_8 = concurrent_start(process_p, 8)
     dock_8 = concurrent_start(docker_p, 8)
     mem = idle_memory(docker_p)
-    sizes = sorted((tag, img.attrs["Size"]) for img in docker_p.client.images.list(
-        filters={"label": "openenv-gym.project=1"}) for tag in img.tags)
+    # One row per image repository: its newest build (every source change leaves a tag behind).
+    newest: dict[str, tuple[str, str, int]] = {}
+    for img in docker_p.client.images.list(filters={"label": "openenv-gym.project=1"}):
+        for tag in img.tags:
+            repo = tag.rsplit(":", 1)[0]
+            if repo not in newest or img.attrs["Created"] > newest[repo][0]:
+                newest[repo] = (img.attrs["Created"], tag, img.attrs["Size"])
+    sizes = sorted((tag, size) for _, tag, size in newest.values())
 
     lines = [
-        "Command: `python benchmarks/bench_docker.py --write` (2 shared cores; ratios from one run).",
+        f"Command: `python benchmarks/bench_docker.py --steps {args.steps} --starts {args.starts}"
+        f"{' --write' if args.write else ''}` (2 shared cores; ratios from one run; "
+        f"{time.strftime('%Y-%m-%d %H:%M')}, 1-min load {os.getloadavg()[0]:.1f} at the end).",
         "",
         "| measure | docker | process | ratio | target |",
         "|---|---|---|---|---|",
