@@ -87,7 +87,7 @@ def test_bad_arguments_are_named() -> None:
         AtariEnv(game="pongg")
     with pytest.raises(InvalidRequestError, match="preprocess=True"):
         AtariEnv(game="pong", frame_stack=4)
-    with pytest.raises(InvalidRequestError, match="rgb screens"):
+    with pytest.raises(InvalidRequestError, match="obs_type must be .rgb. or .grayscale."):
         make_ale_env("pong", obs_type="ram", preprocess=True)
     # AtariPreprocessing takes an int skip: ALE's stochastic (2, 5) (a list over JSON) is refused
     # by name, not a TypeError from inside the wrapper.

@@ -4,8 +4,9 @@ Without ``preprocess`` the env is exactly ``gym.make("ALE/<Game>-v5", ...)`` wit
 settings: same seed and actions give the same frames, rewards and flags. With
 ``preprocess=True`` it is that env (frameskip 1) wrapped in Gymnasium's own
 :class:`~gymnasium.wrappers.AtariPreprocessing` (noop starts, max-pooled frame skip, 84×84
-grayscale, terminal on life loss), optional reward clipping and
-:class:`~gymnasium.wrappers.FrameStackObservation`, so only the small frames cross the wire.
+grayscale or color, optionally scaled to [0, 1], terminal on life loss), optional reward
+clipping and :class:`~gymnasium.wrappers.FrameStackObservation`, so only the small frames
+cross the wire.
 
 Example:
     >>> env = AtariEnv(game="pong", preprocess=True, frame_stack=4)
@@ -30,15 +31,23 @@ from openenv_gym.models import State
 
 __all__ = ["AtariEnv", "make_ale_env"]
 
+# AtariPreprocessing's options and the wrappers after it, each with the value that means "not
+# given": without preprocess=True they would be silently ignored, so given, they are refused.
+_PREPROCESS_ONLY: dict[str, Any] = {
+    "noop_max": None, "screen_size": None, "clip_rewards": False, "terminal_on_life_loss": False,
+    "frame_stack": 1, "grayscale_obs": True, "grayscale_newaxis": False, "scale_obs": False}
+
 
 def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int, int] = 4,
                  repeat_action_probability: float = 0.25, full_action_space: bool = False,
                  mode: int | None = None, difficulty: int | None = None,
                  max_num_frames_per_episode: int = 108_000, render_mode: str | None = None,
+                 continuous: bool = False, continuous_action_threshold: float | None = None,
                  preprocess: bool = False, noop_max: int | None = None,
                  screen_size: int | tuple[int, int] | None = None,
                  terminal_on_life_loss: bool = False, clip_rewards: bool = False,
-                 frame_stack: int = 1, grayscale_newaxis: bool = False) -> gym.Env:
+                 frame_stack: int = 1, grayscale_obs: bool = True, grayscale_newaxis: bool = False,
+                 scale_obs: bool = False) -> gym.Env:
     """Build the (optionally preprocessed) ALE env that :class:`AtariEnv` serves.
 
     This is also the local reference: ``make_ale_env(...)`` equals
@@ -58,9 +67,10 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
         frameskip = tuple(frameskip)
     if isinstance(screen_size, list):
         screen_size = tuple(screen_size)
-    for flag, value in (("full_action_space", full_action_space), ("preprocess", preprocess),
-                        ("terminal_on_life_loss", terminal_on_life_loss),
-                        ("clip_rewards", clip_rewards), ("grayscale_newaxis", grayscale_newaxis)):
+    for flag, value in (("full_action_space", full_action_space), ("continuous", continuous),
+                        ("preprocess", preprocess), ("terminal_on_life_loss", terminal_on_life_loss),
+                        ("clip_rewards", clip_rewards), ("grayscale_obs", grayscale_obs),
+                        ("grayscale_newaxis", grayscale_newaxis), ("scale_obs", scale_obs)):
         if not is_flag(value):
             raise InvalidRequestError(f"{flag} must be True or False, got {value!r}")
     # ALE's setMode/setDifficulty refuse these with a bare pybind TypeError ("incompatible
@@ -79,17 +89,47 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
     if not is_int(frame_stack, 1):
         raise InvalidRequestError(f"frame_stack must be a whole number >= 1 (frames stacked), "
                                   f"got {frame_stack!r}")
-    if not preprocess and (clip_rewards or terminal_on_life_loss or frame_stack > 1
-                           or grayscale_newaxis or noop_max is not None or screen_size is not None):
-        raise InvalidRequestError("noop_max, screen_size, clip_rewards, terminal_on_life_loss, "
-                                  "frame_stack and grayscale_newaxis apply with preprocess=True "
-                                  "only; set it or drop them")
+    if continuous_action_threshold is not None and not continuous:
+        raise InvalidRequestError("continuous_action_threshold applies with continuous=True only; "
+                                  "set it or drop it")
+    continuous_action_threshold = 0.5 if continuous_action_threshold is None else continuous_action_threshold
+    # ALE takes any number, but a joystick component (|r·cos θ|, |r·sin θ|, fire: all <= 1)
+    # counts only above it: at 1 or more every action is a no-op, below 0 fire is always held.
+    if not is_finite(continuous_action_threshold) or not 0 <= continuous_action_threshold < 1:
+        raise InvalidRequestError(f"continuous_action_threshold must be a number in [0, 1) (ALE's "
+                                  f"default: 0.5), got {continuous_action_threshold!r}")
+    given = {name: value for name, value in (
+        ("noop_max", noop_max), ("screen_size", screen_size), ("clip_rewards", clip_rewards),
+        ("terminal_on_life_loss", terminal_on_life_loss), ("frame_stack", frame_stack),
+        ("grayscale_obs", grayscale_obs), ("grayscale_newaxis", grayscale_newaxis),
+        ("scale_obs", scale_obs)) if value != _PREPROCESS_ONLY[name]}
+    if not preprocess and given:
+        *names, last = _PREPROCESS_ONLY
+        raise InvalidRequestError(f"{', '.join(names)} and {last} apply with preprocess=True only "
+                                  f"(got {', '.join(f'{k}={v!r}' for k, v in given.items())}); "
+                                  "set it or drop them")
     noop_max = 30 if noop_max is None else noop_max
     screen_size = 84 if screen_size is None else screen_size
     if not is_int(noop_max, 0):
         raise InvalidRequestError(f"noop_max must be a whole number >= 0 (0: no no-op starts), got {noop_max!r}")
-    if preprocess and obs_type != "rgb":
-        raise InvalidRequestError(f"preprocess=True reads rgb screens; got obs_type={obs_type!r}")
+    # AtariPreprocessing reads the screen from the emulator, gray or in color as grayscale_obs
+    # says, so obs_type "rgb" and "grayscale" give the same frames; it sizes its buffers from
+    # the inner env's frames, so locally "ram" fails, and so does a gray inner env for color.
+    if preprocess and obs_type not in ("rgb", "grayscale"):
+        raise InvalidRequestError(f"preprocess=True reads the screen: obs_type must be 'rgb' or "
+                                  f"'grayscale' (grayscale_obs picks the frames' colors), got "
+                                  f"obs_type={obs_type!r}")
+    if preprocess and obs_type == "grayscale" and not grayscale_obs:
+        raise InvalidRequestError("grayscale_obs=False keeps the screen's colors, which "
+                                  "obs_type='grayscale' has not; use obs_type='rgb' (the default)")
+    if preprocess and grayscale_newaxis and not grayscale_obs:
+        raise InvalidRequestError("grayscale_newaxis adds a channel axis to gray frames; color frames "
+                                  "(grayscale_obs=False) have one: drop it")
+    # No-op starts step action 0, an index, which a continuous env refuses (ALE asserts a
+    # float32 (r, theta, fire) array): locally that fails at the first reset.
+    if preprocess and continuous and noop_max != 0:
+        raise InvalidRequestError("continuous=True takes (r, theta, fire) actions, and the no-op starts "
+                                  "of preprocess=True step the discrete action 0: set noop_max=0")
     if preprocess and not is_int(frameskip, 1):
         raise InvalidRequestError(f"preprocess=True skips a fixed number of frames (an int >= 1); got "
                                   f"frameskip={frameskip!r} (ALE's stochastic (low, high) applies "
@@ -102,7 +142,8 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
                               obs_type="ram" if preprocess else obs_type,
                               frameskip=1 if preprocess else frameskip,
                               repeat_action_probability=repeat_action_probability,
-                              full_action_space=full_action_space,
+                              full_action_space=full_action_space, continuous=continuous,
+                              continuous_action_threshold=continuous_action_threshold,
                               max_num_frames_per_episode=max_num_frames_per_episode,
                               render_mode=render_mode)
     except RuntimeError as exc:  # ALE's "Invalid game mode requested" names neither
@@ -116,8 +157,8 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
 
     env = AtariPreprocessing(_ScreenSized(env), noop_max=noop_max, frame_skip=frameskip, screen_size=screen_size,
-                             terminal_on_life_loss=terminal_on_life_loss,
-                             grayscale_newaxis=grayscale_newaxis)
+                             terminal_on_life_loss=terminal_on_life_loss, grayscale_obs=grayscale_obs,
+                             grayscale_newaxis=grayscale_newaxis, scale_obs=scale_obs)
     if clip_rewards:
         env = TransformReward(env, lambda r: float(np.sign(r)))  # DQN's sign clipping
     if frame_stack > 1:
@@ -142,7 +183,8 @@ class _ScreenSized(gym.Wrapper):
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         height, width = env.unwrapped.ale.getScreenDims()
-        self.observation_space = gym.spaces.Box(0, 255, (height, width), np.uint8)
+        # AtariPreprocessing sizes gray buffers from the first two sides, color ones from all three.
+        self.observation_space = gym.spaces.Box(0, 255, (height, width, 3), np.uint8)
 
 
 class AtariEnv(Environment):
@@ -155,6 +197,11 @@ class AtariEnv(Environment):
             ``preprocess`` the wrapper's skip (an int).
         repeat_action_probability: Sticky actions (v5 default 0.25).
         full_action_space: All 18 actions instead of the game's minimal set.
+        continuous: ALE's continuous actions: a float32 ``(r, theta, fire)`` in
+            ``Box([0, -pi, 0], [1, pi, 1])``, the joystick in polar coordinates, instead of
+            ``Discrete``.
+        continuous_action_threshold: Above it a joystick direction (``r·cos θ``,
+            ``r·sin θ``) or ``fire`` counts as pressed (continuous; ALE's default 0.5).
         mode: Game mode (None: the ROM's default).
         difficulty: Game difficulty (None: the ROM's default).
         max_num_frames_per_episode: Truncation in frames (v5: 108,000).
@@ -165,9 +212,13 @@ class AtariEnv(Environment):
         terminal_on_life_loss: End the episode when a life is lost (preprocess).
         clip_rewards: Rewards become their sign (preprocess).
         frame_stack: Stack this many frames on a leading axis (preprocess; 1: none).
+        grayscale_obs: Gray frames; False: RGB ones, ``(84, 84, 3)`` (preprocess; default True).
         grayscale_newaxis: Frames of shape (84, 84, 1) instead of (84, 84) (preprocess): what
             SB3's ``VecFrameStack`` and ``CnnPolicy`` want when frames are stacked in the
             trainer (a quarter of the bytes on the wire of ``frame_stack=4``).
+        scale_obs: float32 frames in [0, 1] instead of uint8 (preprocess): four times the
+            bytes on the wire, and SB3's ``CnnPolicy``, which scales uint8 images itself,
+            no longer takes them for images.
         render_mode: ``"rgb_array"`` for full-color frames.
     """
 
@@ -179,23 +230,27 @@ class AtariEnv(Environment):
                  frameskip: int | tuple[int, int] = 4, repeat_action_probability: float = 0.25,
                  full_action_space: bool = False, mode: int | None = None,
                  difficulty: int | None = None, max_num_frames_per_episode: int = 108_000,
+                 continuous: bool = False, continuous_action_threshold: float | None = None,
                  preprocess: bool = False, noop_max: int | None = None,
                  screen_size: int | tuple[int, int] | None = None,
                  terminal_on_life_loss: bool = False, clip_rewards: bool = False,
-                 frame_stack: int = 1, grayscale_newaxis: bool = False,
-                 render_mode: str | None = None) -> None:
+                 frame_stack: int = 1, grayscale_obs: bool = True, grayscale_newaxis: bool = False,
+                 scale_obs: bool = False, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         self.game = rom_id(game)
         self.inner = make_ale_env(
             self.game, obs_type=obs_type, frameskip=frameskip,
             repeat_action_probability=repeat_action_probability, full_action_space=full_action_space,
             mode=mode, difficulty=difficulty, max_num_frames_per_episode=max_num_frames_per_episode,
-            render_mode=render_mode, preprocess=preprocess, noop_max=noop_max, screen_size=screen_size,
-            terminal_on_life_loss=terminal_on_life_loss, clip_rewards=clip_rewards, frame_stack=frame_stack,
-            grayscale_newaxis=grayscale_newaxis)
+            render_mode=render_mode, continuous=continuous,
+            continuous_action_threshold=continuous_action_threshold, preprocess=preprocess,
+            noop_max=noop_max, screen_size=screen_size, terminal_on_life_loss=terminal_on_life_loss,
+            clip_rewards=clip_rewards, frame_stack=frame_stack, grayscale_obs=grayscale_obs,
+            grayscale_newaxis=grayscale_newaxis, scale_obs=scale_obs)
         self.action_space = self.inner.action_space
         self.observation_space = self.inner.observation_space
         self.preprocess = preprocess
+        self.continuous = continuous
         self._lives = 0
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -205,7 +260,8 @@ class AtariEnv(Environment):
         return obs, info
 
     def step(self, action: Any):
-        obs, reward, terminated, truncated, info = self.inner.step(int(action))
+        # parse_action gave a float32 array of the Box (what ALE asserts) or an index.
+        obs, reward, terminated, truncated, info = self.inner.step(action if self.continuous else int(action))
         self._lives = int(info.get("lives", self._lives))
         return obs, float(reward), terminated, truncated, info
 
