@@ -158,31 +158,61 @@ def remove_orphaned_folders(root: str, prefix: str = "") -> None:
         folder = os.path.join(root, entry)
         if os.path.isdir(folder) and not os.path.islink(folder) and _owner_gone(folder, int(pid)):
             orphaned.append(folder)
-    if orphaned:
-        _kill_workers_of(orphaned)
+    _kill_workers_of(orphaned, root)
     for folder in orphaned:
         remove_folder(folder)
 
 
-def _kill_workers_of(folders: list[str]) -> None:
+def _kill_workers_of(folders: list[str], root: str) -> None:
     """SIGKILL this user's processes still serving from one of ``folders`` (``--owner-dir
     FOLDER``), in one pass over ``/proc``: a worker of a dead owner that could not notice it is
     gone, being stopped (SIGSTOP) or hung in native code that holds the GIL, would otherwise
-    run on for good."""
+    run on for good.
+
+    Also those serving from a folder in ``root`` that no longer exists, whose owner
+    (``--owner-pid``, of this PID namespace) is gone: the first worker of a pool to see its
+    owner gone removes the pool's folder, which a stopped sibling shares.
+    """
     targets = {os.fsencode(folder) for folder in folders}
+    prefix = os.fsencode(os.path.join(root, ""))
+    own_ns = _pid_namespace("self")
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             if os.stat(f"/proc/{entry}").st_uid != os.getuid():
                 continue
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 argv = f.read().split(b"\0")
-        except OSError:
+            args = dict(zip(argv, argv[1:]))
+            folder = args.get(b"--owner-dir")
+            if folder is None or folder not in targets and not (
+                    folder.startswith(prefix) and not os.path.exists(folder)
+                    and _pid_namespace(entry) == own_ns and _owner_gone_for(int(entry), args)):
+                continue
+        except (OSError, ValueError):
             continue  # gone meanwhile, or not ours to read
-        if any(a == b"--owner-dir" and v in targets for a, v in zip(argv, argv[1:])):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(int(entry), signal.SIGKILL)
+
+
+def _pid_namespace(pid: str) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def _owner_gone_for(worker: int, args: dict[bytes, bytes]) -> bool:
+    """Whether the owner a worker's arguments name (``--owner-pid``) is gone: not running, or
+    its pid now another process's, one started after the worker."""
+    owner = args.get(b"--owner-pid", b"")
+    if not owner.isdigit():
+        return False
+    owner_start, worker_start = process_start(int(owner)), process_start(worker)
+    if not owner_alive(int(owner), ""):
+        return True
+    return bool(owner_start and worker_start) and int(owner_start) > int(worker_start)
 
 
 def sweep_orphans(path: str) -> None:
