@@ -229,6 +229,9 @@ class RemoteVectorEnv(VectorEnv):
         self._reset_needed: str | None = "call reset() before step()"
         #: Envs whose session was lost outside a step (their next step reports the restart).
         self._lost: dict[int, str] = {}
+        #: Workers whose failure was raised (``on_worker_error="raise"``): the next reset()
+        #: replaces them, as a single env's next reset replaces its failed worker.
+        self._failed_workers: dict[int, str] = {}
         #: The step or reset in flight: its commands and the workers it went to.
         self._pending: tuple[np.ndarray, list[int], bool] | None = None
         #: The last step's (or reset's) infos that came inline, by env.
@@ -319,6 +322,7 @@ class RemoteVectorEnv(VectorEnv):
         if options is not None and "reset_mask" in options:
             mask = _check_mask(options.pop("reset_mask"), self.num_envs)
         indices = [int(i) for i in np.flatnonzero(mask)]
+        self._replace_failed_workers(set(indices))
         explicit = list(seeds)
         for i in indices:
             if seeds[i] is None:
@@ -659,7 +663,13 @@ class RemoteVectorEnv(VectorEnv):
         restarted: dict[int, str] = (
             {i: self._lost.pop(i) for i in list(self._lost) if cmd[i] == SKIP} if self._lost else {})
         if failures and self.on_worker_error == "raise":
-            raise self._worker_error(failures[0])
+            error = self._worker_error(failures[0])
+            for failure in failures:
+                self._failed_workers[failure.worker] = self.pool.describe(failure.worker, failure.error)
+            # The other workers' envs stepped, but their results are not returned.
+            self._reset_needed = (f"the last step raised {type(error).__name__} and returned no "
+                                  "env's results; call reset(): it replaces the failed worker")
+            raise error
         for failure in failures:
             for i in self._handle_failure(failure):
                 restarted[i] = self._lost.pop(i)
@@ -858,7 +868,9 @@ class RemoteVectorEnv(VectorEnv):
                         reset_targets: AbstractSet[int] = frozenset()) -> list[int]:
         """Replace a failed worker (or raise); its envs not being reset are marked lost."""
         if self.on_worker_error == "raise":
-            raise self._worker_error(failure)
+            error = self._worker_error(failure)
+            self._failed_workers[failure.worker] = self.pool.describe(failure.worker, failure.error)
+            raise error
         pool = self.pool
         text = pool.describe(failure.worker, failure.error)
         try:
@@ -871,6 +883,17 @@ class RemoteVectorEnv(VectorEnv):
         for i in lost:
             self._lost[i] = text
         return lost
+
+    def _replace_failed_workers(self, reset_targets: AbstractSet[int]) -> None:
+        """Replace the workers whose failure was raised; their envs not being reset are
+        marked lost (their next step reports the restart)."""
+        while self._failed_workers:
+            worker, text = next(iter(self._failed_workers.items()))
+            self.pool.restart(worker)
+            del self._failed_workers[worker]
+            for i in self.pool.groups[worker]:
+                if i not in reset_targets:
+                    self._lost[i] = text
 
     # -- call / attributes / render ---------------------------------------------------
     def _targets(self, indices: int | Sequence[int] | None) -> list[int]:
