@@ -131,6 +131,10 @@ class DockerWorker(Worker):
         return self.container.id if self.container is not None else None
 
     def _spawn(self) -> None:
+        # Again on a restart: the folder may have gone meanwhile (rm -rf /tmp/*, a tmp
+        # cleaner) while the old container served from its mount, and every restart would
+        # fail on it from then on (the process provider's workers make theirs again too).
+        make_owned_folder(self.folder)
         # The container's user (another uid) creates its socket here; once it serves, the
         # folder is closed to writes (below): it is on the host's disk, with no size limit.
         os.chmod(self.folder, 0o777)
