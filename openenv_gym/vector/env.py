@@ -846,12 +846,15 @@ class RemoteVectorEnv(VectorEnv):
                               "which envs stepped is unknown: call reset()")
 
     # -- failures ---------------------------------------------------------------------
-    def _worker_error(self, failure: WorkerFailure) -> WorkerError:
+    def _worker_error(self, failure: WorkerFailure, replaced: bool = False) -> WorkerError:
         text = self.pool.describe(failure.worker, failure.error)
         cls = type(failure.error) if isinstance(failure.error, WorkerError) else WorkerError
         if cls is not WorkerTimeoutError and not self._alive(failure.worker):
             # A dead worker may surface as a refused send or a reset read: name it one way.
             cls = WorkerCrashedError
+        if replaced:  # a call, attribute or render: it failed once, and is being replaced
+            return cls(f"{text}\n(the worker is replaced: its envs start fresh episodes, reported "
+                       "with worker_restarted at their next step)")
         if self.on_worker_error == "restart":  # a reset whose retry on a fresh worker failed too
             slow = "; raise step_timeout= if the env is slow to reset" if cls is WorkerTimeoutError else ""
             return cls(f"{text}\n(it failed again on a fresh worker{slow})")
@@ -935,7 +938,7 @@ class RemoteVectorEnv(VectorEnv):
         values: list[Any] = [None] * len(targets)
         for w, reply in pool.exchange(calls).items():
             if isinstance(reply, WorkerFailure):
-                error = self._worker_error(reply)
+                error = self._worker_error(reply, replaced=self.on_worker_error == "restart")
                 self._handle_failure(reply)
                 raise error
             for k, sub in zip(order[w], reply):
