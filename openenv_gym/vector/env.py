@@ -322,7 +322,10 @@ class RemoteVectorEnv(VectorEnv):
         if options is not None and "reset_mask" in options:
             mask = _check_mask(options.pop("reset_mask"), self.num_envs)
         indices = [int(i) for i in np.flatnonzero(mask)]
-        self._replace_failed_workers(set(indices))
+        # Envs on a worker replaced since their last step (or now): their infos say so, as a
+        # single env's reset on a fresh worker does.
+        restarted = {i: self._lost[i] for i in indices if i in self._lost}
+        restarted.update(self._replace_failed_workers(set(indices)))
         explicit = list(seeds)
         for i in indices:
             if seeds[i] is None:
@@ -338,6 +341,8 @@ class RemoteVectorEnv(VectorEnv):
                 self._restart_seeds.pop(i, None)
 
         reset_infos = self._reset_envs(indices, seeds, options, on_sent=note_seeds)
+        for i, text in restarted.items():
+            reset_infos[i] = {**reset_infos.get(i, {}), "worker_restarted": True, "worker_error": text}
         infos = batch_infos(self.num_envs, {i: reset_infos[i] for i in indices}, self._add_info)
         self._step_infos = {i: info for i, info in reset_infos.items() if info}
         self._step_in_columns[:] = False
@@ -380,9 +385,11 @@ class RemoteVectorEnv(VectorEnv):
         ``on_sent`` is called once the first reset message is sent (not if it is refused).
 
         Returns:
-            Each reset env's info (its observation is in the batch buffer).
+            Each reset env's info (its observation is in the batch buffer); that of an env
+            whose worker was replaced says ``worker_restarted`` and ``worker_error``.
         """
         out: dict[int, dict[str, Any]] = {}
+        replaced: dict[int, str] = {}  # env -> why its worker was replaced (its info says so)
         todo = indices
         for attempt in range(2):
             cmd = np.full(self.num_envs, SKIP, dtype=np.uint8)
@@ -395,8 +402,11 @@ class RemoteVectorEnv(VectorEnv):
             for failure in failures:
                 if attempt == 1:
                     raise self._worker_error(failure)
+                text = self.pool.describe(failure.worker, failure.error)
                 self._handle_failure(failure, reset_targets=set(todo))
-                retry.extend(i for i in todo if self.pool.worker_of[i] == failure.worker)
+                again = [i for i in todo if self.pool.worker_of[i] == failure.worker]
+                retry.extend(again)
+                replaced.update(dict.fromkeys(again, text))
             if errors:
                 raise errors[0]
             in_columns = done & self._info_ok
@@ -405,6 +415,8 @@ class RemoteVectorEnv(VectorEnv):
             if not retry:
                 break
             todo = retry
+        for i, text in replaced.items():
+            out[i] = {**out[i], "worker_restarted": True, "worker_error": text}
         return out
 
     # -- step -------------------------------------------------------------------------
@@ -887,9 +899,14 @@ class RemoteVectorEnv(VectorEnv):
             self._lost[i] = text
         return lost
 
-    def _replace_failed_workers(self, reset_targets: AbstractSet[int]) -> None:
+    def _replace_failed_workers(self, reset_targets: AbstractSet[int]) -> dict[int, str]:
         """Replace the workers whose failure was raised; their envs not being reset are
-        marked lost (their next step reports the restart)."""
+        marked lost (their next step reports the restart).
+
+        Returns:
+            The envs of ``reset_targets`` on a replaced worker, with why it was replaced.
+        """
+        replaced: dict[int, str] = {}
         while self._failed_workers:
             worker, text = next(iter(self._failed_workers.items()))
             self.pool.restart(worker)
@@ -897,6 +914,9 @@ class RemoteVectorEnv(VectorEnv):
             for i in self.pool.groups[worker]:
                 if i not in reset_targets:
                     self._lost[i] = text
+                else:
+                    replaced[i] = text
+        return replaced
 
     # -- call / attributes / render ---------------------------------------------------
     def _targets(self, indices: int | Sequence[int] | None) -> list[int]:

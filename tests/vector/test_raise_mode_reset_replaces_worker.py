@@ -54,3 +54,31 @@ def test_partial_reset_after_a_raised_error_reports_the_other_envs_restarted() -
         assert infos["worker_restarted"][1] and infos["_worker_restarted"].tolist() == [False, True, False, False]
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize("on_worker_error", ["raise", "restart"])
+def test_a_reset_on_a_replaced_worker_says_so_in_its_infos(on_worker_error: str) -> None:
+    # A single env's reset on a fresh worker reports worker_restarted; a vector env's did not,
+    # whether it replaced the worker itself (a dead worker found by the reset, or one whose
+    # failure was raised) or a call() had replaced it before.
+    envs = RemoteVectorEnv(N, "gym", env_id="CartPole-v1", provider="process", envs_per_worker=2,
+                           on_worker_error=on_worker_error)
+    try:
+        envs.reset(seed=0)
+        for _ in range(2):
+            kill_worker(envs.workers[1])
+            if on_worker_error == "raise":
+                with pytest.raises(WorkerCrashedError):
+                    envs.step(np.zeros(N, dtype=np.int64))
+            _, infos = envs.reset(seed=1)
+            assert infos["_worker_restarted"].tolist() == [False, False, True, True], infos
+            assert "worker" in infos["worker_error"][2]
+        _, infos = envs.reset(seed=2)  # nothing replaced since
+        assert "worker_restarted" not in infos
+        kill_worker(envs.workers[0])
+        with pytest.raises(WorkerCrashedError):
+            envs.get_attr("gravity")  # replaced here (restart), or at the reset (raise)
+        _, infos = envs.reset(seed=3)
+        assert infos["_worker_restarted"].tolist() == [True, True, False, False], infos
+    finally:
+        envs.close()
