@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import ray
 
 from openenv_gym.errors import ProviderUnavailableError
+from openenv_gym.providers._ray_host import ServerHost
 
 __all__ = ["acquire_ray", "cause", "release_ray", "ray_session"]
 
@@ -36,6 +37,9 @@ _connection_users = 0
 #: The Ray connection this module made (:func:`ray_session`), None when the current one
 #: is not ours (the user's own ``ray.init``) or there is none.
 _our_session: tuple[str, str] | None = None
+#: Whether :data:`_our_session` is a local Ray this module started (its shutdown ends all
+#: work on it), rather than a cluster it joined (its shutdown only disconnects this process).
+_we_started = False
 
 
 def ray_session() -> tuple[str, str] | None:
@@ -61,7 +65,7 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
     Raises:
         ProviderUnavailableError: Nothing answers at ``address``.
     """
-    global _connection_users, _our_session
+    global _connection_users, _our_session, _we_started
     with _connection_lock:
         if not ray.is_initialized():
             _check_reachable(address)
@@ -85,7 +89,7 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
                     f"cannot connect to the Ray cluster at {address!r}: {exc}; start it "
                     "(`ray start --head`), or pass address=None to start a local one") from None
             # The users of a Ray of ours that the user shut down went with it.
-            _our_session, _connection_users = ray_session(), 0
+            _our_session, _connection_users, _we_started = ray_session(), 0, local
         elif _our_session is None or ray_session() != _our_session:
             return None  # the user's own ray.init: never shut it down for them
         _connection_users += 1
@@ -216,17 +220,44 @@ def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
 
 
 def _others_use_ray(wait: float = 2.0) -> bool:
-    """Whether something besides our workers holds resources on the cluster (an RLlib
-    algorithm built on the Ray we started). Ray reports freed resources a little late, so
-    a busy answer is re-checked for up to ``wait`` seconds."""
+    """Whether something besides our workers runs on the cluster (an RLlib algorithm built on
+    the Ray we started, a user's actor). Ray reports freed resources a little late, so a busy
+    answer is re-checked for up to ``wait`` seconds."""
     deadline = time.monotonic() + wait
     while True:
         total, free = ray.cluster_resources(), ray.available_resources()
         busy = [k for k, v in total.items()
                 if not k.startswith("node:") and "memory" not in k and free.get(k, 0.0) < v - 1e-6]
         if not busy or time.monotonic() > deadline:
-            return bool(busy)
+            break
         time.sleep(0.05)
+    # Work that holds no resources (an actor with num_cpus=0, as Ray's own Queue, RLlib's
+    # and Tune's coordinators are) leaves the counts untouched: ask the GCS for it.
+    return bool(busy) or _other_actors_live()
+
+
+def _other_actors_live() -> bool:
+    """Whether an actor not ours is alive on the Ray we started (on a cluster we only joined:
+    an actor of this process's job, which disconnecting ends). Asks the GCS directly, one call
+    (under a millisecond): Ray's public state API needs the dashboard, which a Ray we start
+    runs without. A Ray Client connection has no GCS access here: the resource check alone
+    answers then."""
+    from ray._private import state
+
+    try:
+        job = ray.get_runtime_context().get_job_id()
+        actors = state.actors().values()
+    except Exception:  # noqa: BLE001 - Ray Client, or a Ray without these (private) tables
+        return False
+    # A killed worker's actor may read ALIVE for a moment: ours are told by their class.
+    others = [a for a in actors if a.get("State") != "DEAD"
+              and a.get("ActorClassName") != _OUR_ACTOR_CLASS
+              and (_we_started or (a.get("JobID") == job and not a.get("IsDetached")))]
+    return bool(others)
+
+
+#: Class name of the actors our workers run in.
+_OUR_ACTOR_CLASS = ServerHost.__name__
 
 
 def release_ray(session: tuple[str, str] | None) -> None:
@@ -244,7 +275,7 @@ def release_ray(session: tuple[str, str] | None) -> None:
             if _others_use_ray():
                 # Shutting down would kill that work; Ray ends with this process instead.
                 logger.warning("openenv-gym: leaving running the Ray it started: other work "
-                               "still holds resources on it; ray.shutdown() ends it")
+                               "still runs on it; ray.shutdown() ends it")
                 return
             # Terminates a local Ray we started; only disconnects from a running cluster.
             ray.shutdown()

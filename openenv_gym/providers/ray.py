@@ -388,13 +388,15 @@ class RayProvider(Provider):
             ProviderUnavailableError: No node can ever host a worker of this shape.
             WorkerError: A worker could not be placed or its server failed to start.
         """
-        self.connect()
         pool = pool or f"p{time.time_ns() % 10**10:x}"
         with self._lock:
             # For a placement timeout's message (the pool's total), and so that no other
-            # pool's failed start takes Ray away while this one places its workers.
+            # pool's failed start or last stop takes Ray away while this one places its
+            # workers: counted before it connects, so no stop_all() on another thread finds
+            # this provider idle between its connect() and its first worker.
             self._starting[pool] = n
         try:
+            self.connect()
             self._check_feasible()
             if self.strategy in _GROUP_STRATEGIES:
                 self._reserve(pool, n)
@@ -403,11 +405,9 @@ class RayProvider(Provider):
             self._release_group(pool)
             with self._lock:
                 del self._starting[pool]
-                idle = self._idle()
-            if idle:
-                # No worker of ours holds Ray now: release the connection this start took
-                # (a Ray it started is shut down), as the last worker's stop does.
-                self.close()
+            # No worker of ours may hold Ray now: release the connection this start took
+            # (a Ray it started is shut down), as the last worker's stop does.
+            self._release(if_idle=True)
             raise
         finally:
             with self._lock:
@@ -463,10 +463,24 @@ class RayProvider(Provider):
         """Stop workers; once none of this provider's workers is left, release Ray too
         (``RemoteEnv.close`` and the vector env's close end here)."""
         super().stop_all(workers)
+        self._release(if_idle=True)
+
+    def _release(self, if_idle: bool = False) -> None:
+        """Release the Ray connection this provider took (:func:`release_ray`).
+
+        Args:
+            if_idle: Only if no worker of this provider runs or is being placed, checked and
+                taken under one hold of the lock (not ``close()`` after an idle check: a pool
+                that another thread starts in between would lose its Ray, and its workers,
+                which close() stops, the moment they were placed). An idle provider's groups
+                went with its pools (_forget, a failed start's cleanup).
+        """
         with self._lock:
-            idle = self._idle()
-        if idle:
-            self.close()
+            if if_idle and not self._idle():
+                return
+            session, self._ray_session, self._connected = self._ray_session, None, False
+        if session is not None:
+            release_ray(session)
 
     def close(self) -> None:
         """Stop every worker this provider placed, free its placement groups, and release Ray
@@ -477,10 +491,7 @@ class RayProvider(Provider):
             super().stop_all(workers)
         for pool in list(self._groups):
             self._release_group(pool)
-        with self._lock:
-            session, self._ray_session, self._connected = self._ray_session, None, False
-        if session is not None:
-            release_ray(session)
+        self._release()
 
     def __enter__(self) -> "RayProvider":
         return self
