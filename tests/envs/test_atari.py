@@ -12,24 +12,9 @@ pytest.importorskip("cv2")
 import openenv_gym  # noqa: E402,F401
 from openenv_gym.envs.atari.env import AtariEnv, make_ale_env  # noqa: E402
 from openenv_gym.errors import InvalidRequestError, UnknownEnvironmentError  # noqa: E402
+from tests.envs.atari_rollouts import assert_same_rollout  # noqa: E402
 
 gym.register_envs(ale_py)
-
-
-def _assert_same_rollout(remote: gym.Env, local: gym.Env, seed: int, steps: int) -> None:
-    a, ia = remote.reset(seed=seed)
-    b, ib = local.reset(seed=seed)
-    np.testing.assert_array_equal(a, b)
-    assert ia["lives"] == ib["lives"]
-    rng = np.random.default_rng(seed)
-    for t in range(steps):
-        action = int(rng.integers(local.action_space.n))
-        ra, rb = remote.step(action), local.step(action)
-        np.testing.assert_array_equal(ra[0], rb[0], err_msg=f"frame differs at step {t}")
-        assert (ra[1], ra[2], ra[3]) == (float(rb[1]), rb[2], rb[3]), f"step {t}"
-        assert ra[4]["lives"] == rb[4]["lives"] and ra[4]["frame_number"] == rb[4]["frame_number"]
-        if ra[2] or ra[3]:
-            break
 
 
 def test_remote_frames_equal_local_ale(provider: str) -> None:
@@ -40,7 +25,7 @@ def test_remote_frames_equal_local_ale(provider: str) -> None:
         assert remote.observation_space == local.observation_space
         assert remote.action_space == local.action_space
         for seed in (0, 7):
-            _assert_same_rollout(remote, local, seed, 200)
+            assert_same_rollout(remote, local, seed, 200)
         np.testing.assert_array_equal(remote.render(), local.render())
     finally:
         remote.close()
@@ -59,7 +44,7 @@ def test_remote_preprocessed_equals_local_gymnasium_wrappers(provider: str) -> N
         assert remote.observation_space.shape == (4, 84, 84)
         assert remote.observation_space.dtype == np.uint8
         for seed in (0, 1):
-            _assert_same_rollout(remote, local, seed, 200)
+            assert_same_rollout(remote, local, seed, 200)
     finally:
         remote.close()
         local.close()
@@ -72,7 +57,7 @@ def test_obs_types_and_options_match_ale(obs_type: str, shape: tuple[int, ...]) 
     local = gym.make("ALE/Pong-v5", obs_type=obs_type, frameskip=2, repeat_action_probability=0.0,
                      full_action_space=True, mode=1, difficulty=1)
     assert env.observation_space.shape == shape and env.action_space.n == 18
-    _assert_same_rollout(env, local, 3, 50)
+    assert_same_rollout(env, local, 3, 50)
     assert env.get_action_meanings()[:3] == ["NOOP", "FIRE", "UP"]
 
 
@@ -117,7 +102,7 @@ def test_stochastic_frameskip_and_the_served_env_s_methods_reach_the_trainer() -
     try:
         with pytest.raises(gym.error.ResetNeeded, match="before call"):
             remote.unwrapped.call("get_action_meanings")
-        _assert_same_rollout(remote, local, 5, 100)
+        assert_same_rollout(remote, local, 5, 100)
         assert remote.unwrapped.call("get_action_meanings") == local.unwrapped.get_action_meanings()
         assert remote.get_wrapper_attr("game") == "breakout"  # the served env's own attribute
     finally:

@@ -18,6 +18,7 @@ pytest.importorskip("cv2")
 import openenv_gym  # noqa: E402,F401
 from openenv_gym.envs.atari.env import make_ale_env  # noqa: E402
 from openenv_gym.errors import InvalidActionError, InvalidRequestError  # noqa: E402
+from tests.envs.atari_rollouts import assert_same_rollout, sample_actions  # noqa: E402
 
 gym.register_envs(ale_py)
 
@@ -29,32 +30,6 @@ def _local(game: str, frame_stack: int = 1, **kwargs: Any) -> gym.Env:
     wrapper = {k: kwargs.pop(k) for k in _WRAPPER_ARGS if k in kwargs}
     env = gym.wrappers.AtariPreprocessing(gym.make(f"ALE/{game}-v5", frameskip=1, **kwargs), **wrapper)
     return gym.wrappers.FrameStackObservation(env, frame_stack) if frame_stack > 1 else env
-
-
-def _actions(space: gym.Space, rng: np.random.Generator, n: int | None = None) -> Any:
-    """Random actions of ``space`` (n of them: a batch), as a trainer would send them."""
-    if isinstance(space, gym.spaces.Discrete):
-        return rng.integers(space.n, size=n) if n else int(rng.integers(space.n))
-    shape = (n, *space.shape) if n else space.shape
-    return rng.uniform(space.low, space.high, shape).astype(np.float32)
-
-
-def _assert_same_rollout(remote: gym.Env, local: gym.Env, seed: int, steps: int) -> None:
-    assert remote.observation_space == local.observation_space
-    assert remote.action_space == local.action_space
-    a, ia = remote.reset(seed=seed)
-    b, ib = local.reset(seed=seed)
-    assert a.dtype == b.dtype and a.shape == b.shape
-    np.testing.assert_array_equal(a, b)
-    rng = np.random.default_rng(seed)
-    for t in range(steps):
-        action = _actions(local.action_space, rng)
-        ra, rb = remote.step(action), local.step(action)
-        np.testing.assert_array_equal(ra[0], rb[0], err_msg=f"frame differs at step {t}")
-        assert (ra[1], ra[2], ra[3]) == (float(rb[1]), rb[2], rb[3]), f"step {t}"
-        assert ra[4]["lives"] == rb[4]["lives"] and ra[4]["frame_number"] == rb[4]["frame_number"]
-        if ra[2] or ra[3]:
-            break
 
 
 @pytest.mark.parametrize("kwargs, shape, dtype", [
@@ -70,7 +45,7 @@ def test_preprocessed_frames_equal_local_wrappers(kwargs: dict[str, Any], shape:
     local = _local("Breakout", **kwargs)
     try:
         assert remote.observation_space.shape == shape and remote.observation_space.dtype == dtype
-        _assert_same_rollout(remote, local, seed=2, steps=40)
+        assert_same_rollout(remote, local, seed=2, steps=40)
     finally:
         remote.close()
         local.close()
@@ -86,7 +61,7 @@ def test_continuous_actions_equal_local_ale(kwargs: dict[str, Any]) -> None:
              else gym.make("ALE/Pong-v5", continuous=True, **local_kwargs))
     try:
         assert isinstance(remote.action_space, gym.spaces.Box) and remote.action_space.dtype == np.float32
-        _assert_same_rollout(remote, local, seed=1, steps=60)
+        assert_same_rollout(remote, local, seed=1, steps=60)
         # ALE asserts a float32 array; a JSON list or a float64 array arrives as the space's float32.
         remote.step([1.0, 0.0, 1.0])
         remote.step(np.array([1.0, 0.0, 1.0]))
@@ -97,7 +72,7 @@ def test_continuous_actions_equal_local_ale(kwargs: dict[str, Any]) -> None:
         local.close()
 
 
-def test_make_vec_carries_float_frames_and_continuous_actions() -> None:
+def test_make_vec_carries_float_frames_and_continuoussample_actions() -> None:
     pytest.importorskip("openenv_gym.vector.env")
     kwargs = dict(continuous=True, noop_max=0, scale_obs=True, grayscale_obs=False, frame_stack=2)
     remote = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider="process", game="pong",
@@ -112,7 +87,7 @@ def test_make_vec_carries_float_frames_and_continuous_actions() -> None:
         np.testing.assert_array_equal(a, b)
         rng = np.random.default_rng(0)
         for t in range(30):
-            actions = _actions(local.single_action_space, rng, 2)
+            actions = sample_actions(local.single_action_space, rng, 2)
             ra, rb = remote.step(actions), local.step(actions)
             np.testing.assert_array_equal(ra[0], rb[0], err_msg=f"frames differ at step {t}")
             for got, want in zip(ra[1:4], rb[1:4]):
