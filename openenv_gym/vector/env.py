@@ -315,6 +315,7 @@ class RemoteVectorEnv(VectorEnv):
             self._pending = None
             self.pool.own_slices()
             self._lost.clear()
+            self._failed_workers.clear()  # the parent's to replace (a child may not), not ours
             self._restart_seeds.clear()
         seeds = self._seeds(seed)
         options = dict(options) if options is not None else None
@@ -679,6 +680,10 @@ class RemoteVectorEnv(VectorEnv):
             for failure in failures:
                 self._failed_workers[failure.worker] = self.pool.describe(failure.worker, failure.error)
             # The other workers' envs stepped, but their results are not returned.
+            if not same_step:
+                # Those that ended start over at their next step, as after a step that returned:
+                # a reset that leaves them out (reset_mask) must not step them past their end.
+                self._autoreset_envs = self._terminations | self._truncations
             self._reset_needed = (f"the last step raised {type(error).__name__} and returned no "
                                   "env's results; call reset(): it replaces the failed worker")
             raise error
