@@ -113,6 +113,13 @@ def make_owned_folder(path: str) -> None:
     :data:`OWNER_FILE` that lets :func:`remove_orphaned_folders` judge its owner: a pid alone
     names another process in another PID namespace (a container or ``unshare --pid`` sharing
     this /tmp) or after the pid is reused."""
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        # The runtime folder went meanwhile (rm -rf /tmp/*, a tmp cleaner) and a worker's
+        # restart makes it again: as runtime_dir() makes it (0700, not the umask's 0755),
+        # since a Docker worker's folder is open to all (0777) while its container starts.
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+    _check_private(parent)  # and not one another user made first under the predictable name
     os.makedirs(path, mode=0o700, exist_ok=True)
     owner = os.path.join(path, OWNER_FILE)
     if os.path.exists(owner):  # another worker of the pool made it
