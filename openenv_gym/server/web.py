@@ -104,14 +104,18 @@ def encode_png(image: np.ndarray) -> bytes:
 def as_image(value: Any) -> np.ndarray | None:
     """The displayable image inside an observation or frame, or None when it is not one.
 
-    Accepts ``(H, W)``, ``(H, W, C)`` with C in 1, 3, 4, and frame stacks ``(K, H, W)`` or
-    ``(H, W, K)`` (the newest frame is shown). Floats in [0, 1] are scaled to 0..255.
+    Accepts ``(H, W)``, ``(H, W, C)`` with C in 1, 3, 4, and frame stacks ``(K, H, W)``,
+    ``(H, W, K)`` or ``(K, H, W, C)`` (the newest frame is shown). Floats in [0, 1] are scaled to 0..255.
     """
-    if not isinstance(value, np.ndarray) or value.ndim not in (2, 3) or value.size == 0:
+    if not isinstance(value, np.ndarray) or value.ndim not in (2, 3, 4) or value.size == 0:
         return None
     if not (np.issubdtype(value.dtype, np.integer) or np.issubdtype(value.dtype, np.floating)):
         return None
     image = value
+    if image.ndim == 4:  # a stack of color frames, (K, H, W, C) (Atari's grayscale_obs=False)
+        if image.shape[0] > 8 or image.shape[3] not in (1, 3, 4):
+            return None
+        image = image[-1]  # the newest
     if image.ndim == 3:
         if image.shape[2] in (1, 3, 4) and min(image.shape[:2]) >= 8:
             image = image[:, :, 0] if image.shape[2] == 1 else image
