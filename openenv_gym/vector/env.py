@@ -875,8 +875,9 @@ class RemoteVectorEnv(VectorEnv):
         if self.on_worker_error == "restart":  # a reset whose retry on a fresh worker failed too
             slow = "; raise step_timeout= if the env is slow to reset" if cls is WorkerTimeoutError else ""
             return cls(f"{text}\n(it failed again on a fresh worker{slow})")
-        return cls(f"{text}\n(on_worker_error='raise'; pass on_worker_error='restart' to replace "
-                   "failed workers and continue with truncated episodes)")
+        return cls(f"{text}\n(on_worker_error='raise': the next reset() replaces the worker; pass "
+                   "on_worker_error='restart' to replace failed workers and continue with "
+                   "truncated episodes)")
 
     def _alive(self, worker: int) -> bool:
         try:

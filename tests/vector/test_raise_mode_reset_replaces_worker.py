@@ -25,7 +25,7 @@ def test_reset_after_a_raised_worker_error_replaces_the_worker(provider: str, fa
         envs.reset(seed=0)
         victim = envs.workers[0]
         fault(victim)
-        with pytest.raises(error):
+        with pytest.raises(error, match=r"the next reset\(\) replaces the worker"):
             envs.step(np.zeros(N, dtype=np.int64))
         # The other worker's envs stepped unseen: stepping on needs a reset first.
         with pytest.raises(gym.error.ResetNeeded):
