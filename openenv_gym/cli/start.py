@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from rich.markup import escape
 
+from openenv_gym._stop_flag import StopFlag
 from openenv_gym.cli import pools
 from openenv_gym.cli._args import add_env_kwargs, exit_codes, non_negative_float, port, positive_int
 from openenv_gym.cli._ui import (
@@ -180,8 +181,8 @@ def _start(args: argparse.Namespace) -> int:
 
 def _watch(workers: Sequence[Any], record: pools.PoolRecord) -> None:
     """Block until SIGTERM/SIGINT, replacing workers that die meanwhile."""
-    done = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    done = StopFlag()  # set in a signal handler: an Event there could hang `start` for good
+    previous = {sig: signal.signal(sig, done.set) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         while not done.wait(WATCH_PERIOD):
             for i, worker in enumerate(workers):

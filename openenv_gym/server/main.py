@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from gymnasium import error as gym_error
 
+from openenv_gym._stop_flag import StopFlag
 from openenv_gym.catalog import EnvInfo, get_env_info, load_env_class
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import (
@@ -222,10 +223,8 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
             worker, where the machine allows it: a cgroup with Docker's limits and a private
             tmpfs (``openenv-gym serve``, which no provider starts).
     """
-    done = threading.Event()
-
-    def stop(*_: Any) -> None:
-        done.set()
+    done = StopFlag()  # set in signal handlers (an Event there could hang the server for good)
+    stop = done.set
 
     # Both ways of serving end through shutdown() below. uvicorn, while it runs, puts its own
     # handlers in place, then restores these and re-raises the signal that stopped it: with
