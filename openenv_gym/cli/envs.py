@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import ipaddress
 import shutil
+import socket
 
 from rich.console import Console
 from rich.markup import escape
@@ -52,6 +54,15 @@ def runnable_providers(info: EnvInfo) -> list[str]:
     return names
 
 
+def _loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback one (127.0.0.0/8, ::1)."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
 def _list(args: argparse.Namespace) -> int:
     console = Console()
     table = Table(title="openenv_gym environments")
@@ -79,6 +90,15 @@ def _serve(args: argparse.Namespace) -> int:
         problem = bind_problem(args.host, number)
         if problem:
             return port_refused(flag, number, problem, args.host)
+    if not _loopback(args.host):
+        # Neither server authenticates anyone, and the binary one skips the HTTP checks: on
+        # another interface, every machine that reaches it drives (and, for Coding and Git,
+        # runs code through) every session.
+        return error(f"--host {args.host} is not a loopback address: the server has no "
+                     "authentication, and any machine that reaches it could drive its sessions "
+                     "(and run code in Coding and Git)",
+                     "serve on 127.0.0.1 (the default) or localhost; to reach it from another "
+                     "machine, forward the port over SSH (ssh -L 8000:127.0.0.1:8000 HOST)", USAGE)
     try:
         run_server(info.name, http_port=args.port, tcp_port=args.binary_port, host=args.host,
                    env_kwargs=args.env_kwargs, max_sessions=args.max_sessions,
@@ -108,7 +128,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="HTTP port (default 8000; 0: any free port, printed when ready)")
     p.add_argument("--binary-port", type=port, default=0,
                    help="binary-protocol TCP port (default: any free port, shown in /health)")
-    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1", help="loopback interface to bind (default 127.0.0.1; localhost also works)")
     add_env_kwargs(p)
     p.add_argument("--max-sessions", type=positive_int, default=DEFAULT_MAX_SESSIONS,
                    help=f"most sessions at once (default {DEFAULT_MAX_SESSIONS})")
