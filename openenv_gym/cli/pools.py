@@ -142,14 +142,32 @@ def load_all() -> list[PoolRecord]:
         path = os.path.join(folder, entry)
         try:
             with open(path, encoding="utf-8") as f:
-                record = PoolRecord(**json.load(f))
+                record = _parse(json.load(f))
         except (OSError, ValueError, TypeError):
-            continue  # being written, or not ours
+            continue  # not a record of ours (edited by hand, written by another version)
         if record.alive():
             records.append(record)
         else:
             remove(record)
     return sorted(records, key=lambda r: r.started)
+
+
+def _parse(data: Any) -> PoolRecord:
+    """A record from its JSON, with every field of the type the commands use.
+
+    Raises:
+        TypeError: A field is missing or of another type (one such file made `ps`, `stop
+            --all` and `logs` fail with a traceback for every pool).
+    """
+    record = PoolRecord(**data) if isinstance(data, dict) else None
+    if (record is None or not isinstance(record.name, str) or type(record.owner_pid) is not int
+            or not isinstance(record.started, (int, float)) or not isinstance(record.workers, list)
+            or not isinstance(record.owner_start, str)
+            or not all(isinstance(w, dict) and type(w.get("index")) is int
+                       and isinstance(w.get("address"), str)
+                       and (w.get("pid") is None or type(w["pid"]) is int) for w in record.workers)):
+        raise TypeError("not a pool record")
+    return record
 
 
 def find(name: str) -> PoolRecord | None:
