@@ -21,7 +21,7 @@ import ray
 from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers._ray_host import ServerHost
 
-__all__ = ["acquire_ray", "cause", "release_ray", "ray_session"]
+__all__ = ["acquire_ray", "broken_ray", "cause", "release_ray", "ray_session"]
 
 logger = logging.getLogger("openenv_gym.ray")
 
@@ -55,6 +55,67 @@ def ray_session() -> tuple[str, str] | None:
     return str(getattr(ctx, "gcs_address", "") or ""), str(ctx.get_job_id())
 
 
+def broken_ray() -> str:
+    """What of the local Ray this process started has died (its GCS or raylet: killed, out
+    of memory), or "" while it runs, or when it is not one we started.
+
+    Such a Ray cannot place actors any more (the raylet) or answer anything (the GCS: every
+    call that needs it blocks, and Ray ends this process a minute later), so it is shut down
+    rather than asked whether other work runs on it, and never reused for a new env.
+    """
+    if not (_we_started and ray.is_initialized() and ray_session() == _our_session):
+        return ""
+    node = _local_node()
+    try:
+        dead = [name for name, _ in node.dead_processes()] if node is not None else []
+    except Exception:  # noqa: BLE001 - Ray's private node handle changed: assume it runs
+        return ""
+    return " and ".join(sorted({n for n in dead if n in ("gcs_server", "raylet")}))
+
+
+def _shutdown_broken(what: str) -> None:
+    """Shut down a local Ray of ours whose ``what`` died (call under the connection lock)."""
+    global _our_session, _connection_users
+    logger.warning("openenv-gym: the local Ray it started lost its %s; shutting it down", what)
+    # ray.shutdown() stops the processes it started itself; the agents a raylet started
+    # (dashboard and runtime-env agents) outlive a raylet killed after its GCS: end them too.
+    orphans = _children(_pids_of("raylet"))
+    with contextlib.suppress(Exception):
+        ray.shutdown()
+    for pid in orphans:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    _our_session, _connection_users = None, 0
+
+
+def _local_node() -> Any:
+    """Ray's handle on the processes of a local Ray this process started (private to Ray:
+    its callers treat any failure as "unknown"), or None."""
+    return getattr(getattr(ray, "_private").worker, "_global_node", None)
+
+
+def _pids_of(kind: str) -> list[int]:
+    node = _local_node()
+    try:
+        return [info.process.pid for info in node.all_processes.get(kind, [])] if node else []
+    except Exception:  # noqa: BLE001 - Ray's private node handle changed
+        return []
+
+
+def _children(parents: list[int]) -> list[int]:
+    """The live child processes of ``parents`` (from /proc; none where there is no /proc)."""
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    with open(f"/proc/{entry}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    if int(fields[1]) in parents and fields[0] not in "ZX":
+                        found.append(int(entry))
+    return found
+
+
 def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, str] | None:
     """Connect to (or start) Ray once per process.
 
@@ -67,6 +128,10 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
     """
     global _connection_users, _our_session, _we_started
     with _connection_lock:
+        what = broken_ray()
+        if what:
+            # Its users' workers went with it (their next call says so); start a fresh one.
+            _shutdown_broken(what)
         if not ray.is_initialized():
             _check_reachable(address)
             kwargs = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
@@ -271,6 +336,10 @@ def release_ray(session: tuple[str, str] | None) -> None:
         if _connection_users == 0:
             if ray_session() != _our_session:  # the user shut it down already
                 _our_session = None
+                return
+            what = broken_ray()
+            if what:  # nothing runs on it any more, and asking its GCS may block
+                _shutdown_broken(what)
                 return
             if _others_use_ray():
                 # Shutting down would kill that work; Ray ends with this process instead.

@@ -48,7 +48,8 @@ except ImportError as _exc:  # the registry turns this into "pip install 'openen
 
 from openenv_gym._numbers import is_finite  # noqa: E402
 from openenv_gym.errors import OpenEnvError, ProviderUnavailableError, WorkerError  # noqa: E402
-from openenv_gym.providers._ray_connection import acquire_ray, cause, ray_session, release_ray  # noqa: E402
+from openenv_gym.providers._docker_owner import owner_alive  # noqa: E402
+from openenv_gym.providers._ray_connection import acquire_ray, broken_ray, cause, ray_session, release_ray  # noqa: E402
 from openenv_gym.providers._ray_host import ServerHost  # noqa: E402
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json  # noqa: E402
 
@@ -116,6 +117,14 @@ class RayWorker(Worker):
             raise ProviderUnavailableError(
                 f"Ray was shut down while worker {self.index} of {self.env!r} ran on it; make "
                 "the env again (after ray.init(), or let the provider start Ray)")
+        dead = broken_ray()
+        if dead:
+            # Placing an actor would wait for a raylet or GCS that is gone (and Ray ends this
+            # process a minute after losing its GCS): say what happened instead.
+            raise ProviderUnavailableError(
+                f"the local Ray this process started lost its {dead} (killed, or out of "
+                f"memory), so worker {self.index} of {self.env!r} cannot be placed; make the "
+                "env again: a fresh local Ray is started")
         strategy = p._strategy_for(self.pool, self.index)
         if restarting and isinstance(strategy, PlacementGroupSchedulingStrategy):
             # Ray re-places a lost node's bundles by itself; a strict group it cannot re-place
@@ -180,13 +189,26 @@ class RayWorker(Worker):
         try:
             # A graceful stop lets the server close sessions; the kill covers a hung actor.
             ray.get(self.actor.stop.remote(), timeout=5.0)
+            hung = False
         except (RayError, GetTimeoutError):
-            pass
+            hung = True
         try:
             ray.kill(self.actor, no_restart=True)
         except (RayError, ValueError):
             pass
+        if hung:
+            # Ray force-kills a hung actor's process only seconds later, and holds its CPUs
+            # until then: a last close would take them for other work and leave Ray running.
+            self._wait_actor_gone()
         self.actor = None
+
+    def _wait_actor_gone(self, timeout: float = 15.0) -> None:
+        """Wait (up to ``timeout``) for the actor's process to end, when it runs on this host."""
+        if not self.actor_pid or self.node_id != ray.get_runtime_context().get_node_id():
+            return
+        deadline = time.monotonic() + timeout
+        while owner_alive(self.actor_pid, "") and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def stop(self) -> None:
         with self._lock:
