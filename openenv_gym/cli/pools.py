@@ -114,6 +114,34 @@ def claim(record: PoolRecord) -> bool:
         return True
 
 
+def restore(record: PoolRecord) -> bool:
+    """Write a running pool's record again if its file is gone or unreadable (a tmp cleaner
+    on a long run, an edit by hand), so that ``ps``, ``logs`` and ``stop`` still find the
+    pool and no other ``start`` takes its name; a readable record, ours or one another
+    ``start`` wrote under the name since, is left alone. Its owner calls this now and then.
+
+    Returns:
+        Whether it was written again.
+    """
+    if _readable(record.path):  # the usual case, without the lock
+        return False
+    with open(os.path.join(pools_dir(), ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as claim(): a start of this name takes turns with it
+        if _readable(record.path):
+            return False
+        save(record)
+        return True
+
+
+def _readable(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            _parse(json.load(f))
+    except (OSError, ValueError, TypeError):
+        return False
+    return True
+
+
 def remove(record: PoolRecord) -> None:
     """Delete a record (its owner does this when it stops); a record of the same name that
     another owner wrote is left alone."""
@@ -217,6 +245,9 @@ def worker_logs(record: PoolRecord, index: int | None = None, tail: int = 50) ->
                     lines = f.read().decode(errors="replace").splitlines()
                 # lines[-0:] would be every line
                 text = "\n".join(lines[-tail:] if tail > 0 else [])
+            except FileNotFoundError:
+                text = (f"(its log file {worker['log']} is gone, removed or rotated away; the "
+                        "worker writes on into the deleted file)")
             except OSError:
                 text = ""
         out[worker["index"]] = text

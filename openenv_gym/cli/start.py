@@ -180,11 +180,14 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _watch(workers: Sequence[Any], record: pools.PoolRecord) -> None:
-    """Block until SIGTERM/SIGINT, replacing workers that die meanwhile."""
+    """Block until SIGTERM/SIGINT, replacing workers that die meanwhile and writing the pool's
+    record again if it goes (:func:`pools.restore`)."""
     done = StopFlag()  # set in a signal handler: an Event there could hang `start` for good
     previous = {sig: signal.signal(sig, done.set) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         while not done.wait(WATCH_PERIOD):
+            if pools.restore(record):
+                err_console.print(f"the record of pool {record.name} was gone; written again")
             for i, worker in enumerate(workers):
                 if done.is_set() or worker.alive():
                     continue

@@ -5,6 +5,7 @@ Ctrl-C right after the first, left `start` hung for good (`stop` timed out, work
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -14,13 +15,12 @@ import textwrap
 # period of 0 makes the loop wake all the time, so signals often land in the moment that hung.
 SCRIPT = textwrap.dedent("""
     import os, random, signal, threading, time
-    from openenv_gym.cli import start
+    from openenv_gym.cli import pools, start
 
     start.WATCH_PERIOD = 0
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # what _watch restores after each round
-
-    class Record:
-        workers = []
+    record = pools.PoolRecord(name="watched", env="echo", provider="process", owner_pid=os.getpid())
+    pools.save(record)
 
     for _ in range(300):
         ended = threading.Event()
@@ -32,17 +32,17 @@ SCRIPT = textwrap.dedent("""
 
         sender = threading.Thread(target=send)
         sender.start()
-        start._watch([], Record())
+        start._watch([], record)
         ended.set()
         sender.join()
     print("all rounds ended")
 """)
 
 
-def test_watch_ends_on_every_signal_whatever_the_moment() -> None:
+def test_watch_ends_on_every_signal_whatever_the_moment(tmp_path) -> None:
     try:
         done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                              timeout=120)
+                              timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)})
     except subprocess.TimeoutExpired:
         raise AssertionError("the watch loop hung in its signal handler") from None
     assert done.returncode == 0 and "all rounds ended" in done.stdout, done.stderr
