@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import select
 from typing import Any
@@ -16,7 +17,7 @@ class StopFlag:
     ``Event.wait()``. Python runs signal handlers on the main thread, so a signal landing in
     that moment (a second Ctrl-C right after the first, which woke the wait) made the thread
     wait for itself for good. :meth:`set` takes no lock: it sets a flag and writes a byte to
-    a pipe that :meth:`wait` selects on, in any thread. The pipe is never drained: once set,
+    a pipe that :meth:`wait` polls, in any thread. The pipe is never drained: once set,
     the flag stays set.
 
     Example:
@@ -52,7 +53,11 @@ class StopFlag:
             Whether it was requested.
         """
         if not self._set:
-            select.select([self._read], [], [], timeout)
+            # poll, not select: select refuses a descriptor past 1023, which this pipe's is in
+            # a process that holds many (`start` makes its flag after all its workers started).
+            poller = select.poll()  # one per call: a poll object refuses two threads at once
+            poller.register(self._read, select.POLLIN)
+            poller.poll(None if timeout is None else max(0, math.ceil(timeout * 1000)))
         return self._set
 
     def __del__(self) -> None:
