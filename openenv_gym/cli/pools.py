@@ -188,14 +188,21 @@ def _parse(data: Any) -> PoolRecord:
             --all` and `logs` fail with a traceback for every pool).
     """
     record = PoolRecord(**data) if isinstance(data, dict) else None
-    if (record is None or not isinstance(record.name, str) or type(record.owner_pid) is not int
+    if (record is None or not all(isinstance(v, str) for v in (record.name, record.env, record.provider,
+                                                                record.owner_start))
+            # `stop` signals it: 0 is the caller's process group, -1 every process it may signal
+            or type(record.owner_pid) is not int or record.owner_pid <= 0
             or not isinstance(record.started, (int, float)) or not isinstance(record.workers, list)
-            or not isinstance(record.owner_start, str)
-            or not all(isinstance(w, dict) and type(w.get("index")) is int
-                       and isinstance(w.get("address"), str)
-                       and (w.get("pid") is None or type(w["pid"]) is int) for w in record.workers)):
+            or not (record.web is None or isinstance(record.web, str))
+            or not all(_valid_worker(w) for w in record.workers)):
         raise TypeError("not a pool record")
     return record
+
+
+def _valid_worker(w: Any) -> bool:
+    return (isinstance(w, dict) and type(w.get("index")) is int and isinstance(w.get("address"), str)
+            and (w.get("pid") is None or (type(w["pid"]) is int and w["pid"] > 0))
+            and all(w.get(key) is None or isinstance(w[key], str) for key in ("container", "log")))
 
 
 def find(name: str) -> PoolRecord | None:
