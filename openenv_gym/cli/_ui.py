@@ -61,10 +61,12 @@ def bind_problem(host: str, port: int) -> OSError | None:
     message), so commands try the bind first and report it as theirs.
     """
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        if family != socket.AF_INET:  # the binary server listens on IPv4 only
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        # The servers listen on IPv4 only, and bind a name to its IPv4 address: "localhost"
+        # that the resolver lists as ::1 first (RFC 6724 order) still serves.
+        if not any(info[0] == socket.AF_INET for info in infos):
             return OSError(errno.EADDRNOTAVAIL, f"{host} is not an IPv4 address")
-        with socket.socket(family, socket.SOCK_STREAM) as sock:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             # As the servers bind: a port whose old connections linger in TIME_WAIT is free.
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((host, port))
