@@ -40,6 +40,7 @@ _our_session: tuple[str, str] | None = None
 #: Whether :data:`_our_session` is a local Ray this module started (its shutdown ends all
 #: work on it), rather than a cluster it joined (its shutdown only disconnects this process).
 _we_started = False
+_started_pid = 0  # the process that started it: a fork's Popen handles on it poll as exited
 
 
 def ray_session() -> tuple[str, str] | None:
@@ -63,7 +64,10 @@ def broken_ray() -> str:
     call that needs it blocks, and Ray ends this process a minute later), so it is shut down
     rather than asked whether other work runs on it, and never reused for a new env.
     """
-    if not (_we_started and ray.is_initialized() and ray_session() == _our_session):
+    # In a fork (a DataLoader worker), Ray's Popen.poll() of a raylet that is not this
+    # process's child gets ECHILD and says it exited: never judge (or kill) it from there.
+    if not (_we_started and os.getpid() == _started_pid and ray.is_initialized()
+            and ray_session() == _our_session):
         return ""
     node = _local_node()
     try:
@@ -126,7 +130,7 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
     Raises:
         ProviderUnavailableError: Nothing answers at ``address``.
     """
-    global _connection_users, _our_session, _we_started
+    global _connection_users, _our_session, _we_started, _started_pid
     with _connection_lock:
         what = broken_ray()
         if what:
@@ -155,6 +159,7 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
                     "(`ray start --head`), or pass address=None to start a local one") from None
             # The users of a Ray of ours that the user shut down went with it.
             _our_session, _connection_users, _we_started = ray_session(), 0, local
+            _started_pid = os.getpid()
         elif _our_session is None or ray_session() != _our_session:
             return None  # the user's own ray.init: never shut it down for them
         _connection_users += 1
