@@ -54,13 +54,14 @@ def runnable_providers(info: EnvInfo) -> list[str]:
     return names
 
 
-def _loopback(host: str) -> bool:
-    """Whether every address ``host`` names is a loopback one (127.0.0.0/8, ::1)."""
+def _exposed(host: str) -> bool:
+    """Whether ``host`` names an address that is not a loopback one (127.0.0.0/8, ::1); False
+    for a name that does not resolve, which the bind check names."""
     try:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except OSError:
         return False
-    return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+    return not all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -86,11 +87,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.port == args.binary_port != 0:
         return error(f"--port and --binary-port are both {args.port}: the two servers need a "
                      "port each", "leave --binary-port out (any free port), or give another", USAGE)
-    for flag, number in (("--port", args.port), ("--binary-port", args.binary_port)):
-        problem = bind_problem(args.host, number)
-        if problem:
-            return port_refused(flag, number, problem, args.host)
-    if not _loopback(args.host):
+    if _exposed(args.host):
         # Neither server authenticates anyone, and the binary one skips the HTTP checks: on
         # another interface, every machine that reaches it drives (and, for Coding and Git,
         # runs code through) every session.
@@ -99,6 +96,10 @@ def _serve(args: argparse.Namespace) -> int:
                      "(and run code in Coding and Git)",
                      "serve on 127.0.0.1 (the default) or localhost; to reach it from another "
                      "machine, forward the port over SSH (ssh -L 8000:127.0.0.1:8000 HOST)", USAGE)
+    for flag, number in (("--port", args.port), ("--binary-port", args.binary_port)):
+        problem = bind_problem(args.host, number)
+        if problem:
+            return port_refused(flag, number, problem, args.host)
     try:
         run_server(info.name, http_port=args.port, tcp_port=args.binary_port, host=args.host,
                    env_kwargs=args.env_kwargs, max_sessions=args.max_sessions,

@@ -15,10 +15,17 @@ def test_the_same_port_for_both_servers_is_refused(capsys) -> None:
 
 
 def test_a_host_that_is_not_this_machine_is_named_not_the_port(capsys) -> None:
-    # 192.0.2.1 (TEST-NET-1) is an address of no machine here: the bind fails on the host.
-    assert main(["serve", "echo", "--host", "192.0.2.1", "--port", "0"]) == 1
+    # A name that resolves to nothing (.invalid, RFC 2606): the bind fails on the host.
+    assert main(["serve", "echo", "--host", "no-such-host.invalid", "--port", "0"]) == 1
     err = capsys.readouterr().err
     assert "--host must be an address of this machine" in err and "pick a free port" not in err
+
+
+def test_a_host_that_is_not_loopback_is_refused_before_its_port(capsys) -> None:
+    # 192.0.2.1 (TEST-NET-1): refused as no loopback address, whatever the port says.
+    assert main(["serve", "echo", "--host", "192.0.2.1", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "not a loopback address" in err and "pick a free port" not in err
 
 
 def test_an_ipv6_host_is_named_not_a_traceback(capsys) -> None:
