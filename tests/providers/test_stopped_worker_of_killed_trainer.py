@@ -27,25 +27,8 @@ env = gym.make("OpenEnv/Echo-v0", provider="process"); env.reset(); env.close()
 """
 
 
-def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
-
-
-def _wait(predicate, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
-def test_next_trainer_ends_a_stopped_worker_of_a_killed_trainer() -> None:
+def test_next_trainer_ends_a_stopped_worker_of_a_killed_trainer(procs) -> None:
     trainer = subprocess.Popen([sys.executable, "-c", TRAINER], stdout=subprocess.PIPE, text=True)
     stopped = None
     try:
@@ -55,11 +38,14 @@ def test_next_trainer_ends_a_stopped_worker_of_a_killed_trainer() -> None:
         trainer.kill()
         trainer.wait(30)
         # The running worker notices its owner is gone, exits, and removes the pool's folder.
-        assert _wait(lambda: _state(running) in (None, "Z") and not os.path.exists(folder))
-        assert _state(stopped) == "T"
+        assert not procs.wait_gone({running}, 30.0)
+        deadline = time.monotonic() + 30
+        while os.path.exists(folder) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not os.path.exists(folder) and procs.running({stopped})  # stopped, not gone
         subprocess.run([sys.executable, "-c", NEXT_TRAINER], check=True, timeout=120)
-        assert _wait(lambda: _state(stopped) in (None, "Z"), 10.0), "the stopped worker lives on"
+        assert not procs.wait_gone({stopped}, 10.0), "the stopped worker lives on"
     finally:
         trainer.kill()
-        if stopped is not None and _state(stopped) not in (None, "Z"):
+        if stopped is not None and procs.running({stopped}):
             os.kill(stopped, signal.SIGKILL)
