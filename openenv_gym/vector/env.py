@@ -892,22 +892,25 @@ class RemoteVectorEnv(VectorEnv):
             error = self._worker_error(failure)
             self._failed_workers[failure.worker] = self.pool.describe(failure.worker, failure.error)
             raise error
-        pool = self.pool
-        text = pool.describe(failure.worker, failure.error)
+        return self._replace(failure.worker, self.pool.describe(failure.worker, failure.error),
+                             reset_targets)
+
+    def _replace(self, worker: int, text: str, reset_targets: AbstractSet[int]) -> list[int]:
+        """Restart ``worker`` (failed: ``text`` says how); its envs not being reset are marked
+        lost (their next step reports the restart), and returned."""
         try:
-            pool.restart(failure.worker)
+            self.pool.restart(worker)
         except ProviderUnavailableError:
             raise  # nowhere to start one (Docker's engine or Ray gone): as a single env says
         except Exception as exc:
             raise WorkerError(f"{text}\nand restarting it failed too: {exc}") from exc
-        lost = [i for i in pool.groups[failure.worker] if i not in reset_targets]
+        lost = [i for i in self.pool.groups[worker] if i not in reset_targets]
         for i in lost:
             self._lost[i] = text
         return lost
 
     def _replace_failed_workers(self, reset_targets: AbstractSet[int]) -> dict[int, str]:
-        """Replace the workers whose failure was raised; their envs not being reset are
-        marked lost (their next step reports the restart).
+        """Replace the workers whose failure was raised (:meth:`_replace`).
 
         Returns:
             The envs of ``reset_targets`` on a replaced worker, with why it was replaced.
@@ -915,13 +918,9 @@ class RemoteVectorEnv(VectorEnv):
         replaced: dict[int, str] = {}
         while self._failed_workers:
             worker, text = next(iter(self._failed_workers.items()))
-            self.pool.restart(worker)
+            self._replace(worker, text, reset_targets)
             del self._failed_workers[worker]
-            for i in self.pool.groups[worker]:
-                if i not in reset_targets:
-                    self._lost[i] = text
-                else:
-                    replaced[i] = text
+            replaced.update((i, text) for i in self.pool.groups[worker] if i in reset_targets)
         return replaced
 
     # -- call / attributes / render ---------------------------------------------------
