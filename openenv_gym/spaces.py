@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["UnicodeText", "space_to_dict", "space_from_dict", "from_wire", "owned", "to_jsonable"]
+__all__ = ["UnicodeText", "space_to_dict", "space_from_dict", "from_wire", "exact_cast", "owned", "to_jsonable"]
 
 #: Characters :meth:`UnicodeText.sample` draws from (membership accepts any text).
 SAMPLE_CHARSET = string.ascii_letters + string.digits + string.punctuation + " \n\t"
@@ -287,12 +287,31 @@ def _as_dtype(value: Any, dtype: np.dtype, copy: bool) -> Any:
         return arr  # a new array already (value was not one of this dtype)
     if arr.dtype.kind not in "biuf":  # text, objects: not this space's, contains() says so
         return value
+    cast, exact = exact_cast(arr, dtype)
+    return cast if exact is None or exact.all() else value
+
+
+def exact_cast(arr: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray | None]:
+    """``arr`` cast to ``dtype``, and where that cast kept the value. To a float dtype every
+    value counts as kept (floats round, as ``Box.contains`` casts them); to an integer or
+    bool dtype only those not truncated or wrapped (1.5 is not ``1``; NaN is nothing).
+
+    Args:
+        arr: A numeric array.
+        dtype: The dtype to cast to.
+
+    Returns:
+        The cast array (``arr`` itself if it has that dtype), and a bool array of ``arr``'s
+        shape, or None for a float dtype (nothing to compare: every step's usual case).
+
+    Example:
+        >>> cast, exact = exact_cast(np.array([1.0, 1.5]), np.dtype(np.int64))
+        >>> cast.tolist(), exact.tolist()
+        ([1, 1], [True, False])
+    """
     with np.errstate(invalid="ignore", over="ignore"):  # NaN, inf: compared below, then refused
-        cast = arr.astype(dtype)
-        # Floats to a float dtype round, as Box.contains casts them; to an integer dtype only exactly.
-        if np.dtype(dtype).kind in "biu" and not np.array_equal(cast, arr):
-            return value
-    return cast
+        cast = arr.astype(dtype, copy=False)
+        return cast, (cast == arr if np.dtype(dtype).kind in "biu" else None)
 
 
 def owned(value: Any) -> Any:

@@ -64,7 +64,7 @@ from openenv_gym.protocol.slices import (
 )
 from openenv_gym.providers import get_provider, provider_options_dict
 from openenv_gym.providers.base import Worker
-from openenv_gym.spaces import from_wire, owned
+from openenv_gym.spaces import exact_cast, from_wire, owned
 from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
 
@@ -560,14 +560,13 @@ class RemoteVectorEnv(VectorEnv):
             # column), or as sent (actions_as_sent: only finiteness is checked, in the dtype
             # that is sent). Integers are checked before the cast, which would wrap 256 to 0 in
             # a uint8 column where Gymnasium's contains() refuses 256.
-            with np.errstate(invalid="ignore"):  # NaN into an integer column: refused below
-                column = arr if self._actions_as_sent or arr.dtype.kind in "iub" \
-                    else arr.astype(single.dtype, copy=False)
+            if self._actions_as_sent or arr.dtype.kind in "iub":
+                column, exact = arr, None
+            else:  # 1.5 into an integer column is refused, as the single env's from_wire does
+                column, exact = exact_cast(arr, single.dtype)
             ok = valid_rows(single, column, bounds=not self._actions_as_sent)
-            if column is not arr and single.dtype.kind in "iub":
-                # Floats into an integer column: 1.5 would step as 1, where the single env
-                # (spaces.from_wire) and a local env's contains() refuse it.
-                ok &= (column == arr).reshape(len(arr), -1).all(axis=1)
+            if exact is not None:
+                ok &= exact.reshape(len(arr), -1).all(axis=1)
             if ok.all():
                 return
         bad = np.flatnonzero(~ok & (cmd < RESET))  # an env being reset ignores its action
