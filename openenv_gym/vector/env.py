@@ -404,7 +404,7 @@ class RemoteVectorEnv(VectorEnv):
                 if attempt == 1:
                     raise self._worker_error(failure)
                 text = self.pool.describe(failure.worker, failure.error)
-                self._handle_failure(failure, reset_targets=set(todo))
+                self._handle_failure(failure, reset_targets=set(todo), text=text)
                 again = [i for i in todo if self.pool.worker_of[i] == failure.worker]
                 retry.extend(again)
                 replaced.update(dict.fromkeys(again, text))
@@ -675,9 +675,9 @@ class RemoteVectorEnv(VectorEnv):
         restarted: dict[int, str] = (
             {i: self._lost.pop(i) for i in list(self._lost) if cmd[i] == SKIP} if self._lost else {})
         if failures and self.on_worker_error == "raise":
-            error = self._worker_error(failures[0])
-            for failure in failures:
-                self._failed_workers[failure.worker] = self.pool.describe(failure.worker, failure.error)
+            texts = {f.worker: self.pool.describe(f.worker, f.error) for f in failures}
+            self._failed_workers.update(texts)
+            error = self._worker_error(failures[0], text=texts[failures[0].worker])
             # The other workers' envs stepped, but their results are not returned.
             if not same_step:
                 # Those that ended start over at their next step, as after a step that returned:
@@ -862,8 +862,10 @@ class RemoteVectorEnv(VectorEnv):
                               "which envs stepped is unknown: call reset()")
 
     # -- failures ---------------------------------------------------------------------
-    def _worker_error(self, failure: WorkerFailure, replaced: bool = False) -> WorkerError:
-        text = self.pool.describe(failure.worker, failure.error)
+    def _worker_error(self, failure: WorkerFailure, replaced: bool = False,
+                      text: str | None = None) -> WorkerError:
+        """The error to raise for ``failure`` (``text``: its description, if made already)."""
+        text = text or self.pool.describe(failure.worker, failure.error)
         cls = type(failure.error) if isinstance(failure.error, WorkerError) else WorkerError
         if cls is not WorkerTimeoutError and not self._alive(failure.worker):
             # A dead worker may surface as a refused send or a reset read: name it one way.
@@ -884,15 +886,15 @@ class RemoteVectorEnv(VectorEnv):
         except Exception:  # an engine that cannot answer counts as a dead worker
             return False
 
-    def _handle_failure(self, failure: WorkerFailure,
-                        reset_targets: AbstractSet[int] = frozenset()) -> list[int]:
-        """Replace a failed worker (or raise); its envs not being reset are marked lost."""
+    def _handle_failure(self, failure: WorkerFailure, reset_targets: AbstractSet[int] = frozenset(),
+                        text: str | None = None) -> list[int]:
+        """Replace a failed worker (or raise); its envs not being reset are marked lost.
+        ``text``: the failure's description, if made already (it reads the worker's log)."""
+        text = text or self.pool.describe(failure.worker, failure.error)
         if self.on_worker_error == "raise":
-            error = self._worker_error(failure)
-            self._failed_workers[failure.worker] = self.pool.describe(failure.worker, failure.error)
-            raise error
-        return self._replace(failure.worker, self.pool.describe(failure.worker, failure.error),
-                             reset_targets)
+            self._failed_workers[failure.worker] = text
+            raise self._worker_error(failure, text=text)
+        return self._replace(failure.worker, text, reset_targets)
 
     def _replace(self, worker: int, text: str, reset_targets: AbstractSet[int]) -> list[int]:
         """Restart ``worker`` (failed: ``text`` says how); its envs not being reset are marked
@@ -962,8 +964,9 @@ class RemoteVectorEnv(VectorEnv):
         values: list[Any] = [None] * len(targets)
         for w, reply in pool.exchange(calls).items():
             if isinstance(reply, WorkerFailure):
-                error = self._worker_error(reply, replaced=self.on_worker_error == "restart")
-                self._handle_failure(reply)
+                text = self.pool.describe(reply.worker, reply.error)
+                error = self._worker_error(reply, replaced=self.on_worker_error == "restart", text=text)
+                self._handle_failure(reply, text=text)
                 raise error
             for k, sub in zip(order[w], reply):
                 if not sub["ok"]:
