@@ -44,10 +44,11 @@ LABEL_ENV = "openenv-gym.env"
 _POLL_SECONDS = 0.5
 
 
-def pid_namespace() -> str:
-    """This process's PID namespace (the inode of ``/proc/self/ns/pid``), '0' when unknown."""
+def pid_namespace(pid: int | str = "self") -> str:
+    """The PID namespace of ``pid`` (default: this process; the inode of
+    ``/proc/<pid>/ns/pid``), '0' when unknown."""
     try:
-        return str(os.stat("/proc/self/ns/pid").st_ino)
+        return str(os.stat(f"/proc/{pid}/ns/pid").st_ino)
     except OSError:
         return "0"
 

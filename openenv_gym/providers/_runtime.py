@@ -32,7 +32,7 @@ from typing import Any
 
 from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers import _cgroup
-from openenv_gym.providers._docker_owner import host_id, owner_alive, process_start
+from openenv_gym.providers._docker_owner import host_id, owner_alive, pid_namespace, process_start
 
 __all__ = ["runtime_dir", "MAX_SOCKET_PATH", "OWNER_FILE", "check_socket_path", "make_owned_folder",
            "TRAINER_PATH", "apply_trainer_path", "python_command",
@@ -182,7 +182,7 @@ def _kill_workers_of(folders: list[str], root: str) -> None:
     """
     targets = {os.fsencode(folder) for folder in folders}
     prefix = os.fsencode(os.path.join(root, ""))
-    own_ns = _pid_namespace("self")
+    own_ns = pid_namespace()
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
@@ -195,19 +195,12 @@ def _kill_workers_of(folders: list[str], root: str) -> None:
             folder = args.get(b"--owner-dir")
             if folder is None or folder not in targets and not (
                     folder.startswith(prefix) and not os.path.exists(folder)
-                    and _pid_namespace(entry) == own_ns and _owner_gone_for(int(entry), args)):
+                    and pid_namespace(entry) == own_ns and _owner_gone_for(int(entry), args)):
                 continue
         except (OSError, ValueError):
             continue  # gone meanwhile, or not ours to read
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(int(entry), signal.SIGKILL)
-
-
-def _pid_namespace(pid: str) -> int | None:
-    try:
-        return os.stat(f"/proc/{pid}/ns/pid").st_ino
-    except OSError:
-        return None
 
 
 def _owner_gone_for(worker: int, args: dict[bytes, bytes]) -> bool:
