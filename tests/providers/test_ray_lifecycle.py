@@ -86,15 +86,17 @@ def test_users_own_ray_is_left_running() -> None:
         ray.shutdown()
 
 
-def test_a_provider_started_ray_stays_up_while_other_work_holds_it() -> None:
+@pytest.mark.parametrize("cpus", [1, 0], ids=["holds-a-cpu", "holds-no-resources"])
+def test_a_provider_started_ray_stays_up_while_other_work_holds_it(cpus: int) -> None:
     # An RLlib algorithm built after the env uses the Ray the provider started: closing the
-    # env must not shut it down under the algorithm.
+    # env must not shut it down under the algorithm. Nor under an actor with num_cpus=0 (Ray's
+    # own Queue, RLlib's and Tune's coordinators), which the resource counts do not show.
     if ray.is_initialized():
         ray.shutdown()
     options = {"address": "local", "num_cpus": 0.25, "init_kwargs": {"num_cpus": 2}}
     env = gym.make("OpenEnv/Echo-v0", provider="ray", provider_options=options)
 
-    @ray.remote(num_cpus=1)
+    @ray.remote(num_cpus=cpus)
     class Other:
         def ping(self) -> int:
             return 1

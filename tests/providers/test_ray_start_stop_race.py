@@ -1,5 +1,5 @@
-"""A Ray the provider started is left running while anything else uses it, and a pool being
-started on another thread is never left without its Ray.
+"""A pool being started on another thread is never left without its Ray (a Ray the provider
+started outliving other work on it: test_ray_lifecycle).
 
 Runs without the shared cluster: the provider starts a local Ray here.
 """
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 
-import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
@@ -16,29 +15,6 @@ import openenv_gym  # noqa: F401  (registers the ids)
 ray = pytest.importorskip("ray")
 
 from openenv_gym.providers.ray import RayProvider  # noqa: E402
-
-
-def test_a_provider_started_ray_stays_up_under_an_actor_that_holds_no_resources() -> None:
-    # Ray's own Queue, and the coordinators of RLlib and Tune, are actors with num_cpus=0:
-    # the resource counts do not show them, and the env's close shut Ray down under them.
-    if ray.is_initialized():
-        ray.shutdown()
-    options = {"address": "local", "num_cpus": 0.25, "init_kwargs": {"num_cpus": 2}}
-    env = gym.make("OpenEnv/Echo-v0", provider="ray", provider_options=options)
-
-    @ray.remote(num_cpus=0)
-    class Free:
-        def ping(self) -> int:
-            return 1
-
-    free = Free.remote()
-    try:
-        assert ray.get(free.ping.remote()) == 1
-        env.close()
-        assert ray.is_initialized() and ray.get(free.ping.remote()) == 1
-    finally:
-        env.close()
-        ray.shutdown()
 
 
 def test_stop_all_on_another_thread_during_a_start_leaves_that_start_its_ray(monkeypatch) -> None:
