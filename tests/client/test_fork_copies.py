@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 _SINGLE = r"""
 import os, signal
 import gymnasium as gym, openenv_gym
 from openenv_gym.client.env import RemoteEnv
+from tests.conftest import stop_process
 
 def run(env, n):
     return [env.step(k % 2)[0].round(6).tolist() for k in range(n)]
@@ -42,9 +44,10 @@ worker = env._worker
 pid = os.fork()
 if pid == 0:
     env.reset()
-    os.kill(worker.pid, signal.SIGSTOP)
+    stop_process(worker.pid)
     try:
         env.step({"message": "child"})
+        os._exit(3)  # the worker answered: not the timed-out call this case is about
     except openenv_gym.errors.WorkerTimeoutError:
         pass
     os.kill(worker.pid, signal.SIGCONT)
@@ -96,7 +99,9 @@ print("OK")
 
 
 def _run(script: str) -> None:
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
+    # From the repository's root, so the script imports the tests' helpers.
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240,
+                         cwd=Path(__file__).parents[2])
     assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stderr[-3000:]
 
 

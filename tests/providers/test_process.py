@@ -23,7 +23,7 @@ from openenv_gym.errors import InvalidRequestError, WorkerError
 from openenv_gym.providers import base
 from openenv_gym.providers._runtime import OWNER_FILE, runtime_dir
 from openenv_gym.providers.process import ProcessProvider
-from tests.conftest import ctrl_c_after
+from tests.conftest import ctrl_c_after, stop_process
 from tests.providers.conftest import descendants, running, wait_gone
 from tests.security.helpers import fork_servers_of, workers_of
 
@@ -162,7 +162,7 @@ def test_ctrl_c_while_stop_waits_for_a_stuck_worker_still_kills_it(fork: bool) -
     provider = ProcessProvider(fork=fork)
     [worker] = provider.start("echo")
     pid, folder = worker.pid, worker.folder
-    os.kill(pid, signal.SIGSTOP)
+    stop_process(pid)
     try:
         with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.5):
             provider.stop_all([worker])  # grace: 2 s

@@ -16,6 +16,7 @@ from openenv_gym.errors import ProviderUnavailableError
 from openenv_gym.providers import _runtime
 from openenv_gym.providers._docker_owner import host_id
 from openenv_gym.providers._runtime import OWNER_FILE, remove_orphaned_folders, runtime_dir
+from tests.conftest import stop_process
 from tests.providers.conftest import wait_gone
 
 
@@ -106,7 +107,7 @@ def test_a_dead_owner_s_worker_that_could_not_notice_is_ended_by_the_sweep() -> 
     try:
         worker_pid, folder = trainer.stdout.readline().split()
         worker = int(worker_pid)
-        os.kill(worker, signal.SIGSTOP)
+        stop_process(worker)
         trainer.kill()
         trainer.wait()
         remove_orphaned_folders(runtime_dir())

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from tests.conftest import stop_process
+
 TRAINER = """
 import gymnasium as gym, openenv_gym
 envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=1)
@@ -34,7 +36,7 @@ def test_next_trainer_ends_a_stopped_worker_of_a_killed_trainer(procs) -> None:
     try:
         first, second, folder = trainer.stdout.readline().split()
         stopped, running = int(first), int(second)
-        os.kill(stopped, signal.SIGSTOP)
+        stop_process(stopped)
         trainer.kill()
         trainer.wait(30)
         # The running worker notices its owner is gone, exits, and removes the pool's folder.

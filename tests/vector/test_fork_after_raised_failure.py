@@ -14,6 +14,7 @@ import pytest
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import WorkerTimeoutError
 from openenv_gym.vector import RemoteVectorEnv
+from tests.conftest import stop_process
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -23,7 +24,7 @@ def test_child_resets_after_the_parents_raised_timeout() -> None:
     try:
         envs.reset(seed=0)
         worker = envs.workers[0]
-        os.kill(worker.pid, signal.SIGSTOP)
+        stop_process(worker.pid)
         with pytest.raises(WorkerTimeoutError):
             envs.step(np.zeros(2, dtype=np.int64))
         os.kill(worker.pid, signal.SIGCONT)
