@@ -4,8 +4,8 @@ The default data is skfolio's ``load_sp500_dataset()``: 20 S&P 500 stocks, daily
 adjusted closes 1990-01-02..2022-12-28, shipped inside the skfolio wheel. It has closes
 only (see :mod:`.indicators` for what that means for ``cci_30`` and ``dx_30``). A user
 file (``data_path=``) is a CSV or Parquet in FinRL's long format: one row per date and
-ticker with ``date, tic, open, high, low, close, volume`` (ISO dates, year first) and,
-optionally, indicator columns (used as given) and ``turbulence``.
+ticker with ``date, tic, open, high, low, close, volume`` (ISO dates, year first, or
+YYYYMMDD integers) and, optionally, indicator columns (used as given) and ``turbulence``.
 
 Indicators are computed on the whole history of each ticker, then the date window is
 cut, so the first days of a window have no warm-up gaps and nothing looks ahead (every
@@ -47,6 +47,10 @@ _NUMERIC = ("open", "high", "low", "close", "volume")
 # A UTC offset (or Z/UTC/GMT) written after a time of day, as in "2020-03-09 00:00:00-04:00".
 # The time is required so that the "-09" of a bare date is never taken for an offset.
 _TRAILING_OFFSET = r"(\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)\s*(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)$"
+# A value starts with a whole day, year first: 2020-01-02, 2020/1/2 or 20200102 (then a time,
+# if any). ISO alone would also take a year ("2020", read as 2020-01-01), a month or a
+# signed year ("-20200102", year -2020): never a day's bar, so refused by row.
+_YEAR_MONTH_DAY = r"^\d{4}(?:\d{4}|[-/]\d{1,2}[-/]\d{1,2})(?!\d)"
 
 
 @dataclass(frozen=True)
@@ -301,10 +305,10 @@ def load_sp500_index():  # -> pandas.Series
 
 
 def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
-    """Read and validate a FinRL long-format CSV/Parquet, row by row (ISO dates, finite
-    positive prices, finite volume not below 0). A row for every ticker on every date is
-    checked where the tickers an env trades are known (``tickers=`` may leave out one
-    listed later).
+    """Read and validate a FinRL long-format CSV/Parquet, row by row (ISO or YYYYMMDD
+    dates, finite positive prices, finite volume not below 0). A row for every ticker on
+    every date is checked where the tickers an env trades are known (``tickers=`` may leave
+    out one listed later).
 
     Args:
         path: ``.csv`` (optionally ``.gz``) or ``.parquet``/``.pq``.
@@ -367,7 +371,8 @@ def _parse_dates(raw, path: str):  # pandas.Series -> pandas.Series of naive dat
     into one column, so string offsets are dropped rather than converted.
 
     Args:
-        raw: The ``date`` column as read: strings, naive or tz-aware datetimes.
+        raw: The ``date`` column as read: strings, dates, naive or tz-aware datetimes,
+            or YYYYMMDD numbers.
         path: The file, for the message.
 
     Returns:
@@ -382,13 +387,10 @@ def _parse_dates(raw, path: str):  # pandas.Series -> pandas.Series of naive dat
         return raw.dt.tz_localize(None)  # keeps the wall-clock time (tz_convert would go to UTC)
     if pd.api.types.is_datetime64_dtype(raw.dtype):
         return raw
-    if pd.api.types.is_numeric_dtype(raw.dtype):
-        # Numbers would be read as nanoseconds since 1970 (every row on 1970-01-01, then
-        # reported as duplicates): call them what they are, not dates.
-        return pd.Series(pd.NaT, index=raw.index, dtype="datetime64[ns]")
     # Dates repeat once per ticker: parse each distinct value once, then spread back.
     codes, uniques = pd.factorize(raw)
-    text = pd.Series(uniques, dtype=object).astype(str).str.strip()
+    text = pd.Series(uniques, dtype=object).map(_date_text).str.strip()
+    text = text.where(text.str.match(_YEAR_MONTH_DAY, na=False))  # else NaT, refused by row
     text = text.str.replace(_TRAILING_OFFSET, r"\1", regex=True)
     try:
         # ISO only (year first: 2020-01-02, 2020/01/02, 20200102, with or without a time),
@@ -403,6 +405,31 @@ def _parse_dates(raw, path: str):  # pandas.Series -> pandas.Series of naive dat
         parsed = parsed.dt.tz_localize(None)
     values = np.append(parsed.to_numpy(), np.datetime64("NaT"))  # code -1 (a missing value) -> NaT
     return pd.Series(values[codes], index=raw.index)
+
+
+def _date_text(value) -> str | None:
+    """A ``date`` value as the text the ISO rule of :func:`_parse_dates` reads.
+
+    A number is YYYYMMDD, as tushare's ``trade_date`` or a CSV's ``20200102`` read as an
+    integer: its digits are the text, so 20200102 is read exactly as "20200102" is and 2020
+    or 1609718400 are refused as their text is. It is never seconds or nanoseconds since
+    1970 (pandas' reading of a number as a date, which puts every row on one day). A whole
+    float counts as its integer: pandas stores an integer column with a blank (a CSV's, or
+    a Parquet int column with nulls) as floats.
+
+    Args:
+        value: One distinct value of the column as read (never missing: factorized out).
+
+    Returns:
+        The text to parse, or None (a refused row) for a fraction, an infinity or a bool.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (float, np.floating)):
+        if not (np.isfinite(value) and float(value).is_integer()):
+            return None
+        value = int(value)
+    return str(int(value)) if isinstance(value, (int, np.integer)) else str(value)
 
 
 def _raise_first_bad_row(path: str, frame, raw: dict) -> None:
