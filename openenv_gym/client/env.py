@@ -290,9 +290,12 @@ class RemoteEnv(gym.Env):
                        fresh: bool) -> dict[str, Any]:
         """The reset request: in this env's session, or, for a fresh served env (a new worker
         or session), in a new one seeded from the seeds given so far."""
+        # A fork's copy (a DataLoader worker, which may exit without close()) binds its new
+        # session to its connection: the worker ends it when the child goes.
+        bound = os.getpid() != self._owner_pid
         if fresh:
-            return ops.reset(None, self._seed_after_restart(seed), options)
-        return ops.reset(self._sid, seed, options)
+            return ops.reset(None, self._seed_after_restart(seed), options, bound=bound)
+        return ops.reset(self._sid, seed, options, bound=bound)
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:

@@ -35,11 +35,16 @@ def spec() -> Request:
 
 
 def reset(sid: str | None = None, seed: int | None = None,
-          options: Mapping[str, Any] | None = None) -> Request:
-    """Start an episode: in session ``sid``, or in a new session when ``sid`` is None."""
+          options: Mapping[str, Any] | None = None, bound: bool = False) -> Request:
+    """Start an episode: in session ``sid``, or in a new session when ``sid`` is None.
+
+    ``bound``: a new session ends when the connection that asked for it closes (a forked
+    child's copy of an env: the child may exit without ``close()``)."""
     request: Request = {"op": "reset", "seed": seed, "options": options}
     if sid is not None:
         request["sid"] = sid
+    elif bound:
+        request["bound"] = True
     return request
 
 
@@ -88,13 +93,16 @@ def batch(calls: Sequence[Request]) -> Request:
     return {"op": "batch", "calls": list(calls)}
 
 
-def slice_open(n: int, size: int | None = None) -> Request:
+def slice_open(n: int, size: int | None = None, bound: bool = False) -> Request:
     """Start ``n`` sessions as one slice. With ``size``, the request carries a shared-memory
     descriptor of that many bytes (the buffer's layout: :mod:`openenv_gym.protocol.slices`);
-    without, the columns travel in the messages (a worker over TCP)."""
+    without, the columns travel in the messages (a worker over TCP). ``bound``: as
+    :func:`reset`'s, for the slice and its sessions."""
     request: Request = {"op": "slice_open", "n": n}
     if size is not None:
         request["size"] = size
+    if bound:
+        request["bound"] = True
     return request
 
 

@@ -6,7 +6,7 @@ framed: an oversized payload is read and dropped, not buffered.
 
 Example:
     >>> from openenv_gym.envs.echo.env import EchoEnv
-    >>> from openenv_gym.server.service import EnvService
+    >>> from openenv_gym.server.service import ConnectionScope, EnvService
     >>> server = BinaryServer(EnvService(EchoEnv), "tcp://127.0.0.1:0")
     >>> server.address.startswith("tcp://127.0.0.1:")
     True
@@ -24,7 +24,7 @@ from typing import Any
 from openenv_gym.errors import InvalidRequestError, ProtocolError, error_to_wire
 from openenv_gym.protocol.sockets import FrameReader, parse_address
 from openenv_gym.protocol.wire import MAX_FRAME, decode, encode
-from openenv_gym.server.service import EnvService
+from openenv_gym.server.service import ConnectionScope, EnvService
 
 __all__ = ["BinaryServer"]
 
@@ -40,13 +40,16 @@ class _Handler(socketserver.BaseRequestHandler):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.server.lock:
             self.server.connections.add(sock)
+        scope = ConnectionScope()
         try:
-            self._serve(sock, service, max_frame)
+            self._serve(sock, service, max_frame, scope)
         finally:
             with self.server.lock:
                 self.server.connections.discard(sock)
+            service.release(scope)  # what a forked child started, which may exit without close()
 
-    def _serve(self, sock: socket.socket, service: EnvService, max_frame: int) -> None:
+    def _serve(self, sock: socket.socket, service: EnvService, max_frame: int,
+               scope: ConnectionScope) -> None:
         reader = FrameReader(sock, max_frame, accept_fds=True)
         while True:
             try:
@@ -56,7 +59,7 @@ class _Handler(socketserver.BaseRequestHandler):
                     reader.close_fds()
                     reply: Any = _error(exc)
                 else:
-                    reply = service.handle(request, reader.fds)
+                    reply = service.handle(request, reader.fds, scope)
                 try:
                     frame = encode(reply)
                 except (TypeError, ValueError, OverflowError) as exc:

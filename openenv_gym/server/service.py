@@ -17,8 +17,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -26,14 +28,36 @@ import numpy as np
 import pydantic
 
 from openenv_gym.envs.base import Environment
-from openenv_gym.errors import InvalidRequestError, error_to_wire
+from openenv_gym.errors import InvalidRequestError, SessionNotFoundError, error_to_wire
 from openenv_gym.protocol.slices import check_info_types, map_shared
 from openenv_gym.protocol.wire import PROTOCOL_VERSION
 from openenv_gym.server.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, Session, SessionManager
 from openenv_gym.server.slices import VectorSlice
 from openenv_gym.spaces import space_to_dict
 
-__all__ = ["EnvService"]
+__all__ = ["ConnectionScope", "EnvService"]
+
+
+@dataclass
+class ConnectionScope:
+    """What one connection started with ``"bound": true`` (a forked child's copy of an env
+    asks so): its front hands it to :meth:`EnvService.release` when the connection closes,
+    since such a child may exit without ``close()`` (multiprocessing's children end with
+    ``os._exit``) and its sessions would otherwise stay on the parent's worker for good."""
+
+    #: Sessions started by a bound ``reset``.
+    sids: set[str] = field(default_factory=set)
+    #: Slices started by a bound ``slice_open``.
+    slices: set[str] = field(default_factory=set)
+
+    def note(self, request: dict[str, Any], reply: dict[str, Any]) -> None:
+        """Record what a served ``request`` started, if it asked to be bound."""
+        if request.get("bound") is not True:
+            return
+        if request.get("op") == "reset" and request.get("sid") is None:
+            self.sids.add(reply["sid"])
+        elif request.get("op") == "slice_open":
+            self.slices.add(reply["slice"])
 
 
 class EnvService:
@@ -74,7 +98,6 @@ class EnvService:
             "call": lambda r: {"value": self.call(_sid(r), _name(r), r.get("args") or [], r.get("kwargs") or {})},
             "get_attr": lambda r: self.get_attr(_sid(r), _name(r)),
             "set_attr": lambda r: self.set_attr(_sid(r), _name(r), _field(r, "value")),
-            "batch": lambda r: {"results": [self.handle(c) for c in _calls(r)]},
             "slice_open": lambda r: self.open_slice(r.get("n"), r.get(_FD), r.get("size")),
             "slice_step": lambda r: self._slice(r).step(r),
             "web": lambda r: {"web": self.web(r.get("known"))},
@@ -280,13 +303,16 @@ class EnvService:
         return self.sessions.get(sid)
 
     # -- binary dispatch ---------------------------------------------------------------
-    def handle(self, request: Any, fds: list[int] | None = None) -> dict[str, Any]:
+    def handle(self, request: Any, fds: list[int] | None = None,
+               scope: ConnectionScope | None = None) -> dict[str, Any]:
         """Serve one decoded binary request; errors become error replies, never exceptions.
 
         Args:
             request: The decoded request.
             fds: File descriptors that came with it (only ``slice_open`` takes one; others
                 are closed).
+            scope: The connection's :class:`ConnectionScope`, which records what a bound
+                request starts (None: no connection to end it).
         """
         fds = list(fds or ())
         try:
@@ -295,15 +321,31 @@ class EnvService:
             op = request.get("op")
             if fds and op == "slice_open":
                 request[_FD] = fds.pop(0)  # a key no decoded message can hold
-            handler = self._ops.get(op) if isinstance(op, str) else None
-            if handler is None:
-                raise InvalidRequestError(f"unknown op {op!r}; known: {', '.join(self._ops)}")
-            return {"ok": True, **handler(request)}
+            if op == "batch":  # its calls run in the same connection's scope
+                reply = {"results": [self.handle(c, scope=scope) for c in _calls(request)]}
+            else:
+                handler = self._ops.get(op) if isinstance(op, str) else None
+                if handler is None:
+                    raise InvalidRequestError(f"unknown op {op!r}; known: {', '.join([*self._ops, 'batch'])}")
+                reply = handler(request)
+            if scope is not None:
+                scope.note(request, reply)
+            return {"ok": True, **reply}
         except Exception as exc:  # any env bug becomes a typed reply; the worker keeps serving
             return {"ok": False, "error": error_to_wire(exc)}
         finally:
             for fd in fds:
                 os.close(fd)
+
+    def release(self, scope: ConnectionScope) -> None:
+        """Close the slices and sessions a closed connection started bound (those still open)."""
+        for slice_id in scope.slices:
+            piece = self.slices.pop(slice_id, None)
+            if piece is not None:
+                piece.close(self)
+        for sid in scope.sids:
+            with contextlib.suppress(SessionNotFoundError):  # closed by its client, or expired
+                self.sessions.close(sid)
 
     def shutdown(self) -> None:
         """Close every slice and session."""

@@ -142,7 +142,8 @@ class WorkerPool:
     def _open_slice(self, worker: int) -> RemoteSlice:
         observation_space, action_space, shared, info_types = self._slice_args
         return RemoteSlice(self.clients[worker], observation_space, action_space,
-                           len(self.groups[worker]), shared, info_types)
+                           len(self.groups[worker]), shared, info_types,
+                           bound=os.getpid() != self.owner_pid)
 
     def sid(self, env: int) -> str | None:
         """The session id of sub-env ``env`` on its worker (None before the slices open)."""

@@ -49,23 +49,25 @@ class RemoteSlice:
         shared: Put the columns in shared memory (None: when the worker is reached
             through a Unix socket, i.e. on this host).
         info_types: The env's declared infos (its ``spec``'s ``info_types``), which get columns.
+        bound: The worker ends the slice when this connection closes (a forked child's,
+            which may exit without ``close()``).
     """
 
     def __init__(self, client: BinaryClient, observation_space: spaces.Space,
                  action_space: spaces.Space, n: int, shared: bool | None = None,
-                 info_types: dict[str, str] | None = None) -> None:
+                 info_types: dict[str, str] | None = None, bound: bool = False) -> None:
         self.client = client
         self.layout = SliceLayout(observation_space, action_space, n, info_types)
         self.shared = client.address.startswith("unix://") if shared is None else shared
         if self.shared:
             fd, self._buffer = create_shared(self.layout.size)
             try:
-                reply = client.request(ops.slice_open(n, self.layout.size), fds=(fd,))
+                reply = client.request(ops.slice_open(n, self.layout.size, bound), fds=(fd,))
             finally:
                 os.close(fd)  # the worker holds its own copy now
         else:
             self._buffer = bytearray(self.layout.size)
-            reply = client.request(ops.slice_open(n))
+            reply = client.request(ops.slice_open(n, bound=bound))
         if reply.get("size") != self.layout.size:
             raise ProtocolError(f"slice layout mismatch with the worker at {client.address}: "
                                 f"{reply.get('size')} bytes there, {self.layout.size} here")

@@ -1,0 +1,101 @@
+"""A forked child's copy of an env (a DataLoader worker, a multiprocessing 'fork' pool) starts
+sessions of its own on the parent's workers. Such children often end with ``os._exit`` (as
+multiprocessing's do) and never call ``close()``: their sessions (and a vector env's slices,
+with their shared memory) must end with the child's connection, not stay on the parent's
+workers for the rest of training, one set per child."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import openenv_gym  # noqa: F401
+from openenv_gym.client.env import RemoteEnv
+from openenv_gym.client.transport import BinaryClient
+from openenv_gym.vector import RemoteVectorEnv
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+
+
+def _sessions(address: str) -> int:
+    client = BinaryClient(address, timeout=10)
+    try:
+        return int(client.request({"op": "health"})["sessions"])
+    finally:
+        client.drop()
+
+
+def _in_child(work: Callable[[], None]) -> int:
+    """Run ``work`` in a forked child that ends with ``os._exit`` (no close, no atexit), as a
+    multiprocessing child does; returns its exit code (0: ``work`` ran without error)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            work()
+            code = 0
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _wait_for(address: str, count: int, timeout: float = 15.0) -> int:
+    deadline = time.monotonic() + timeout
+    while (now := _sessions(address)) != count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return now
+
+
+def test_a_single_envs_child_leaves_no_session_behind() -> None:
+    env = RemoteEnv("echo", provider="process")
+    try:
+        env.reset(seed=0)
+        address = env._worker.address
+
+        def child() -> None:
+            env.reset(seed=1)
+            env.step({"message": "child"})
+            assert _sessions(address) == 2  # the child's own session, beside the parent's
+
+        for _ in range(3):
+            assert _in_child(child) == 0
+            assert _wait_for(address, 1) == 1, "a child that exited left its session on the worker"
+        assert env.step({"message": "parent"})[0]["echo"] == "parent"  # the parent's is intact
+    finally:
+        env.close()
+
+
+def test_a_vector_envs_child_leaves_no_slice_behind() -> None:
+    envs = RemoteVectorEnv(2, "gym", env_id="CartPole-v1", provider="process", envs_per_worker=2)
+    try:
+        envs.reset(seed=0)
+        address = envs.workers[0].address
+
+        def child() -> None:
+            envs.reset(seed=1)
+            envs.step(np.zeros(2, dtype=np.int64))
+            assert _sessions(address) == 4
+
+        for _ in range(3):
+            assert _in_child(child) == 0
+            assert _wait_for(address, 2) == 2, "a child that exited left its slice on the worker"
+        envs.step(np.zeros(2, dtype=np.int64))  # the parent's slice is intact
+    finally:
+        envs.close()
+
+
+def test_the_parents_sessions_outlive_a_dropped_connection() -> None:
+    # Only a fork's sessions end with their connection: the owner's survive a reconnect
+    # (a timeout or Ctrl-C drops the connection, and the episode goes on).
+    env = RemoteEnv("echo", provider="process")
+    try:
+        env.reset(seed=0)
+        env._client.drop()
+        assert env.step({"message": "again"})[0]["echo"] == "again"
+        assert _sessions(env._worker.address) == 1
+    finally:
+        env.close()
