@@ -7,6 +7,11 @@ pid or container and log file, and the web view's address. ``ps`` lists records 
 alive, ``stop`` signals the owner (which stops its workers and removes its record), ``logs``
 reads the workers' logs. Records of owners that died (SIGKILL) are dropped when listed.
 
+One rule (:func:`_read`) says what a readable record is, for every command. A file in a
+record's place that is not one (corrupt JSON, a field of the wrong type, a folder or FIFO, no
+permission) is skipped by ``ps``, named by ``stop``/``logs``, and not overwritten by
+``start`` unless it names an owner that is gone (:class:`UnreadableRecordError`).
+
 Example:
     >>> record = PoolRecord(name="demo", env="echo", provider="process", owner_pid=os.getpid())
     >>> record.alive()
@@ -19,16 +24,19 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import signal
+import stat
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from openenv_gym.errors import OpenEnvError
 from openenv_gym.providers._docker_owner import owner_alive, process_start
 from openenv_gym.providers._runtime import runtime_dir, write_json
 
-__all__ = ["PoolRecord", "pools_dir", "claim", "save", "remove", "load_all", "find", "stop",
-           "worker_logs", "valid_name", "process_start"]
+__all__ = ["PoolRecord", "UnreadableRecordError", "pools_dir", "claim", "save", "remove", "load_all",
+           "find", "unreadable", "stop", "worker_logs", "valid_name", "process_start"]
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # fullmatch: "$" matches before "\n"
 
@@ -93,6 +101,38 @@ class PoolRecord:
         return lines
 
 
+class UnreadableRecordError(OpenEnvError):
+    """A file is in a pool record's place but cannot be read as one: corrupt JSON, a field of
+    the wrong type, a folder or a FIFO, no permission to read it.
+
+    Its owner may still run (a record edited by hand, written by another version), so its
+    name is not taken over unless the file names an owner that is gone (:meth:`owner_gone`).
+
+    Attributes:
+        path: The file.
+        reason: What is wrong with it.
+        owner: ``(pid, start time)`` of the owner it still names clearly, else None.
+    """
+
+    def __init__(self, path: str, reason: str, owner: tuple[int, str] | None = None) -> None:
+        super().__init__(f"the pool record {path} cannot be read ({reason})")
+        self.path, self.reason, self.owner = path, reason, owner
+
+    def owner_gone(self) -> bool:
+        """Whether it names an owner, and that owner no longer runs."""
+        return self.owner is not None and not owner_alive(*self.owner)
+
+    def fix(self, name: str) -> str:
+        """How the user gets the name back (``stop`` cannot signal an owner it cannot read)."""
+        rm = "rm -r" if os.path.isdir(self.path) else "rm"
+        if self.owner is not None:
+            return (f"it names owner pid {self.owner[0]}, which still runs: if that is the "
+                    f"`openenv-gym start` of pool {name}, stop it (kill {self.owner[0]}); once no "
+                    f"pool named {name} runs, remove the file: {rm} {shlex.quote(self.path)}")
+        return (f"if no pool named {name} runs (its `openenv-gym start` has exited), remove the "
+                f"file: {rm} {shlex.quote(self.path)}")
+
+
 def save(record: PoolRecord) -> None:
     """Write (or rewrite) a record atomically."""
     write_json(record.path, asdict(record), indent=1)
@@ -105,11 +145,22 @@ def claim(record: PoolRecord) -> bool:
 
     Returns:
         Whether the name is now this record's (False: a live pool has it).
+
+    Raises:
+        UnreadableRecordError: The file in the record's place cannot be read, and does not
+            name an owner that is gone: a running pool may own it, so it is left alone.
     """
     with open(os.path.join(pools_dir(), ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if find(record.name) is not None:
             return False
+        try:
+            _read(record.path)
+        except FileNotFoundError:
+            pass
+        except UnreadableRecordError as exc:
+            if not exc.owner_gone():
+                raise
         save(record)
         return True
 
@@ -129,35 +180,79 @@ def restore(record: PoolRecord) -> bool:
         fcntl.flock(lock, fcntl.LOCK_EX)  # as claim(): a start of this name takes turns with it
         if _readable(record.path):
             return False
-        save(record)
+        try:
+            save(record)
+        except OSError:  # a folder in its place: `ps` skips it, and the next turn tries again
+            return False
         return True
 
 
 def _readable(path: str) -> bool:
     try:
-        with open(path, encoding="utf-8") as f:
-            _parse(json.load(f))
-    except (OSError, ValueError, TypeError):
+        _read(path)
+    except (FileNotFoundError, UnreadableRecordError):
         return False
     return True
+
+
+def _read(path: str) -> PoolRecord:
+    """The record stored at ``path``: the one rule of what a readable record is, for
+    ``start``, ``ps``, ``stop`` and ``logs`` alike.
+
+    Raises:
+        FileNotFoundError: No file is there.
+        UnreadableRecordError: Something is there that is not a record of ours.
+    """
+    try:
+        # O_NONBLOCK: a FIFO in its place would block open() until some writer came, and
+        # `ps`, `stop` and `start` with it (for good).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UnreadableRecordError(path, exc.strerror or str(exc)) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):  # before fdopen, which refuses a folder with its own error
+        os.close(fd)
+        raise UnreadableRecordError(path, "a folder, not a file" if stat.S_ISDIR(mode)
+                                    else "not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = json.loads(f.read())
+        except (OSError, ValueError, RecursionError) as exc:
+            raise UnreadableRecordError(path, f"not JSON: {exc}") from None
+    try:
+        return _parse(data)
+    except TypeError:
+        raise UnreadableRecordError(path, "a field is missing or of another type",
+                                    _owner_of(data)) from None
+
+
+def _owner_of(data: Any) -> tuple[int, str] | None:
+    """The owner (pid, start time) a record that is not readable as a whole still names."""
+    if isinstance(data, dict):
+        pid, start = data.get("owner_pid"), data.get("owner_start", "")
+        if type(pid) is int and pid > 0 and isinstance(start, str):
+            return pid, start
+    return None
 
 
 def remove(record: PoolRecord) -> None:
     """Delete a record (its owner does this when it stops); a record of the same name that
     another owner wrote is left alone."""
     try:
-        with open(record.path, encoding="utf-8") as f:
-            owner = json.load(f).get("owner_pid")
+        owner = _read(record.path).owner_pid
     except FileNotFoundError:
         return
-    except (OSError, ValueError, AttributeError):
-        owner = record.owner_pid  # unreadable: ours to clean up
+    except UnreadableRecordError as exc:
+        # Naming no owner: ours to clean up (while we hold the name, no `start` writes it).
+        owner = exc.owner[0] if exc.owner else record.owner_pid
     if owner != record.owner_pid:
         return
     try:
         os.unlink(record.path)
-    except FileNotFoundError:
-        pass
+    except OSError:
+        pass  # gone already, or a folder put in its place: `start` names it to whoever wants the name
 
 
 def load_all() -> list[PoolRecord]:
@@ -167,12 +262,10 @@ def load_all() -> list[PoolRecord]:
     for entry in sorted(os.listdir(folder)):
         if not entry.endswith(".json"):
             continue
-        path = os.path.join(folder, entry)
         try:
-            with open(path, encoding="utf-8") as f:
-                record = _parse(json.load(f))
-        except (OSError, ValueError, TypeError):
-            continue  # not a record of ours (edited by hand, written by another version)
+            record = _read(os.path.join(folder, entry))
+        except (FileNotFoundError, UnreadableRecordError):
+            continue  # gone meanwhile, or not a record of ours (edited by hand, another version)
         if record.alive():
             records.append(record)
         else:
@@ -208,6 +301,20 @@ def _valid_worker(w: Any) -> bool:
 def find(name: str) -> PoolRecord | None:
     """The running pool called ``name``, or None."""
     return next((r for r in load_all() if r.name == name), None)
+
+
+def unreadable(name: str) -> UnreadableRecordError | None:
+    """Why the file in the place of pool ``name``'s record cannot be read (None: it can, or
+    there is none); ``stop`` and ``logs`` say so instead of "no such pool"."""
+    if not valid_name(name):  # a name given to `stop` is not a path to read
+        return None
+    try:
+        _read(os.path.join(pools_dir(), f"{name}.json"))
+    except UnreadableRecordError as exc:
+        return exc
+    except FileNotFoundError:
+        pass
+    return None
 
 
 def stop(record: PoolRecord, timeout: float = 30.0) -> bool:

@@ -59,14 +59,24 @@ def _ps(args: argparse.Namespace) -> int:
     return OK
 
 
+def _not_running(names: list[str], running: list[str]) -> int:
+    """Report pools that are not running, naming a record of theirs that cannot be read
+    (its owner may run: `stop` cannot signal it, and `start` will not take the name)."""
+    for name in names:
+        problem = pools.unreadable(name)
+        if problem is not None:
+            return error(f"no running pool named {name!r} can be read: {problem}", problem.fix(name))
+    return error(f"no running pool named {', '.join(map(repr, names))}",
+                 f"running: {', '.join(running) or 'none'} (see `openenv-gym ps`)")
+
+
 def _stop(args: argparse.Namespace) -> int:
     if not args.names and not args.all:
         return error("name the pools to stop, or pass --all", "see `openenv-gym ps`", USAGE)
     running = {r.name: r for r in pools.load_all()}
     unknown = [n for n in args.names if n not in running]
     if unknown:
-        return error(f"no running pool named {', '.join(map(repr, unknown))}",
-                     f"running: {', '.join(running) or 'none'} (see `openenv-gym ps`)")
+        return _not_running(unknown, list(running))
     targets = list(running.values()) if args.all else [running[n] for n in args.names]
     failed = []
     for record in targets:
@@ -94,8 +104,7 @@ def _container_logs(container: str, tail: int) -> str:
 def _logs(args: argparse.Namespace) -> int:
     record = pools.find(args.name)
     if record is None:
-        names = ", ".join(r.name for r in pools.load_all()) or "none"
-        return error(f"no running pool named {args.name!r}", f"running: {names} (see `openenv-gym ps`)")
+        return _not_running([args.name], [r.name for r in pools.load_all()])
     if not record.workers:
         return error(f"pool {record.name} is still starting: none of its workers is up yet",
                      "run this again once `openenv-gym start` has printed them "

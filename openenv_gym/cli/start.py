@@ -131,7 +131,12 @@ def _start(args: argparse.Namespace) -> int:
                               owner_pid=os.getpid())
     # The name is taken before the workers start (seconds): a second `start` of the same
     # name meanwhile is refused, instead of running a pool whose record replaces this one's.
-    if not pools.claim(record):
+    try:
+        claimed = pools.claim(record)
+    except pools.UnreadableRecordError as exc:  # a running pool may own it: not overwritten
+        return error(f"the name {name!r} may be taken: {exc}",
+                     f"{exc.fix(name)}; or choose another --name", USAGE)
+    if not claimed:
         return error(f"a pool named {name!r} is already running",
                      f"choose another --name, or stop it: openenv-gym stop {name}", USAGE)
     workers: list[Any] = []

@@ -1,0 +1,102 @@
+"""A file in a pool record's place that cannot be read (corrupt JSON, a field of the wrong
+type, a folder, a FIFO) may belong to a running pool: `start NAME` once overwrote it silently
+(or failed with a traceback on a folder), and a FIFO hung `start`, `ps`, `stop` and `logs` for
+good. Now `start` refuses the name, naming the file and how to free it; `stop`/`logs` name it;
+`ps` skips it; a record that names an owner that is gone is still taken over."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.cli_helpers import end, run, spawn, wait_for
+
+NAME = "held"
+
+
+def _pools(tmp_path) -> str:
+    """The pool record folder of CLI runs with ``TMPDIR=tmp_path`` (made by a first `ps`)."""
+    assert run("ps", env={"TMPDIR": str(tmp_path)}).returncode == 0
+    return os.path.join(str(tmp_path), f"openenv-gym-{os.getuid()}", "pools")
+
+
+def _put(kind: str, path: str) -> None:
+    """Put an unreadable record of ``kind`` at ``path``."""
+    if kind == "folder":
+        os.mkdir(path)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        # A wrong field, naming a live owner (this test): a running pool's record edited by hand.
+        text = {"corrupt": "{not json",
+                "wrong-field": json.dumps({"name": NAME, "owner_pid": os.getpid(), "env": 5})}[kind]
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def _snapshot(path: str) -> tuple[int, bytes | None]:
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISREG(mode):
+        return stat.S_IFMT(mode), None
+    with open(path, "rb") as f:
+        return stat.S_IFMT(mode), f.read()
+
+
+KINDS = ["corrupt", "wrong-field", "folder", "fifo"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_start_refuses_the_name_and_leaves_the_file(tmp_path, kind) -> None:
+    path = os.path.join(_pools(tmp_path), f"{NAME}.json")
+    _put(kind, path)
+    before = _snapshot(path)
+    # The timeout only guards a hang (a FIFO) or a pool that started on the name: both failures.
+    out = run("start", "echo", "--provider", "process", "--name", NAME, timeout=60,
+              env={"TMPDIR": str(tmp_path)})
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    assert "cannot be read" in out.stderr and path in out.stderr, out.stderr
+    assert "remove the file: rm" in out.stderr, out.stderr
+    assert _snapshot(path) == before  # not overwritten
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_ps_stop_and_logs_name_it_without_hanging(tmp_path, kind) -> None:
+    path = os.path.join(_pools(tmp_path), f"{NAME}.json")
+    _put(kind, path)
+    env = {"TMPDIR": str(tmp_path)}
+    out = run("ps", timeout=60, env=env)
+    assert out.returncode == 0 and "no pools running" in out.stdout, out.stderr
+    for command in (["stop", NAME], ["logs", NAME]):
+        out = run(*command, timeout=60, env=env)
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+        assert f"no running pool named {NAME!r}" in out.stderr and path in out.stderr, out.stderr
+    assert run("stop", "--all", timeout=60, env=env).returncode == 0
+
+
+def test_a_record_of_an_owner_that_is_gone_is_taken_over(tmp_path) -> None:
+    folder = _pools(tmp_path)
+    os.mkfifo(os.path.join(folder, "other.json"))  # listed on the way: must not hang `start`
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    path = os.path.join(folder, f"{NAME}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        # A start time no process has: gone, even if the pid is reused meanwhile.
+        json.dump({"name": NAME, "owner_pid": int(dead.stdout), "owner_start": "1", "env": 5}, f)
+    log = str(tmp_path / "start.log")
+    env = {"TMPDIR": str(tmp_path)}
+    proc = spawn("start", "echo", "--provider", "process", "--name", NAME, log=log, env=env)
+    try:
+        wait_for(rf"pool {NAME} is running", log, proc, timeout=180)
+        with open(path, encoding="utf-8") as f:
+            assert json.load(f)["owner_pid"] == proc.pid
+        assert run("stop", NAME, env=env).returncode == 0
+        assert proc.wait(60) == 0
+        assert not os.path.exists(path)
+    finally:
+        end(proc)
