@@ -137,7 +137,9 @@ class RemoteVecEnv(VecEnv):
         return list(self._get_indices(indices))
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """Read an attribute of the remote envs (``render_mode`` is answered locally).
+        """Read an attribute of the remote envs (``render_mode`` and the spaces are answered
+        locally: a space cannot cross the wire, and each env's is this VecEnv's, as
+        ``DummyVecEnv``'s ``get_attr("observation_space")`` gives).
 
         Args:
             attr_name: The attribute.
@@ -147,8 +149,9 @@ class RemoteVecEnv(VecEnv):
             One value per env in ``indices``.
         """
         targets = self._indices(indices)
-        if attr_name == "render_mode":
-            return [self._render_mode] * len(targets)
+        local = {**self.venv.sub_env_view(), "render_mode": self._render_mode}
+        if attr_name in local:
+            return [local[attr_name]] * len(targets)
         # A method is handed out as SB3's own VecEnvs hand out the bound method (a stand-in
         # that calls it in the worker), not called: SB3's has_attr is get_attr, and
         # has_attr("reset") must not reset the served envs.

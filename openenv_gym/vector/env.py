@@ -1005,6 +1005,9 @@ class RemoteVectorEnv(VectorEnv):
             One value per sub-env.
         """
         targets = self._targets(indices)
+        held = self.sub_env_view()
+        if name in held:
+            return (held[name],) * len(targets)
         subs = self._attr_replies(name, targets)
         methods = [k for k, s in enumerate(subs) if s.get("callable")]
         if not methods:
@@ -1016,6 +1019,13 @@ class RemoteVectorEnv(VectorEnv):
         for k, value in zip(methods, called):
             values[k] = value
         return tuple(values)
+
+    def sub_env_view(self) -> dict[str, Any]:
+        """The sub-envs' attributes this side holds, answered without a request: their spaces,
+        which cannot cross the wire (``SyncVectorEnv.get_attr("observation_space")`` gives
+        each sub-env's)."""
+        return {"observation_space": self.single_observation_space,
+                "action_space": self.single_action_space}
 
     def _attr_replies(self, name: str, targets: list[int]) -> tuple[dict[str, Any], ...]:
         """Each target env's ``get_attr`` reply, nothing called: ``{"value": ...}``, or

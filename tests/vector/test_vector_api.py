@@ -121,6 +121,10 @@ def test_attributes_limits_and_bounds_are_the_served_gymnasium_env_s(provider: s
             envs.reset(seed=0)
         assert ours.get_attr("gravity") == local.get_attr("gravity") == (9.8, 9.8)
         assert ours.get_attr("np_random_seed") == local.get_attr("np_random_seed") == (0, 1)
+        # The spaces are held here (they cannot cross the wire), as each sub-env's.
+        for name in ("observation_space", "action_space"):
+            assert ours.get_attr(name) == local.get_attr(name), name
+            assert ours.get_attr(name, indices=[1]) == local.get_attr(name)[1:], name
         assert [list(s) for s in ours.get_attr("state")] == [list(s) for s in local.get_attr("state")]
         # What the client was given stays the wrapper's: no EnvSpec over the wire.
         assert ours.get_attr("spec") == (None, None)
