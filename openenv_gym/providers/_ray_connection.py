@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 import ray
 
 from openenv_gym.errors import ProviderUnavailableError
-from openenv_gym.providers._ray_host import ServerHost
+from openenv_gym.providers._ray_host import ACTOR_NAME_PREFIX
 
 __all__ = ["acquire_ray", "broken_ray", "cause", "release_ray", "ray_session"]
 
@@ -291,19 +291,47 @@ def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
 
 def _others_use_ray(wait: float = 2.0) -> bool:
     """Whether something besides our workers runs on the cluster (an RLlib algorithm built on
-    the Ray we started, a user's actor). Ray reports freed resources a little late, so a busy
-    answer is re-checked for up to ``wait`` seconds."""
+    the Ray we started, a user's actor or task). Ray reports freed resources a little late,
+    so a busy answer is re-checked for up to ``wait`` seconds."""
     deadline = time.monotonic() + wait
     while True:
-        total, free = ray.cluster_resources(), ray.available_resources()
-        busy = [k for k, v in total.items()
-                if not k.startswith("node:") and "memory" not in k and free.get(k, 0.0) < v - 1e-6]
+        busy = _resources_held() or _tasks_running()
         if not busy or time.monotonic() > deadline:
             break
         time.sleep(0.05)
     # Work that holds no resources (an actor with num_cpus=0, as Ray's own Queue, RLlib's
     # and Tune's coordinators are) leaves the counts untouched: ask the GCS for it.
-    return bool(busy) or _other_actors_live()
+    return busy or _other_actors_live()
+
+
+def _resources_held() -> bool:
+    """Whether some of the cluster's resources (not memory, not node markers) are in use."""
+    total, free = ray.cluster_resources(), ray.available_resources()
+    return any(free.get(k, 0.0) < v - 1e-6 for k, v in total.items()
+               if not k.startswith("node:") and "memory" not in k)
+
+
+def _tasks_running() -> bool:
+    """Whether a job's driver still waits on a task (running or queued) on the Ray we started
+    (on a cluster we only joined: this process's job, whose tasks disconnecting ends).
+
+    A task that holds no resources (``num_cpus=0``) leaves the counts untouched. The GCS's
+    job table says per job whether its driver has tasks pending (the GCS asks each driver:
+    one call, about a millisecond, no dashboard needed); a task started by a task keeps its
+    parent pending. Ours are all done by the last close. A Ray Client connection, or a Ray
+    without this private table: False, the other checks answer then."""
+    from ray._private import state
+    from ray.core.generated import gcs_pb2
+
+    try:
+        job = ray.get_runtime_context().get_job_id()
+        rows = state.state._connect_and_get_accessor().get_job_table(
+            skip_submission_job_info_field=True, skip_is_running_tasks_field=False)
+        jobs = [gcs_pb2.JobTableData.FromString(row) for row in rows]
+    except Exception:  # noqa: BLE001 - Ray Client, or a Ray without these (private) tables
+        return False
+    return any(j.is_running_tasks and not j.is_dead and (_we_started or j.job_id.hex() == job)
+               for j in jobs)
 
 
 def _other_actors_live() -> bool:
@@ -319,15 +347,12 @@ def _other_actors_live() -> bool:
         actors = state.actors().values()
     except Exception:  # noqa: BLE001 - Ray Client, or a Ray without these (private) tables
         return False
-    # A killed worker's actor may read ALIVE for a moment: ours are told by their class.
+    # A killed worker's actor may read ALIVE for a moment: ours are told by their name (the
+    # table reports no module, so a user's class named ServerHost would pass for ours).
     others = [a for a in actors if a.get("State") != "DEAD"
-              and a.get("ActorClassName") != _OUR_ACTOR_CLASS
+              and not str(a.get("Name") or "").startswith(ACTOR_NAME_PREFIX)
               and (_we_started or (a.get("JobID") == job and not a.get("IsDetached")))]
     return bool(others)
-
-
-#: Class name of the actors our workers run in.
-_OUR_ACTOR_CLASS = ServerHost.__name__
 
 
 def release_ray(session: tuple[str, str] | None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,19 @@ from openenv_gym.errors import WorkerError
 from openenv_gym.protocol.startup import parse_ready, server_argv
 from openenv_gym.providers.base import startup_error, terminate
 
-__all__ = ["ServerHost"]
+__all__ = ["ACTOR_NAME_PREFIX", "ServerHost", "actor_name"]
+
+#: Start of the name of every actor our workers run in. The GCS's actor table reports an
+#: actor's name (not its module or namespace): this tells ours from a user's actor that
+#: happens to be a class named ``ServerHost`` too.
+ACTOR_NAME_PREFIX = "openenv-gym-worker-"
+
+
+def actor_name(pool: str, index: int) -> str:
+    """A name for the actor of worker ``index`` of ``pool``, unique in the cluster: a
+    restart's actor is made while Ray may not have released the name of the one it replaces,
+    and pools of other processes may share the pool's name."""
+    return f"{ACTOR_NAME_PREFIX}{pool}-{index}-{secrets.token_hex(6)}"
 
 
 class ServerHost:

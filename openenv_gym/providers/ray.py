@@ -50,7 +50,7 @@ from openenv_gym._numbers import is_finite  # noqa: E402
 from openenv_gym.errors import OpenEnvError, ProviderUnavailableError, WorkerError  # noqa: E402
 from openenv_gym.providers._docker_owner import owner_alive  # noqa: E402
 from openenv_gym.providers._ray_connection import acquire_ray, broken_ray, cause, ray_session, release_ray  # noqa: E402
-from openenv_gym.providers._ray_host import ServerHost  # noqa: E402
+from openenv_gym.providers._ray_host import ServerHost, actor_name  # noqa: E402
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json  # noqa: E402
 
 __all__ = ["RayProvider", "RayWorker", "ServerHost", "STRATEGIES"]
@@ -134,8 +134,10 @@ class RayWorker(Worker):
                                "within %.0f s; placing worker %d freely (SPREAD)", self.pool,
                                p.regroup_timeout, self.index)
                 strategy = "SPREAD"
+        # Named so that closing the last env tells its actors from a user's (_ray_connection).
         options: dict[str, Any] = {"num_cpus": p.num_cpus, "max_restarts": 0,
-                                   "scheduling_strategy": strategy}
+                                   "scheduling_strategy": strategy,
+                                   "name": actor_name(self.pool, self.index)}
         if p.resources:
             options["resources"] = dict(p.resources)
         if p.runtime_env:

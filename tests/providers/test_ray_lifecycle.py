@@ -6,6 +6,9 @@ Runs without the shared cluster: the provider calls ``ray.init(address="local")`
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
+from typing import Callable
 
 import gymnasium as gym
 import pytest
@@ -86,26 +89,52 @@ def test_users_own_ray_is_left_running() -> None:
         ray.shutdown()
 
 
-@pytest.mark.parametrize("cpus", [1, 0], ids=["holds-a-cpu", "holds-no-resources"])
-def test_a_provider_started_ray_stays_up_while_other_work_holds_it(cpus: int) -> None:
-    # An RLlib algorithm built after the env uses the Ray the provider started: closing the
-    # env must not shut it down under the algorithm. Nor under an actor with num_cpus=0 (Ray's
-    # own Queue, RLlib's and Tune's coordinators), which the resource counts do not show.
-    if ray.is_initialized():
-        ray.shutdown()
-    options = {"address": "local", "num_cpus": 0.25, "init_kwargs": {"num_cpus": 2}}
-    env = gym.make("OpenEnv/Echo-v0", provider="ray", provider_options=options)
+def _start_user_work(kind: str, folder: Path) -> Callable[[], int]:
+    """Start a user's work of ``kind`` on the Ray now running and wait until it runs.
 
-    @ray.remote(num_cpus=cpus)
+    Returns:
+        A call that answers 1 from that work (a task is let finish first).
+    """
+    if kind == "task":
+        @ray.remote(num_cpus=0)
+        def wait_for_release(folder: str) -> int:
+            open(os.path.join(folder, "started"), "w").close()
+            while not os.path.exists(os.path.join(folder, "release")):
+                time.sleep(0.05)
+            return 1
+
+        ref = wait_for_release.remote(str(folder))
+        while not (folder / "started").exists():
+            time.sleep(0.05)
+        return lambda: ((folder / "release").touch(), ray.get(ref, timeout=60))[1]
+
     class Other:
         def ping(self) -> int:
             return 1
 
-    other = Other.remote()
+    if kind == "actor-named-ServerHost":  # the class name of the actors our workers run in
+        Other.__name__ = Other.__qualname__ = "ServerHost"
+    actor = ray.remote(num_cpus=1 if kind == "actor-holding-a-cpu" else 0)(Other).remote()
+    assert ray.get(actor.ping.remote()) == 1
+    return lambda: ray.get(actor.ping.remote())
+
+
+@pytest.mark.parametrize("work", ["actor-holding-a-cpu", "actor-holding-no-resources",
+                                  "actor-named-ServerHost", "task"])
+def test_a_provider_started_ray_stays_up_while_other_work_holds_it(work: str,
+                                                                   tmp_path: Path) -> None:
+    # An RLlib algorithm built after the env uses the Ray the provider started: closing the
+    # env must not shut it down under the algorithm. Nor under work with num_cpus=0 (Ray's
+    # own Queue, RLlib's and Tune's coordinators; a user's task), which the resource counts
+    # do not show, nor under a user's actor whose class shares the name of ours.
+    if ray.is_initialized():
+        ray.shutdown()
+    options = {"address": "local", "num_cpus": 0.25, "init_kwargs": {"num_cpus": 2}}
+    env = gym.make("OpenEnv/Echo-v0", provider="ray", provider_options=options)
     try:
-        assert ray.get(other.ping.remote()) == 1
+        answer = _start_user_work(work, tmp_path)
         env.close()
-        assert ray.is_initialized() and ray.get(other.ping.remote()) == 1
+        assert ray.is_initialized() and answer() == 1
     finally:
         env.close()
         ray.shutdown()
