@@ -104,8 +104,9 @@ class ServedEnv:
 
 @pytest.fixture
 def served_echo():
-    """A running Echo server with HTTP and binary fronts (max 4 sessions, 1 s idle expiry)."""
-    server = ServedEnv("echo", "--max-sessions", "4", "--idle-timeout", "1")
+    """A running Echo server with HTTP and binary fronts (max 4 sessions). Its sessions do not
+    expire within a test: a loaded machine may stall a test for seconds between two requests."""
+    server = ServedEnv("echo", "--max-sessions", "4")
     yield server
     server.stop()
 

@@ -13,7 +13,7 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
-from tests.security.helpers import proc_status, wait_until
+from tests.conftest import stop_process
 
 
 def test_two_threads_stepping_one_env_each_get_their_own_reply() -> None:
@@ -51,8 +51,9 @@ def test_close_from_another_thread_ends_a_call_in_flight(how: str) -> None:
     env = gym.make("OpenEnv/Echo-v0", provider="process")
     env.reset(seed=0)
     worker = env.unwrapped._worker
-    os.kill(worker.pid, signal.SIGSTOP)  # the call in flight hangs until something ends it
-    assert wait_until(lambda: proc_status(worker.pid).get("State", "").startswith("T"), 10, 0.01)
+    # The call in flight hangs until something ends it. Every thread must be stopped, not just
+    # the main one (/proc/PID/status): a connection thread still running would answer the call.
+    stop_process(worker.pid)
     outcome: list[BaseException | None] = []
 
     def run() -> None:

@@ -17,7 +17,7 @@ from openenv_gym.errors import WorkerError
 from openenv_gym.protocol.sockets import connect, parse_address, read_message
 from openenv_gym.protocol.wire import encode
 from tests.conftest import ctrl_c_after, stop_process
-from tests.security.helpers import fork_servers_of, workers_of
+from tests.security.helpers import fork_servers_of, wait_until, workers_of
 
 
 def _kill_worker(env: openenv_gym.RemoteEnv) -> None:
@@ -90,20 +90,19 @@ def test_owner_killed_with_sigkill_leaves_no_worker() -> None:
         assert len(workers_of(owner.pid)) == 2
         assert len(fork_servers_of(owner.pid)) == 1  # forked them both
         owner.send_signal(signal.SIGKILL)
-        owner.wait(5)
-        deadline = time.monotonic() + 5.0
-        while (workers_of(owner.pid) or fork_servers_of(owner.pid)) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        owner.wait(30)
+        # Generous bounds: the workers notice within a poll, but exit late on a loaded machine.
+        wait_until(lambda: not (workers_of(owner.pid) or fork_servers_of(owner.pid)), 60)
         assert workers_of(owner.pid) == set()
         assert fork_servers_of(owner.pid) == set()
         # Nobody is left to clean the owner's pool folders (sockets, logs): the workers did.
         from openenv_gym.providers._runtime import runtime_dir
 
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and any(
-                e.startswith(f"{owner.pid}-") for e in os.listdir(runtime_dir())):
-            time.sleep(0.1)
-        assert not [e for e in os.listdir(runtime_dir()) if e.startswith(f"{owner.pid}-")]
+        def folders() -> list[str]:
+            return [e for e in os.listdir(runtime_dir()) if e.startswith(f"{owner.pid}-")]
+
+        wait_until(lambda: not folders(), 60)
+        assert not folders()
     finally:
         if owner.poll() is None:
             owner.kill()
@@ -189,14 +188,16 @@ def test_ctrl_c_mid_step_leaves_the_next_call_in_frame(provider: str) -> None:
 def test_envs_dropped_without_close_stop_their_workers(provider: str) -> None:
     # A notebook cell run again rebinds `env` without close(): the old env's workers (or
     # containers) must go when it is collected, not when the kernel exits.
-    def mine() -> int:
+    # By identity, not by count: gc.collect() may also stop workers other tests of this
+    # process left to the collector, which a count would take for ours.
+    def mine() -> set[int | str]:
         if provider == "process":
-            return len(workers_of(os.getpid()))
+            return set(workers_of(os.getpid()))
         from tests.security.helpers import docker_client, our_containers
 
         client = docker_client()
         try:
-            return len(our_containers(client, os.getpid()))
+            return {c.id for c in our_containers(client, os.getpid())}
         finally:
             client.close()
 
@@ -205,10 +206,11 @@ def test_envs_dropped_without_close_stop_their_workers(provider: str) -> None:
     env.reset(seed=0)
     envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, envs_per_worker=1, provider=provider)
     envs.reset(seed=0)
-    assert mine() == before + 3
+    ours = mine() - before
+    assert len(ours) == 3
     del env, envs
     gc.collect()
-    assert mine() == before
+    assert not ours & mine()
 
 
 def test_a_fork_of_the_trainer_that_ends_leaves_the_trainers_workers_serving(provider: str) -> None:

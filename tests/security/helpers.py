@@ -128,6 +128,13 @@ def processes_with_home_under(base: str) -> set[int]:
     return found
 
 
+def sandbox_base(env: Any) -> str:
+    """The folder holding a Coding env's sandbox (found with a step): the children of its
+    steps have their HOME under it, for :func:`processes_with_home_under`."""
+    obs, *_ = env.step({"code": "import os; print(os.getcwd())"})
+    return os.path.dirname(obs["stdout"].strip())
+
+
 def descendants(root: int) -> set[int]:
     """Live descendants of ``root`` (by the ppid chain)."""
     children: dict[int, list[int]] = {}

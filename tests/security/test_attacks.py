@@ -378,11 +378,6 @@ def coding(request: pytest.FixtureRequest) -> Iterator[dict[bool, tuple[str, gym
     envs.close()
 
 
-def _sandbox_base(env: gym.Env) -> str:
-    obs, *_ = env.step({"code": "import os; print(os.getcwd())"})
-    return os.path.dirname(obs["stdout"].strip())
-
-
 def _recover(env: gym.Env) -> float:
     """Time to a working episode again (reset replaces a dead worker)."""
     start = time.monotonic()
@@ -405,7 +400,7 @@ def test_attack(coding: dict[bool, tuple[str, gym.Env]], attack: Attack) -> None
     try:
         probe = HostProbe.take()
         env.reset()
-        base = _sandbox_base(env)
+        base = helpers.sandbox_base(env)
         worker = env.unwrapped._worker
         restarts = worker.restarts
         # A loopback service the attack tries to reach (in a container, its own loopback).
@@ -456,16 +451,17 @@ def test_a_daemon_that_leaves_the_step_is_killed_after_it(provider: str) -> None
     env = gym.make("OpenEnv/Coding-v0", provider=provider, step_timeout=STEP_TIMEOUT)
     try:
         env.reset()
-        base = _sandbox_base(env)
+        base = helpers.sandbox_base(env)
         obs, *_ = env.step({"code": textwrap.dedent("""
             import os, time
-            if os.fork() == 0:
+            middle = os.fork()
+            if middle == 0:
                 os.setsid()
                 if os.fork() == 0:
                     time.sleep(600)
                     os._exit(0)
                 os._exit(0)
-            time.sleep(0.2)  # the daemon is running and orphaned before the step ends
+            os.waitpid(middle, 0)  # the daemon is running and orphaned before the step ends
             print("spawned", flush=True)
         """)})
         assert obs["stdout"] == "spawned\n"
@@ -627,7 +623,7 @@ def test_a_daemon_whose_parent_stays_in_the_step_group_is_killed_after_the_step(
     env = gym.make("OpenEnv/Coding-v0", provider=provider, step_timeout=STEP_TIMEOUT)
     try:
         env.reset()
-        base = _sandbox_base(env)
+        base = helpers.sandbox_base(env)
         for _ in range(3):  # a race the daemon won every time here; three tries to be sure
             obs, *_ = env.step({"code": textwrap.dedent("""
                 import os, time

@@ -68,22 +68,33 @@ def test_worker_killed_mid_call_is_a_typed_error_then_recovers(provider: str, du
     env = gym.make("OpenEnv/Coding-v0", provider=provider, timeout=30.0)
     try:
         env.reset()
+        base = helpers.sandbox_base(env)
         worker = env.unwrapped._worker
         # Keep the call in flight: a slow step; for reset, the previous step's child keeps
         # the session busy, so the reset waits on its lock.
         slow = {"code": "import time; time.sleep(5)", "timeout": 8}
         outcome: list[Any] = []
+
+        def slow_step_running() -> None:
+            # Not a fixed sleep: under load the step may take seconds to start, and a reset
+            # sent before it holds the session would just succeed before the kill.
+            assert helpers.wait_until(lambda: bool(helpers.processes_with_home_under(base)), 60, 0.05), \
+                "the slow step's child never ran"
+
         if during == "step":
             call = lambda: env.step(slow)  # noqa: E731
         else:
             busy = threading.Thread(target=lambda: _swallow(lambda: env.unwrapped._client.__class__(
                 worker.address, 30).request({"op": "step", "sid": env.unwrapped.session_id, "action": slow})))
             busy.start()
-            time.sleep(0.5)
+            slow_step_running()
             call = lambda: env.reset()  # noqa: E731
         t = threading.Thread(target=lambda: outcome.append(_swallow(call)))
         t.start()
-        time.sleep(1.0)
+        if during == "step":
+            slow_step_running()
+        else:
+            time.sleep(0.5)  # most often the reset is then waiting on the lock (else it recovers)
         how = _kill(worker)
         t.join(30)
         assert not t.is_alive()
@@ -222,13 +233,14 @@ def test_trainer_sigkilled_mid_training_leaves_nothing(provider: str) -> None:
             if line.strip() == "ready":
                 break
         assert base, trainer.stderr.read() if trainer.poll() is not None else "no sandbox line"
-        time.sleep(0.5)  # the sleeping Coding step is running now
+        # The sleeping Coding step's child: waited for, as a loaded machine may start it late.
+        assert helpers.wait_until(lambda: bool(helpers.processes_with_home_under(base)), 60, 0.1), \
+            "the sleeping step's child is not running"
         pid = trainer.pid
         before = {"workers": helpers.workers_of(pid),
                   "containers": helpers.our_containers(client, pid) if client else [],
                   "sandbox children": helpers.processes_with_home_under(base)}
         assert before["workers"] or before["containers"], before
-        assert before["sandbox children"], "the sleeping step's child is not running"
         trainer.send_signal(signal.SIGKILL)
         trainer.wait(10)
 

@@ -292,7 +292,9 @@ def test_a_program_the_server_runs_on_a_push_leaves_no_daemon(git_envs: dict[boo
     try:
         obs, *_ = env.step({"command": command, "timeout": 8.0})
         assert "pushed=0" in obs["output"] and obs["output"].rstrip().endswith("held"), obs["output"]
-        helpers.wait_until(lambda: not daemons(), timeout=1.0)
+        # A bound, not a speed: the daemon, if it survived, would sleep for hours; a SIGKILLed
+        # one may take a while to exit on a loaded machine.
+        helpers.wait_until(lambda: not daemons(), timeout=30.0)
         assert not daemons(), "a program the git server ran outlived the step"
     finally:
         for pid in daemons():

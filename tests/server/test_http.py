@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import gymnasium as gym
 import pytest
 import requests
 
 import openenv_gym
+from tests.conftest import ServedEnv
+from tests.security.helpers import wait_until
 
 
 def _post(server, path: str, body: object) -> requests.Response:
@@ -87,15 +87,16 @@ def test_session_limit_is_a_clear_429(served_echo) -> None:
     assert _post(served_echo, "/reset", {}).status_code == 200
 
 
-def test_idle_sessions_expire(served_echo) -> None:
-    sid = _post(served_echo, "/reset", {}).json()["session_id"]
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if not any(s["session_id"] == sid for s in requests.get(served_echo.http + "/sessions", timeout=10).json()):
-            break
-        time.sleep(0.2)
-    r = _post(served_echo, "/step", {"session_id": sid, "action": {"message": "x"}})
-    assert r.status_code == 404 and "expired" in r.json()["error"]["message"]
+def test_idle_sessions_expire() -> None:
+    server = ServedEnv("echo", "--idle-timeout", "1")  # not served_echo: its sessions must last
+    try:
+        sid = _post(server, "/reset", {}).json()["session_id"]
+        wait_until(lambda: not any(s["session_id"] == sid for s in requests.get(
+            server.http + "/sessions", timeout=10).json()), 60, 0.2)
+        r = _post(server, "/step", {"session_id": sid, "action": {"message": "x"}})
+        assert r.status_code == 404 and "expired" in r.json()["error"]["message"]
+    finally:
+        server.stop()
 
 
 def test_python_client_attaches_with_base_url(served_echo) -> None:
