@@ -22,6 +22,7 @@ from stable_baselines3.common.vec_env import (  # noqa: E402
 )
 
 from openenv_gym.sb3 import RemoteVecEnv  # noqa: E402
+from tests.sb3.helpers import assert_same_step  # noqa: E402
 
 MAX_STEPS = 12
 
@@ -44,18 +45,9 @@ def test_steps_equal_dummy_vec_env(provider: str) -> None:
         ended = 0
         for t in range(60):
             actions = rng.integers(0, 2, 4)
-            obs, rewards, dones, infos = venv.step(actions)
-            want_obs, want_rewards, want_dones, want_infos = ref.step(actions)
-            np.testing.assert_array_equal(obs, want_obs)
-            np.testing.assert_array_equal(rewards, want_rewards)
-            assert rewards.dtype == want_rewards.dtype
-            np.testing.assert_array_equal(dones, want_dones)
-            for got, want in zip(infos, want_infos):
-                assert got.keys() == want.keys(), t
-                assert got["TimeLimit.truncated"] == want["TimeLimit.truncated"]
-                if "terminal_observation" in want:
-                    np.testing.assert_array_equal(got["terminal_observation"], want["terminal_observation"])
-            ended += int(dones.sum())
+            got = venv.step(actions)
+            assert_same_step(got, ref.step(actions), t)
+            ended += int(got[2].sum())
         assert ended >= 8
         assert venv.get_attr("env_id", indices=[0, 2]) == ["CartPole-v1"] * 2
         venv.set_attr("tag", 7, indices=1)

@@ -16,6 +16,7 @@ from stable_baselines3.common.vec_env import (  # noqa: E402
 )
 
 from openenv_gym.sb3 import RemoteVecEnv  # noqa: E402
+from tests.sb3.helpers import assert_same_step  # noqa: E402
 
 
 def _stack(venv):
@@ -45,19 +46,9 @@ def test_steps_through_wrappers_equal_dummy_vec_env() -> None:
         local.seed(3)
         np.testing.assert_array_equal(remote.reset(), local.reset())
         rng = np.random.default_rng(0)
-        for _ in range(60):
+        for t in range(60):
             actions = rng.integers(0, 2, 2)
-            obs, rewards, dones, infos = remote.step(actions)
-            want_obs, want_rewards, want_dones, want_infos = local.step(actions)
-            np.testing.assert_array_equal(obs, want_obs)
-            np.testing.assert_array_equal(rewards, want_rewards)
-            np.testing.assert_array_equal(dones, want_dones)
-            for got, want in zip(infos, want_infos):
-                assert got.keys() == want.keys()
-                if "episode" in want:
-                    assert (got["episode"]["r"], got["episode"]["l"]) == (want["episode"]["r"], want["episode"]["l"])
-                if "terminal_observation" in want:
-                    np.testing.assert_array_equal(got["terminal_observation"], want["terminal_observation"])
+            assert_same_step(remote.step(actions), local.step(actions), t)
     finally:
         remote.close()
         local.close()
