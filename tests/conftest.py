@@ -111,7 +111,7 @@ def served_echo():
     server.stop()
 
 
-def stop_process(pid: int, timeout: float = 5.0) -> None:
+def stop_process(pid: int, timeout: float = 30.0) -> None:
     """SIGSTOP ``pid`` and wait until every one of its threads has stopped.
 
     A group stop lands thread by thread: a worker thread woken by a request can still answer
@@ -133,6 +133,7 @@ def stop_process(pid: int, timeout: float = 5.0) -> None:
         if states and all(state in (b"T", b"t") for state in states):
             return
         time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not stop within {timeout} s of SIGSTOP")
 
 
 @contextlib.contextmanager
