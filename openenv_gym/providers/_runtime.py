@@ -132,9 +132,16 @@ def write_json(path: str, data: Any, indent: int | None = None) -> None:
     """Write ``data`` as JSON to ``path`` whole (a temp file, then a rename): a reader, a
     sweep or ``openenv-gym ps``, never sees half of it."""
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=indent)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=indent)
+        os.replace(tmp, path)
+    except BaseException:
+        # A failed write (a folder in the file's place, a full disk) leaves no temp file,
+        # one more each time it is tried again.
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _owner_gone(folder: str, pid: int) -> bool:

@@ -145,3 +145,18 @@ def test_a_source_checkout_is_still_put_on_the_workers_pythonpath(monkeypatch: p
     monkeypatch.setattr(site, "ENABLE_USER_SITE", False)
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     assert _runtime.worker_environ()["PYTHONPATH"].split(os.pathsep) == [_ROOT, "/elsewhere"]
+
+
+@pytest.mark.parametrize("problem", ["folder in its place", "not JSON"])
+def test_a_failed_write_json_leaves_no_temp_file(tmp_path, problem: str) -> None:
+    # The running `openenv-gym start` rewrites its record each period: a temp file left by
+    # each failed try would pile up in the pools folder.
+    path = tmp_path / "record.json"
+    data: object = {"a": 1}
+    if problem == "folder in its place":
+        path.mkdir()
+    else:
+        data = {"a": object()}
+    with pytest.raises((OSError, TypeError)):
+        _runtime.write_json(str(path), data)
+    assert [p.name for p in tmp_path.iterdir()] == (["record.json"] if path.exists() else [])
