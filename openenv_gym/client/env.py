@@ -196,11 +196,22 @@ class RemoteEnv(gym.Env):
         # A forked child's copy has no session until its own reset: the parent's is the
         # parent's episode, which the child's calls must not step, reset or end.
         session = self._session
-        return session.sid if session.pid == os.getpid() else None
+        if session.pid != os.getpid() or (session.bound and self._session_dropped()):
+            return None
+        return session.sid
 
     @_sid.setter
     def _sid(self, value: str | None) -> None:
-        self._session.sid, self._session.pid = value, os.getpid()
+        session = self._session
+        session.sid, session.pid = value, os.getpid()
+        session.bound = value is not None and os.getpid() != self._owner_pid
+        # A fork's session ends with this connection: a dropped one (a call that timed out
+        # or was interrupted) took the session along, and the next reset starts a new one.
+        session.connection = self._client.connection if session.bound else None
+
+    def _session_dropped(self) -> bool:
+        """Whether the connection a fork's (bound) session lives on was dropped since."""
+        return self._client.connection is not self._session.connection
 
     def _owns_worker(self) -> bool:
         """Whether this process started the worker (not a fork's copy): only then may it
@@ -331,6 +342,7 @@ class RemoteEnv(gym.Env):
             self._stuck = True
             raise
         self._sid = out["sid"]
+        self._stuck = False  # the worker answered: a fork's copy, which replaces none, steps on
         info = owned(out["info"])
         if fresh and self._worker is not None:
             info = {**info, "worker_restarted": True}
@@ -351,6 +363,10 @@ class RemoteEnv(gym.Env):
         """
         self._check_open()
         if self._sid is None:
+            if self._session.sid is not None and self._session.pid == os.getpid():
+                raise ResetNeededError(
+                    "the connection to the worker dropped (a call timed out or was interrupted), "
+                    "which ended this forked child's session: call reset()")
             if self._session.sid is not None:
                 raise ResetNeededError(
                     f"this env's episode belongs to process {self._session.pid}, which made it or "
@@ -594,12 +610,15 @@ class ServedGenerator:
 class _Session:
     """The id of a RemoteEnv's session, shared with the finalizer that ends it."""
 
-    __slots__ = ("sid", "pid")
+    __slots__ = ("sid", "pid", "bound", "connection")
 
     def __init__(self) -> None:
         self.sid: str | None = None
         #: The process whose session ``sid`` is (a fork's copy of the env has its own).
         self.pid = os.getpid()
+        #: A fork's session, which the worker ends when ``connection`` (its socket) closes.
+        self.bound = False
+        self.connection: Any = None
 
 
 def _end_session(client: BinaryClient, session: _Session) -> None:

@@ -64,6 +64,13 @@ class BinaryClient:
         self.lock = threading.RLock()
         _clients.add(self)
 
+    @property
+    def connection(self) -> socket.socket | None:
+        """The open connection (None between a :meth:`drop` and the next request); each
+        reconnect makes a new one, so a holder can tell that what the worker bound to an
+        earlier one (a forked child's sessions) has ended with it."""
+        return self._sock
+
     def _connected(self, timeout: float) -> socket.socket:
         if self._sock is None:
             sock = connect(self.address, timeout)

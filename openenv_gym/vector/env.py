@@ -287,6 +287,10 @@ class RemoteVectorEnv(VectorEnv):
     # -- reset ------------------------------------------------------------------------
     def _refuse_inherited(self) -> None:
         if self._pool is not None and self._pool.inherited:
+            if self._pool.slices_pid == os.getpid():  # this fork's own, ended with a connection
+                raise ResetNeededError(
+                    "the connection to a worker dropped (a call timed out or was interrupted), "
+                    "which ended this forked child's envs there: call reset()")
             raise ResetNeededError(
                 f"this vector env's envs belong to process {self._pool.owner_pid}, which made "
                 "it; a forked child's copy starts episodes of its own: call reset()")

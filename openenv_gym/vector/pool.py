@@ -124,20 +124,45 @@ class WorkerPool:
             self.slices = [self._open_slice(w) for w in range(len(self.workers))]
 
     @property
+    def slices_pid(self) -> int:
+        """The process that opened :attr:`slices` (the owner's until they open)."""
+        return self._slices_pid
+
+    @property
     def inherited(self) -> bool:
-        """Whether :attr:`slices` are a forked parent's: their sessions are the parent's
-        envs and their columns its shared memory, which this process must not drive."""
-        return bool(self.slices) and self._slices_pid != os.getpid()
+        """Whether :attr:`slices` are not this process's to drive: a forked parent's (their
+        sessions are the parent's envs and their columns its shared memory), or a fork's own
+        that its worker ended with a dropped connection (a call timed out or was interrupted).
+        Either way the next reset opens new ones (:meth:`own_slices`)."""
+        if not self.slices:
+            return False
+        pid = os.getpid()  # checked on every step: the owner's answer costs two compares
+        if self._slices_pid != pid:
+            return True
+        return pid != self.owner_pid and any(piece.ended() for piece in self.slices)
 
     def own_slices(self) -> None:
         """In a fork of the owner, open slices of this process's own on the same workers (new
-        sessions, new shared memory), letting go of this copy of the parent's mapping."""
+        sessions, new shared memory), letting go of this copy of the parent's mapping (or of
+        this fork's own slices, ending those still open)."""
         if not self.inherited:
             return
+        self._end_own_slices()
         for piece in self.slices:
             piece.release()  # unmaps this process's copy only
         self.slices = []
         self.open_slices(*self._slice_args)
+
+    def _end_own_slices(self) -> None:
+        """End the sessions of a fork's own slices still open on its parent's workers
+        (stopping the workers, which ends them otherwise, is the parent's to do)."""
+        if self._slices_pid != os.getpid() or os.getpid() == self.owner_pid:
+            return
+        for w, piece in enumerate(self.slices):
+            if not piece.ended():
+                with contextlib.suppress(Exception):
+                    self.clients[w].request(ops.batch([ops.close(sid) for sid in piece.sids]),
+                                            timeout=5.0)
 
     def _open_slice(self, worker: int) -> RemoteSlice:
         observation_space, action_space, shared, info_types = self._slice_args
@@ -270,13 +295,7 @@ class WorkerPool:
             client.interrupt()  # a read or send in flight on another thread fails now
         held = self._io.acquire(timeout=10.0)  # ... and lets go of the connections
         try:
-            if self.slices and self._slices_pid == os.getpid() != self.owner_pid:
-                # A fork's own slices on its parent's workers: end their sessions (stopping
-                # the workers, which ends them otherwise, is the parent's to do).
-                for w, piece in enumerate(self.slices):
-                    with contextlib.suppress(Exception):
-                        self.clients[w].request(ops.batch([ops.close(sid) for sid in piece.sids]),
-                                                timeout=5.0)
+            self._end_own_slices()
             for piece in self.slices:
                 piece.release()
             for client in self.clients:

@@ -83,6 +83,13 @@ class RemoteSlice:
         #: (None: not known, e.g. a fresh slice), so a run of plain steps writes it once.
         self.uniform_cmd: int | None = None
         self._step_frame = encode(ops.slice_step(self.id))
+        #: The connection a bound slice lives on: the worker ends the slice when it closes.
+        self._connection = client.connection if bound else None
+
+    def ended(self) -> bool:
+        """Whether the worker ended this (bound) slice: its connection was dropped since it
+        opened (a call timed out or was interrupted). An owner's slice outlives its connection."""
+        return self._connection is not None and self.client.connection is not self._connection
 
     def frame(self, extra: dict[str, Any] | None = None) -> bytes:
         """The ``slice_step`` frame asking the worker to run the commands now in the ``cmd``

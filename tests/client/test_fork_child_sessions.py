@@ -7,6 +7,7 @@ workers for the rest of training, one set per child."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 
@@ -16,7 +17,9 @@ import pytest
 import openenv_gym  # noqa: F401
 from openenv_gym.client.env import RemoteEnv
 from openenv_gym.client.transport import BinaryClient
+from openenv_gym.errors import ResetNeededError, WorkerError
 from openenv_gym.vector import RemoteVectorEnv
+from tests.conftest import stop_process
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 
@@ -99,3 +102,66 @@ def test_the_parents_sessions_outlive_a_dropped_connection() -> None:
         assert _sessions(env._worker.address) == 1
     finally:
         env.close()
+
+
+def _time_out_a_call(address: str, call: Callable[[], object]) -> None:
+    """Make ``call`` time out with the worker hung (stopped), then let the worker go on: the
+    timeout dropped the connection, and with it a fork's session or slice."""
+    pid = BinaryClient(address, timeout=10).request({"op": "health"})["pid"]
+    stop_process(pid)
+    try:
+        with pytest.raises(WorkerError):
+            call()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_a_childs_env_starts_over_with_reset_after_a_timeout() -> None:
+    # The timeout dropped the child's connection, which ended its session: its reset starts
+    # a new one (not the session being ended) and its steps go on; a child replaces no worker.
+    env = RemoteEnv("echo", provider="process")
+    try:
+        env.reset(seed=0)
+        address = env._worker.address
+
+        def child() -> None:
+            env.reset(seed=1)
+            env._client.timeout = 1.0
+            _time_out_a_call(address, lambda: env.step({"message": "lost"}))
+            env._client.timeout = 30.0
+            with pytest.raises(ResetNeededError, match="connection"):
+                env.step({"message": "no session"})
+            env.reset(seed=2)
+            assert env.step({"message": "again"})[0]["echo"] == "again"
+            assert _wait_for(address, 2) == 2  # the parent's and the child's new one
+
+        assert _in_child(child) == 0
+        assert _wait_for(address, 1) == 1
+        assert env.step({"message": "parent"})[0]["echo"] == "parent"
+    finally:
+        env.close()
+
+
+def test_a_childs_vector_env_starts_over_with_reset_after_a_timeout() -> None:
+    envs = RemoteVectorEnv(4, "gym", env_id="CartPole-v1", provider="process", envs_per_worker=2,
+                           step_timeout=1.0)
+    try:
+        envs.reset(seed=0)
+        address = envs.workers[0].address
+
+        def child() -> None:
+            envs.reset(seed=1)
+            _time_out_a_call(address, lambda: envs.step(np.zeros(4, dtype=np.int64)))
+            with pytest.raises(ResetNeededError, match="connection"):
+                envs.step(np.zeros(4, dtype=np.int64))
+            envs.reset(seed=2)  # new slices; the healthy worker's old one is ended
+            envs.step(np.zeros(4, dtype=np.int64))
+            assert _wait_for(address, 4) == 4
+            assert _wait_for(envs.workers[1].address, 4) == 4
+
+        assert _in_child(child) == 0
+        assert _wait_for(address, 2) == 2
+        assert _wait_for(envs.workers[1].address, 2) == 2
+        envs.step(np.zeros(4, dtype=np.int64))  # the parent's slices are intact
+    finally:
+        envs.close()
