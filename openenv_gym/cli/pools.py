@@ -39,6 +39,9 @@ __all__ = ["PoolRecord", "UnreadableRecordError", "pools_dir", "claim", "save", 
            "find", "unreadable", "stop", "worker_logs", "valid_name", "process_start"]
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # fullmatch: "$" matches before "\n"
+#: Largest record read (a pool of thousands of workers takes well under 1 MiB): a bigger file
+#: in a record's place (a sparse 1 GiB one) was read whole into memory by every command.
+_MAX_RECORD_BYTES = 16 << 20
 
 
 def valid_name(name: str) -> bool:
@@ -218,7 +221,10 @@ def _read(path: str) -> PoolRecord:
                                     else "not a regular file")
     with os.fdopen(fd, "rb") as f:
         try:
-            data = json.loads(f.read())
+            text = f.read(_MAX_RECORD_BYTES + 1)  # bounded: the file may grow meanwhile
+            if len(text) > _MAX_RECORD_BYTES:
+                raise UnreadableRecordError(path, f"larger than {_MAX_RECORD_BYTES} bytes")
+            data = json.loads(text)
         except (OSError, ValueError, RecursionError) as exc:
             raise UnreadableRecordError(path, f"not JSON: {exc}") from None
     try:

@@ -295,7 +295,9 @@ def _others_use_ray(wait: float = 2.0) -> bool:
     so a busy answer is re-checked for up to ``wait`` seconds."""
     deadline = time.monotonic() + wait
     while True:
-        busy = _resources_held() or _tasks_running()
+        # On a cluster we only joined, other drivers' work holds resources too: disconnecting
+        # ends only this process's job, whose actors and tasks the checks below see.
+        busy = (_we_started and _resources_held()) or _tasks_running()
         if not busy or time.monotonic() > deadline:
             break
         time.sleep(0.05)

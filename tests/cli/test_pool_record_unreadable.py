@@ -100,3 +100,26 @@ def test_a_record_of_an_owner_that_is_gone_is_taken_over(tmp_path) -> None:
         assert not os.path.exists(path)
     finally:
         end(proc)
+
+
+#: Runs `openenv-gym ARGS` and prints, last, the most memory it took (ru_maxrss, KiB).
+_MEASURED = """
+import resource, subprocess, sys
+out = subprocess.run([sys.executable, "-m", "openenv_gym.cli", *sys.argv[1:]])
+print(out.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def test_a_huge_file_in_a_records_place_is_not_read_into_memory(tmp_path) -> None:
+    """A 1 GiB (sparse) file in a record's place was read whole by `ps`, `stop`, `logs` and
+    `start` (over 1 GiB of memory each) before being found not to be JSON."""
+    path = os.path.join(_pools(tmp_path), f"{NAME}.json")
+    with open(path, "wb") as f:
+        f.truncate(1 << 30)  # sparse: no disk space used
+    for command in (["ps"], ["stop", NAME]):
+        out = subprocess.run([sys.executable, "-c", _MEASURED, *command], capture_output=True,
+                             text=True, timeout=120, env=dict(os.environ, TMPDIR=str(tmp_path)))
+        code, max_rss_kib = map(int, out.stdout.split()[-2:])
+        assert "Traceback" not in out.stderr, out.stderr
+        assert max_rss_kib < 512 * 1024, (command, max_rss_kib)
+    assert code == 1 and "larger than" in out.stderr and path in out.stderr, out.stderr

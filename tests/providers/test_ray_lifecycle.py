@@ -188,3 +188,42 @@ def test_an_address_nothing_listens_on_is_refused_at_once() -> None:
         with pytest.raises(ProviderUnavailableError, match="no Ray cluster answers"):
             gym.make("OpenEnv/Echo-v0", provider="ray", provider_options={"address": address})
     assert not ray.is_initialized()
+
+
+#: Another driver's work on a cluster: a detached actor holding a CPU, left running as its
+#: driver (argv[1]: the cluster's address) exits.
+_OTHER_DRIVER = """
+import sys, ray
+ray.init(address=sys.argv[1], log_to_driver=False)
+@ray.remote(num_cpus=1)
+class Held:
+    def ping(self):
+        return 1
+assert ray.get(Held.options(name="held", lifetime="detached").remote().ping.remote()) == 1
+"""
+
+
+def test_the_last_close_on_a_joined_cluster_disconnects_while_other_drivers_hold_cpus() -> None:
+    # Disconnecting from a cluster we only joined ends this process's job alone: the CPUs that
+    # other drivers' work holds kept this process connected (and warned that it left "the Ray
+    # it started" running).
+    import subprocess
+    import sys
+
+    from ray.cluster_utils import Cluster
+
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True, shutdown_at_exit=True,
+                      head_node_args={"num_cpus": 2, "include_dashboard": False})
+    try:
+        subprocess.run([sys.executable, "-c", _OTHER_DRIVER, cluster.address], check=True,
+                       timeout=120, capture_output=True)
+        options = {"address": cluster.address, "num_cpus": 0.25}
+        env = gym.make("OpenEnv/Echo-v0", provider="ray", provider_options=options)
+        env.reset(seed=0)
+        env.close()
+        assert not ray.is_initialized()
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
