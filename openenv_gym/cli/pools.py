@@ -228,10 +228,15 @@ def _read(path: str) -> PoolRecord:
         except (OSError, ValueError, RecursionError) as exc:
             raise UnreadableRecordError(path, f"not JSON: {exc}") from None
     try:
-        return _parse(data)
+        record = _parse(data)
     except TypeError:
         raise UnreadableRecordError(path, "a field is missing or of another type",
                                     _owner_of(data)) from None
+    if f"{record.name}.json" != os.path.basename(path):
+        # A copy or a link of another pool's record: `ps` listed that pool twice.
+        raise UnreadableRecordError(path, f"it is pool {record.name!r}'s record, under another name",
+                                    _owner_of(data))
+    return record
 
 
 def _owner_of(data: Any) -> tuple[int, str] | None:

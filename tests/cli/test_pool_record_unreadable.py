@@ -123,3 +123,30 @@ def test_a_huge_file_in_a_records_place_is_not_read_into_memory(tmp_path) -> Non
         assert "Traceback" not in out.stderr, out.stderr
         assert max_rss_kib < 512 * 1024, (command, max_rss_kib)
     assert code == 1 and "larger than" in out.stderr and path in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("how", ["link", "copy"])
+def test_a_record_under_another_name_is_not_a_second_pool(tmp_path, how: str) -> None:
+    # `ps` listed a running pool twice when its record was linked or copied to another name,
+    # and `stop`/`logs` of that name acted on the pool the file names.
+    folder = _pools(tmp_path)
+    log = str(tmp_path / "start.log")
+    env = {"TMPDIR": str(tmp_path)}
+    proc = spawn("start", "echo", "--provider", "process", "--name", NAME, log=log, env=env)
+    try:
+        wait_for(rf"pool {NAME} is running", log, proc, timeout=180)
+        record, other = os.path.join(folder, f"{NAME}.json"), os.path.join(folder, "other.json")
+        if how == "link":
+            os.symlink(record, other)
+        else:
+            with open(record, "rb") as src, open(other, "wb") as dst:
+                dst.write(src.read())
+        listed = run("ps", env=env).stdout
+        assert listed.count(NAME) == 1 and "other" not in listed, listed
+        out = run("stop", "other", env=env)
+        assert out.returncode == 1 and "under another name" in out.stderr, out.stderr
+        assert proc.poll() is None  # the pool the file names still runs
+        assert run("stop", NAME, env=env).returncode == 0
+        assert proc.wait(60) == 0
+    finally:
+        end(proc)
