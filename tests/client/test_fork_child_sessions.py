@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -53,23 +53,36 @@ def _wait_for(address: str, count: int, timeout: float = 15.0) -> int:
     return now
 
 
-def test_a_single_envs_child_leaves_no_session_behind() -> None:
+@pytest.fixture
+def echo() -> Iterator[tuple[RemoteEnv, str]]:
+    """A parent's Echo env, reset, and its worker's address."""
     env = RemoteEnv("echo", provider="process")
     try:
         env.reset(seed=0)
-        address = env._worker.address
-
-        def child() -> None:
-            env.reset(seed=1)
-            env.step({"message": "child"})
-            assert _sessions(address) == 2  # the child's own session, beside the parent's
-
-        for _ in range(3):
-            assert _in_child(child) == 0
-            assert _wait_for(address, 1) == 1, "a child that exited left its session on the worker"
-        assert env.step({"message": "parent"})[0]["echo"] == "parent"  # the parent's is intact
+        yield env, env._worker.address
     finally:
         env.close()
+
+
+def _children_leave_only_the_parents(address: str, child: Callable[[], None], sessions: int,
+                                     times: int = 1) -> None:
+    """Run ``child`` in ``times`` forked children in turn; after each, the worker at
+    ``address`` holds the parent's ``sessions`` only."""
+    for _ in range(times):
+        assert _in_child(child) == 0
+        assert _wait_for(address, sessions) == sessions, "a child that exited left its sessions"
+
+
+def test_a_single_envs_child_leaves_no_session_behind(echo: tuple[RemoteEnv, str]) -> None:
+    env, address = echo
+
+    def child() -> None:
+        env.reset(seed=1)
+        env.step({"message": "child"})
+        assert _sessions(address) == 2  # the child's own session, beside the parent's
+
+    _children_leave_only_the_parents(address, child, 1, times=3)
+    assert env.step({"message": "parent"})[0]["echo"] == "parent"  # the parent's is intact
 
 
 def test_a_vector_envs_child_leaves_no_slice_behind() -> None:
@@ -83,9 +96,7 @@ def test_a_vector_envs_child_leaves_no_slice_behind() -> None:
             envs.step(np.zeros(2, dtype=np.int64))
             assert _sessions(address) == 4
 
-        for _ in range(3):
-            assert _in_child(child) == 0
-            assert _wait_for(address, 2) == 2, "a child that exited left its slice on the worker"
+        _children_leave_only_the_parents(address, child, 2, times=3)
         envs.step(np.zeros(2, dtype=np.int64))  # the parent's slice is intact
     finally:
         envs.close()
@@ -116,30 +127,24 @@ def _time_out_a_call(address: str, call: Callable[[], object]) -> None:
         os.kill(pid, signal.SIGCONT)
 
 
-def test_a_childs_env_starts_over_with_reset_after_a_timeout() -> None:
+def test_a_childs_env_starts_over_with_reset_after_a_timeout(echo: tuple[RemoteEnv, str]) -> None:
     # The timeout dropped the child's connection, which ended its session: its reset starts
     # a new one (not the session being ended) and its steps go on; a child replaces no worker.
-    env = RemoteEnv("echo", provider="process")
-    try:
-        env.reset(seed=0)
-        address = env._worker.address
+    env, address = echo
 
-        def child() -> None:
-            env.reset(seed=1)
-            env._client.timeout = 1.0
-            _time_out_a_call(address, lambda: env.step({"message": "lost"}))
-            env._client.timeout = 30.0
-            with pytest.raises(ResetNeededError, match="connection"):
-                env.step({"message": "no session"})
-            env.reset(seed=2)
-            assert env.step({"message": "again"})[0]["echo"] == "again"
-            assert _wait_for(address, 2) == 2  # the parent's and the child's new one
+    def child() -> None:
+        env.reset(seed=1)
+        env._client.timeout = 1.0
+        _time_out_a_call(address, lambda: env.step({"message": "lost"}))
+        env._client.timeout = 30.0
+        with pytest.raises(ResetNeededError, match="connection"):
+            env.step({"message": "no session"})
+        env.reset(seed=2)
+        assert env.step({"message": "again"})[0]["echo"] == "again"
+        assert _wait_for(address, 2) == 2  # the parent's and the child's new one
 
-        assert _in_child(child) == 0
-        assert _wait_for(address, 1) == 1
-        assert env.step({"message": "parent"})[0]["echo"] == "parent"
-    finally:
-        env.close()
+    _children_leave_only_the_parents(address, child, 1)
+    assert env.step({"message": "parent"})[0]["echo"] == "parent"
 
 
 def test_a_childs_vector_env_starts_over_with_reset_after_a_timeout() -> None:
@@ -159,8 +164,7 @@ def test_a_childs_vector_env_starts_over_with_reset_after_a_timeout() -> None:
             assert _wait_for(address, 4) == 4
             assert _wait_for(envs.workers[1].address, 4) == 4
 
-        assert _in_child(child) == 0
-        assert _wait_for(address, 2) == 2
+        _children_leave_only_the_parents(address, child, 2)
         assert _wait_for(envs.workers[1].address, 2) == 2
         envs.step(np.zeros(4, dtype=np.int64))  # the parent's slices are intact
     finally:
