@@ -196,7 +196,7 @@ class RemoteEnv(gym.Env):
         # A forked child's copy has no session until its own reset: the parent's is the
         # parent's episode, which the child's calls must not step, reset or end.
         session = self._session
-        if session.pid != os.getpid() or (session.bound and self._session_dropped()):
+        if session.pid != os.getpid() or (session.connection is not None and self._session_dropped()):
             return None
         return session.sid
 
@@ -204,10 +204,14 @@ class RemoteEnv(gym.Env):
     def _sid(self, value: str | None) -> None:
         session = self._session
         session.sid, session.pid = value, os.getpid()
-        session.bound = value is not None and os.getpid() != self._owner_pid
         # A fork's session ends with this connection: a dropped one (a call that timed out
         # or was interrupted) took the session along, and the next reset starts a new one.
-        session.connection = self._client.connection if session.bound else None
+        session.connection = self._client.connection if value is not None and self._forked() else None
+
+    def _forked(self) -> bool:
+        """Whether this is a forked child's copy of the env (its sessions are bound to its
+        connections; it may not stop or replace the parent's worker)."""
+        return os.getpid() != self._owner_pid
 
     def _session_dropped(self) -> bool:
         """Whether the connection a fork's (bound) session lives on was dropped since."""
@@ -216,7 +220,7 @@ class RemoteEnv(gym.Env):
     def _owns_worker(self) -> bool:
         """Whether this process started the worker (not a fork's copy): only then may it
         replace the worker, which would otherwise stop the parent's under it."""
-        return self._worker is not None and os.getpid() == self._owner_pid
+        return self._worker is not None and not self._forked()
 
     @property
     def session_id(self) -> str | None:
@@ -303,7 +307,7 @@ class RemoteEnv(gym.Env):
         or session), in a new one seeded from the seeds given so far."""
         # A fork's copy (a DataLoader worker, which may exit without close()) binds its new
         # session to its connection: the worker ends it when the child goes.
-        bound = os.getpid() != self._owner_pid
+        bound = self._forked()
         if fresh:
             return ops.reset(None, self._seed_after_restart(seed), options, bound=bound)
         return ops.reset(self._sid, seed, options, bound=bound)
@@ -610,14 +614,14 @@ class ServedGenerator:
 class _Session:
     """The id of a RemoteEnv's session, shared with the finalizer that ends it."""
 
-    __slots__ = ("sid", "pid", "bound", "connection")
+    __slots__ = ("sid", "pid", "connection")
 
     def __init__(self) -> None:
         self.sid: str | None = None
         #: The process whose session ``sid`` is (a fork's copy of the env has its own).
         self.pid = os.getpid()
-        #: A fork's session, which the worker ends when ``connection`` (its socket) closes.
-        self.bound = False
+        #: A fork's session's connection (None: the owner's): the worker ends the session
+        #: when it closes.
         self.connection: Any = None
 
 
