@@ -155,15 +155,11 @@ def claim(record: PoolRecord) -> bool:
     """
     with open(os.path.join(pools_dir(), ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if find(record.name) is not None:
+        held = _state(record.path)  # a record sits under its own name only (_read)
+        if isinstance(held, PoolRecord) and held.alive():
             return False
-        try:
-            _read(record.path)
-        except FileNotFoundError:
-            pass
-        except UnreadableRecordError as exc:
-            if not exc.owner_gone():
-                raise
+        if isinstance(held, UnreadableRecordError) and not held.owner_gone():
+            raise held
         save(record)
         return True
 
@@ -177,11 +173,11 @@ def restore(record: PoolRecord) -> bool:
     Returns:
         Whether it was written again.
     """
-    if _readable(record.path):  # the usual case, without the lock
+    if isinstance(_state(record.path), PoolRecord):  # the usual case, without the lock
         return False
     with open(os.path.join(pools_dir(), ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # as claim(): a start of this name takes turns with it
-        if _readable(record.path):
+        if isinstance(_state(record.path), PoolRecord):
             return False
         try:
             save(record)
@@ -190,12 +186,14 @@ def restore(record: PoolRecord) -> bool:
         return True
 
 
-def _readable(path: str) -> bool:
+def _state(path: str) -> PoolRecord | UnreadableRecordError | None:
+    """What is at ``path``: a record, why it is not one, or None (nothing)."""
     try:
-        _read(path)
-    except (FileNotFoundError, UnreadableRecordError):
-        return False
-    return True
+        return _read(path)
+    except UnreadableRecordError as exc:
+        return exc
+    except FileNotFoundError:
+        return None
 
 
 def _read(path: str) -> PoolRecord:
@@ -251,13 +249,13 @@ def _owner_of(data: Any) -> tuple[int, str] | None:
 def remove(record: PoolRecord) -> None:
     """Delete a record (its owner does this when it stops); a record of the same name that
     another owner wrote is left alone."""
-    try:
-        owner = _read(record.path).owner_pid
-    except FileNotFoundError:
+    held = _state(record.path)
+    if held is None:
         return
-    except UnreadableRecordError as exc:
-        # Naming no owner: ours to clean up (while we hold the name, no `start` writes it).
-        owner = exc.owner[0] if exc.owner else record.owner_pid
+    if isinstance(held, PoolRecord):
+        owner = held.owner_pid
+    else:  # naming no owner: ours to clean up (while we hold the name, no `start` writes it)
+        owner = held.owner[0] if held.owner else record.owner_pid
     if owner != record.owner_pid:
         return
     try:
@@ -273,9 +271,8 @@ def load_all() -> list[PoolRecord]:
     for entry in sorted(os.listdir(folder)):
         if not entry.endswith(".json"):
             continue
-        try:
-            record = _read(os.path.join(folder, entry))
-        except (FileNotFoundError, UnreadableRecordError):
+        record = _state(os.path.join(folder, entry))
+        if not isinstance(record, PoolRecord):
             continue  # gone meanwhile, or not a record of ours (edited by hand, another version)
         if record.alive():
             records.append(record)
@@ -319,13 +316,8 @@ def unreadable(name: str) -> UnreadableRecordError | None:
     there is none); ``stop`` and ``logs`` say so instead of "no such pool"."""
     if not valid_name(name):  # a name given to `stop` is not a path to read
         return None
-    try:
-        _read(os.path.join(pools_dir(), f"{name}.json"))
-    except UnreadableRecordError as exc:
-        return exc
-    except FileNotFoundError:
-        pass
-    return None
+    held = _state(os.path.join(pools_dir(), f"{name}.json"))
+    return held if isinstance(held, UnreadableRecordError) else None
 
 
 def stop(record: PoolRecord, timeout: float = 30.0) -> bool:
