@@ -111,6 +111,17 @@ def served_echo():
     server.stop()
 
 
+def worker_sessions(address: str) -> int:
+    """How many sessions the worker serving at ``address`` holds (its ``health``)."""
+    from openenv_gym.client.transport import BinaryClient
+
+    client = BinaryClient(address, timeout=30)
+    try:
+        return int(client.request({"op": "health"})["sessions"])
+    finally:
+        client.drop()
+
+
 def stop_process(pid: int, timeout: float = 30.0) -> None:
     """SIGSTOP ``pid`` and wait until every one of its threads has stopped.
 

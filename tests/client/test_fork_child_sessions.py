@@ -19,17 +19,9 @@ from openenv_gym.client.env import RemoteEnv
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import ResetNeededError, WorkerError
 from openenv_gym.vector import RemoteVectorEnv
-from tests.conftest import stop_process
+from tests.conftest import stop_process, worker_sessions
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-
-
-def _sessions(address: str) -> int:
-    client = BinaryClient(address, timeout=10)
-    try:
-        return int(client.request({"op": "health"})["sessions"])
-    finally:
-        client.drop()
 
 
 def _in_child(work: Callable[[], None]) -> int:
@@ -48,7 +40,7 @@ def _in_child(work: Callable[[], None]) -> int:
 
 def _wait_for(address: str, count: int, timeout: float = 15.0) -> int:
     deadline = time.monotonic() + timeout
-    while (now := _sessions(address)) != count and time.monotonic() < deadline:
+    while (now := worker_sessions(address)) != count and time.monotonic() < deadline:
         time.sleep(0.05)
     return now
 
@@ -79,7 +71,7 @@ def test_a_single_envs_child_leaves_no_session_behind(echo: tuple[RemoteEnv, str
     def child() -> None:
         env.reset(seed=1)
         env.step({"message": "child"})
-        assert _sessions(address) == 2  # the child's own session, beside the parent's
+        assert worker_sessions(address) == 2  # the child's own session, beside the parent's
 
     _children_leave_only_the_parents(address, child, 1, times=3)
     assert env.step({"message": "parent"})[0]["echo"] == "parent"  # the parent's is intact
@@ -94,7 +86,7 @@ def test_a_vector_envs_child_leaves_no_slice_behind() -> None:
         def child() -> None:
             envs.reset(seed=1)
             envs.step(np.zeros(2, dtype=np.int64))
-            assert _sessions(address) == 4
+            assert worker_sessions(address) == 4
 
         _children_leave_only_the_parents(address, child, 2, times=3)
         envs.step(np.zeros(2, dtype=np.int64))  # the parent's slice is intact
@@ -110,7 +102,7 @@ def test_the_parents_sessions_outlive_a_dropped_connection() -> None:
         env.reset(seed=0)
         env._client.drop()
         assert env.step({"message": "again"})[0]["echo"] == "again"
-        assert _sessions(env._worker.address) == 1
+        assert worker_sessions(env._worker.address) == 1
     finally:
         env.close()
 

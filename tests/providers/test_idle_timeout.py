@@ -11,14 +11,7 @@ import pytest
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import SessionNotFoundError
 from openenv_gym.providers import get_provider
-
-
-def _sessions(address: str) -> int:
-    client = BinaryClient(address, timeout=30)
-    try:
-        return client.request({"op": "health"})["sessions"]
-    finally:
-        client.drop()
+from tests.conftest import worker_sessions
 
 
 def _left_session(address: str) -> str:
@@ -44,7 +37,7 @@ def test_a_provider_idle_timeout_reaches_its_workers(provider: str) -> None:
     [worker] = workers_of.start("echo", 1)
     try:
         sid = _left_session(worker.address)
-        assert _until(lambda: _sessions(worker.address) == 0), "the left session never closed"
+        assert _until(lambda: worker_sessions(worker.address) == 0), "the left session never closed"
         # A trainer that was only slow hears why, and what to change.
         client = BinaryClient(worker.address, timeout=30)
         with pytest.raises(SessionNotFoundError, match=r"expired after 0.5 s without a call .*--idle-timeout"):
@@ -61,7 +54,7 @@ def test_without_an_idle_timeout_a_left_session_stays(provider: str) -> None:
     try:
         _left_session(worker.address)
         time.sleep(1.5)
-        assert _sessions(worker.address) == 1
+        assert worker_sessions(worker.address) == 1
     finally:
         workers_of.stop_all([worker])
 
