@@ -111,6 +111,20 @@ def served_echo():
     server.stop()
 
 
+def in_forked_child(work: "Callable[[], None]") -> int:
+    """Run ``work`` in a forked child that ends with ``os._exit`` (no close, no atexit), as a
+    multiprocessing child does; returns its exit code (0: ``work`` ran without error)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            work()
+            code = 0
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
 def worker_sessions(address: str) -> int:
     """How many sessions the worker serving at ``address`` holds (its ``health``)."""
     from openenv_gym.client.transport import BinaryClient

@@ -19,23 +19,9 @@ from openenv_gym.client.env import RemoteEnv
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import ResetNeededError, WorkerError
 from openenv_gym.vector import RemoteVectorEnv
-from tests.conftest import stop_process, worker_sessions
+from tests.conftest import in_forked_child, stop_process, worker_sessions
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-
-
-def _in_child(work: Callable[[], None]) -> int:
-    """Run ``work`` in a forked child that ends with ``os._exit`` (no close, no atexit), as a
-    multiprocessing child does; returns its exit code (0: ``work`` ran without error)."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            work()
-            code = 0
-        finally:
-            os._exit(code)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
 def _wait_for(address: str, count: int, timeout: float = 15.0) -> int:
@@ -61,7 +47,7 @@ def _children_leave_only_the_parents(address: str, child: Callable[[], None], se
     """Run ``child`` in ``times`` forked children in turn; after each, the worker at
     ``address`` holds the parent's ``sessions`` only."""
     for _ in range(times):
-        assert _in_child(child) == 0
+        assert in_forked_child(child) == 0
         assert _wait_for(address, sessions) == sessions, "a child that exited left its sessions"
 
 
