@@ -8,7 +8,8 @@ import time
 import uuid
 
 from tests.cli.cli_helpers import end, run, run_json, spawn, wait_for
-from tests.providers.test_idle_timeout import _left_session, _sessions, _until
+from tests.conftest import worker_sessions
+from tests.providers.test_idle_timeout import _left_session, _until
 
 
 def test_start_pool_closes_sessions_left_by_dead_trainers(tmp_path) -> None:
@@ -21,7 +22,7 @@ def test_start_pool_closes_sessions_left_by_dead_trainers(tmp_path) -> None:
         address = record["workers"][0]["address"]
         for _ in range(3):
             _left_session(address)
-        assert _until(lambda: _sessions(address) == 0), "sessions of dead trainers stay"
+        assert _until(lambda: worker_sessions(address) == 0), "sessions of dead trainers stay"
         assert run("stop", name).returncode == 0
     finally:
         end(proc)
