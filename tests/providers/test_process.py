@@ -25,7 +25,7 @@ from openenv_gym.providers._runtime import OWNER_FILE, runtime_dir
 from openenv_gym.providers.process import ProcessProvider
 from tests.conftest import ctrl_c_after, stop_process
 from tests.providers.conftest import descendants, running, wait_gone
-from tests.security.helpers import fork_servers_of, workers_of
+from tests.security.helpers import fork_servers_of, wait_until, workers_of
 
 
 @pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
@@ -53,9 +53,13 @@ def test_sigterm_taken_by_a_worker_thread_still_stops_the_worker_cleanly() -> No
     [worker] = provider.start("coding")
     try:
         pid = worker.pid
-        others = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
-        assert others, "the Coding worker runs server threads"
-        _tgkill(pid, others[0], signal.SIGTERM)
+
+        def server_threads() -> list[int]:
+            return [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+
+        # A worker counts as started once its socket listens, a moment before its threads run.
+        assert wait_until(lambda: bool(server_threads()), 10), "the Coding worker runs no server thread"
+        _tgkill(pid, server_threads()[0], signal.SIGTERM)
         try:
             worker.proc.wait(10.0)
         except subprocess.TimeoutExpired:
