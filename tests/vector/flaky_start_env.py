@@ -1,0 +1,52 @@
+"""A Gym env whose start fails while a counter file says so, registered on import (workers
+import it by ``env_id="tests.vector.flaky_start_env:OpenEnvTest/FlakyStart-v0"``).
+
+``failures_file`` holds how many of the next starts fail; each failing start counts one down.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+def _take_one_failure(path: str) -> bool:
+    """Count one failure down, if any are left (under a lock: workers start concurrently)."""
+    if not os.path.exists(path):
+        return False
+    with open(path, "r+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        left = int(f.read() or 0)
+        if left <= 0:
+            return False
+        f.seek(0)
+        f.truncate()
+        f.write(str(left - 1))
+        return True
+
+
+class FlakyStart(gym.Env):
+    """Observation 0, reward 1 per step; its constructor fails while ``failures_file`` counts."""
+
+    observation_space = spaces.Box(-1, 1, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, failures_file: str) -> None:
+        if _take_one_failure(failures_file):
+            raise RuntimeError("this start fails on purpose (failures_file counts it)")
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 1.0, False, False, {}
+
+
+ENV_ID = "OpenEnvTest/FlakyStart-v0"
+if ENV_ID not in gym.registry:
+    gym.register(ENV_ID, entry_point=FlakyStart)
