@@ -990,9 +990,23 @@ class RemoteVectorEnv(VectorEnv):
                 raise error
             for k, sub in zip(order[w], reply):
                 if not sub["ok"]:
-                    raise _env_error(targets[k], sub)
+                    raise self._per_env_error(targets[k], sub)
                 values[k] = sub
         return tuple(values)
+
+    def _per_env_error(self, i: int, sub: dict[str, Any]) -> OpenEnvError:
+        """The error of env ``i``'s failed call, render or attribute request (``sub``)."""
+        error = _env_error(i, sub)
+        if isinstance(error, ResetNeededError) and self._autoreset_envs[i] and self.pool.workers[
+                self.pool.worker_of[i]].restarts:
+            # Not the caller's missing reset: a replaced worker's env waits for the reset that
+            # starts its fresh episode, and until then has no state (Gymnasium's text says
+            # "before calling env.reset()", which the caller did).
+            when = ("reset(options={'reset_mask': ...})" if self.autoreset_mode is AutoresetMode.DISABLED
+                    else "the next step()")
+            error.args = (f"{error.args[0]}\n(env {i}'s worker was replaced; its fresh episode has no "
+                          f"state until {when} resets it)",)
+        return error
 
     def call(self, name: str, *args: Any, indices: int | Sequence[int] | None = None,
              **kwargs: Any) -> tuple[Any, ...]:
