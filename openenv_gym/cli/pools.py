@@ -249,31 +249,42 @@ def _owner_of(data: Any) -> tuple[int, str] | None:
 def remove(record: PoolRecord) -> None:
     """Delete a record (its owner does this when it stops); a record of the same name that
     another owner wrote is left alone."""
-    held = _state(record.path)
-    if held is None:
-        return
-    if isinstance(held, PoolRecord):
-        owner = held.owner_pid
-    else:  # naming no owner: ours to clean up (while we hold the name, no `start` writes it)
-        owner = held.owner[0] if held.owner else record.owner_pid
-    if owner != record.owner_pid:
-        return
-    try:
-        os.unlink(record.path)
-    except OSError:
-        pass  # gone already, or a folder put in its place: `start` names it to whoever wants the name
+    with open(os.path.join(pools_dir(), ".lock"), "a") as lock:
+        # As claim(): a `start` that takes the name over between our read and our unlink would
+        # lose its fresh record (`ps` and `stop` would no longer find its pool).
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        held = _state(record.path)
+        if held is None:
+            return
+        if isinstance(held, PoolRecord):
+            owner = held.owner_pid
+        else:  # naming no owner: ours to clean up (while we hold the name, no `start` writes it)
+            owner = held.owner[0] if held.owner else record.owner_pid
+        if owner != record.owner_pid:
+            return
+        try:
+            os.unlink(record.path)
+        except OSError:
+            pass  # gone already, or a folder put in its place: `start` names it to whoever wants the name
 
 
-def load_all() -> list[PoolRecord]:
-    """Every pool whose owner is alive, oldest first; records of dead owners are removed."""
+def load_all(unread: list[UnreadableRecordError] | None = None) -> list[PoolRecord]:
+    """Every pool whose owner is alive, oldest first; records of dead owners are removed.
+
+    Args:
+        unread: Given, it gets why each file in a record's place (not a record of ours: edited
+            by hand, another version's) was left out; ``ps`` names them.
+    """
     records = []
     folder = pools_dir()
     for entry in sorted(os.listdir(folder)):
         if not entry.endswith(".json"):
             continue
         record = _state(os.path.join(folder, entry))
+        if isinstance(record, UnreadableRecordError) and unread is not None:
+            unread.append(record)
         if not isinstance(record, PoolRecord):
-            continue  # gone meanwhile, or not a record of ours (edited by hand, another version)
+            continue  # gone meanwhile, or not a record of ours
         if record.alive():
             records.append(record)
         else:

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from dataclasses import asdict
 
+from rich.markup import escape
 from rich.table import Table
 
 from openenv_gym.cli import pools
 from openenv_gym.providers._docker_owner import owner_alive
 from openenv_gym.cli._args import exit_codes, non_negative_int, positive_float
-from openenv_gym.cli._ui import OK, USAGE, console, error
+from openenv_gym.cli._ui import OK, USAGE, console, err_console, error
 
 __all__ = ["register"]
 
@@ -28,7 +30,12 @@ def _worker_alive(worker: dict) -> bool | None:
 
 
 def _ps(args: argparse.Namespace) -> int:
-    records = pools.load_all()
+    unread: list[pools.UnreadableRecordError] = []
+    records = pools.load_all(unread)
+    for problem in unread:  # on stderr: `ps --json` stays one JSON document
+        name = os.path.basename(problem.path).removesuffix(".json")
+        err_console.print(f"[yellow]note:[/yellow] left out: {escape(str(problem))}; "
+                          f"{escape(problem.fix(name))}", soft_wrap=True)
     if args.json:
         console.print_json(json.dumps([asdict(r) for r in records]))
         return OK

@@ -72,6 +72,9 @@ def test_ps_stop_and_logs_name_it_without_hanging(tmp_path, kind) -> None:
     env = {"TMPDIR": str(tmp_path)}
     out = run("ps", timeout=60, env=env)
     assert out.returncode == 0 and "no pools running" in out.stdout, out.stderr
+    assert "left out" in out.stderr and path in out.stderr, out.stderr  # not without a word
+    out = run("ps", "--json", timeout=60, env=env)
+    assert out.returncode == 0 and json.loads(out.stdout) == [], out.stdout
     for command in (["stop", NAME], ["logs", NAME]):
         out = run(*command, timeout=60, env=env)
         assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr

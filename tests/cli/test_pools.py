@@ -271,6 +271,38 @@ def test_a_pool_record_is_removed_by_its_own_owner_only() -> None:
         pools.remove(theirs)
 
 
+def test_removing_a_record_takes_turns_with_a_start_that_takes_the_name_over() -> None:
+    # remove() read the record, then unlinked it, without the lock claim() holds: a `start`
+    # that took the name over in between lost its fresh record (ps and stop lost its pool).
+    import fcntl
+    import subprocess
+    import sys
+    import threading
+
+    from openenv_gym.cli import pools
+
+    name = _pool_name()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    mine = pools.PoolRecord(name=name, env="echo", provider="process", owner_pid=os.getpid())
+    theirs = pools.PoolRecord(name=name, env="echo", provider="process", owner_pid=other.pid)
+    pools.save(mine)
+    try:
+        with open(os.path.join(pools.pools_dir(), ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # as a claim() of the name in progress
+            ending = threading.Thread(target=pools.remove, args=(mine,))
+            ending.start()
+            ending.join(0.5)
+            assert ending.is_alive(), "remove() did not wait for the lock"
+            pools.save(theirs)  # the claim takes the name over, then lets go
+        ending.join(30)
+        assert not ending.is_alive()
+        assert pools.find(name) is not None and pools.find(name).owner_pid == other.pid
+    finally:
+        other.kill()
+        other.wait()
+        pools.remove(theirs)
+
+
 @pytest.mark.parametrize("name", ["pool\n", "a\n", "echo-1\n"])
 def test_a_pool_name_with_a_trailing_newline_is_refused(name: str) -> None:
     # A regex's "$" matches before a final newline: such a pool's folder, socket and record
