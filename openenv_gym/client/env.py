@@ -262,7 +262,7 @@ class RemoteEnv(gym.Env):
 
     def _replace_worker(self) -> None:
         assert self._worker is not None
-        self._worker.restart()
+        self._worker.replace()
         self._client.drop()
         self._client.address = self._worker.address
         self._sid = None

@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import errno
 import json
+import logging
 import os
 import resource
 import subprocess
@@ -41,7 +42,12 @@ from openenv_gym.protocol.sockets import connect
 from openenv_gym.protocol.startup import failure_in
 
 __all__ = ["Worker", "Provider", "stop_when_dropped", "track", "untrack", "naming_fd_limit",
-           "wait_ready", "startup_error", "terminate", "env_kwargs_json"]
+           "wait_ready", "startup_error", "terminate", "env_kwargs_json", "RESTART_ATTEMPTS"]
+
+logger = logging.getLogger(__name__)
+
+#: Starts :meth:`Worker.replace` tries before it gives up.
+RESTART_ATTEMPTS = 3
 
 
 class Worker(abc.ABC):
@@ -71,6 +77,27 @@ class Worker(abc.ABC):
     @abc.abstractmethod
     def restart(self) -> None:
         """Replace the worker with a fresh one and wait until it serves (address re-read)."""
+
+    def replace(self) -> None:
+        """:meth:`restart` a failed worker, starting it again when a start fails: for a passing
+        reason (a machine under load past ``startup_timeout``, a Docker engine hiccup), which
+        must not end a training run. Each start counts in :attr:`restarts`.
+
+        Raises:
+            ProviderUnavailableError: At once: nowhere to start one (the engine or Ray gone).
+            Exception: The last start's error, after :data:`RESTART_ATTEMPTS` starts failed.
+        """
+        for attempt in range(1, RESTART_ATTEMPTS + 1):
+            try:
+                self.restart()
+                return
+            except ProviderUnavailableError:
+                raise
+            except Exception as exc:
+                if attempt == RESTART_ATTEMPTS:
+                    raise
+                logger.warning("openenv-gym: starting a replacement worker failed (try %d of %d), "
+                               "trying again: %s", attempt, RESTART_ATTEMPTS, exc)
 
     @abc.abstractmethod
     def stop(self) -> None:

@@ -24,7 +24,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import os
 import threading
@@ -64,19 +63,12 @@ from openenv_gym.protocol.slices import (
     valid_rows,
 )
 from openenv_gym.providers import get_provider, provider_options_dict
-from openenv_gym.providers.base import Worker
+from openenv_gym.providers.base import RESTART_ATTEMPTS, Worker
 from openenv_gym.spaces import exact_cast, from_wire, owned
 from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
 
 __all__ = ["RemoteVectorEnv", "parse_autoreset_mode", "default_envs_per_worker"]
-
-logger = logging.getLogger(__name__)
-
-#: Starts tried when replacing a failed worker. A start can fail for a passing reason (a
-#: machine under load past ``startup_timeout``, a Docker engine hiccup), and in restart mode
-#: one such failure must not end the training run.
-REPLACE_ATTEMPTS = 3
 
 
 def _in_turn(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -911,20 +903,13 @@ class RemoteVectorEnv(VectorEnv):
     def _replace(self, worker: int, text: str, reset_targets: AbstractSet[int]) -> list[int]:
         """Restart ``worker`` (failed: ``text`` says how); its envs not being reset are marked
         lost (their next step reports the restart), and returned."""
-        for attempt in range(1, REPLACE_ATTEMPTS + 1):
-            try:
-                self.pool.restart(worker)
-                break
-            except ProviderUnavailableError:
-                raise  # nowhere to start one (Docker's engine or Ray gone): as a single env says
-            except Exception as exc:
-                if attempt == 1 and os.getpid() != self.pool.owner_pid:  # a fork may never replace one
-                    raise WorkerError(f"{text}\nand restarting it failed too: {exc}") from exc
-                if attempt == REPLACE_ATTEMPTS:
-                    raise WorkerError(f"{text}\nand restarting it failed {attempt} times; the last "
-                                      f"try: {exc}") from exc
-                logger.warning("openenv-gym: restarting worker %d failed (try %d of %d), trying again: %s",
-                               worker, attempt, REPLACE_ATTEMPTS, exc)
+        try:
+            self.pool.restart(worker)
+        except ProviderUnavailableError:
+            raise  # nowhere to start one (Docker's engine or Ray gone): as a single env says
+        except Exception as exc:
+            tries = "" if os.getpid() != self.pool.owner_pid else f" ({RESTART_ATTEMPTS} starts)"
+            raise WorkerError(f"{text}\nand restarting it failed too{tries}: {exc}") from exc
         lost = [i for i in self.pool.groups[worker] if i not in reset_targets]
         for i in lost:
             self._lost[i] = text

@@ -273,7 +273,7 @@ class WorkerPool:
             raise WorkerError(f"a forked child cannot replace worker {worker}: it is process "
                               f"{self.owner_pid}'s; make the child's own vector env")
         self.clients[worker].drop()
-        self.workers[worker].restart()
+        self.workers[worker].replace()
         self.clients[worker].address = self.workers[worker].address
         if self.slices:
             self.slices[worker].release()

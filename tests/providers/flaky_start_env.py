@@ -1,5 +1,5 @@
 """A Gym env whose start fails while a counter file says so, registered on import (workers
-import it by ``env_id="tests.vector.flaky_start_env:OpenEnvTest/FlakyStart-v0"``).
+import it by ``env_id="tests.providers.flaky_start_env:OpenEnvTest/FlakyStart-v0"``).
 
 ``failures_file`` holds how many of the next starts fail; each failing start counts one down.
 """
