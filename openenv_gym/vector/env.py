@@ -327,6 +327,7 @@ class RemoteVectorEnv(VectorEnv):
         if options is not None and "reset_mask" in options:
             mask = _check_mask(options.pop("reset_mask"), self.num_envs)
         indices = [int(i) for i in np.flatnonzero(mask)]
+        _check_non_negative(seeds, indices)
         # Envs on a worker replaced since their last step (or now): their infos say so, as a
         # single env's reset on a fresh worker does.
         restarted = {i: self._lost[i] for i in indices if i in self._lost}
@@ -1138,6 +1139,20 @@ def default_envs_per_worker(num_envs: int, untrusted: bool = False) -> int:
 def _check_positive_int(name: str, value: Any) -> None:
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
         raise InvalidRequestError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _check_non_negative(seeds: list[int | None], indices: list[int]) -> None:
+    """Refuse the reset whole if an env it resets has a negative seed: sent, the other envs'
+    workers reset them (and this side's episode bookkeeping missed it), where
+    ``SyncVectorEnv`` stops at the bad seed, so the same calls then gave other trajectories.
+
+    Raises:
+        InvalidRequestError: The first such env and its seed.
+    """
+    for i in indices:
+        if seeds[i] is not None and seeds[i] < 0:  # type: ignore[operator]
+            raise InvalidRequestError(f"seed for env {i} must be a non-negative integer (as "
+                                      f"Gymnasium's seeding takes it), got {seeds[i]}; nothing was reset")
 
 
 def _check_mask(mask: Any, n: int) -> np.ndarray:
