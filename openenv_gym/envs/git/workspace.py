@@ -353,7 +353,7 @@ class Workspace:
         os.chmod(self.base, 0o700)  # the agent may have changed it; the worker owns it
         self.shared.empty(self.base)  # the folder stays: the ruleset names it
         shutil.copytree(snapshot, self.base, symlinks=True, dirs_exist_ok=True)
-        old = f"/{_snapshot_ident(key)}/"
+        old = f"/{os.path.basename(snapshot)}/"  # the builder's folder name, in its URLs
         new = f"/{self.ident}/"
         for top in (self.work, self.remotes):
             for entry in os.scandir(top):
@@ -378,10 +378,12 @@ class Workspace:
 
     def _build(self, task: Task | None, key: str) -> tuple[str, dict[tuple[str, str], str]]:
         """Run the task's setup in a fresh folder: its path, and the checks' pinned revisions."""
-        ident = _snapshot_ident(key)
-        shutil.rmtree(os.path.join(self.shared.root, ident), ignore_errors=True)
         # Setup is trusted (it comes from a task file): unconfined, only a generous time
-        # limit. While the builder lives the git server serves its pushes.
+        # limit. While the builder lives the git server serves its pushes, to anyone who
+        # names its folder: another env's command on this worker, running meanwhile, pushed
+        # refs into a snapshot named after its task, and every later episode of the task
+        # started with them. So the name is as unguessable as an env's own.
+        ident = f"snapshot-{key or 'free'}-{uuid.uuid4().hex}"
         builder = Workspace(replace(self.limits, cpu_seconds=None, processes=None), 1 << 20,
                             confine=False, ident=ident)
         for folder in (builder.work, builder.remotes, builder.home, builder.tmp):
@@ -418,7 +420,3 @@ class Workspace:
             if ruleset is not None:
                 ruleset.close()
         remove_tree(self.base)
-
-
-def _snapshot_ident(key: str) -> str:
-    return f"snapshot-{key or 'free'}"
