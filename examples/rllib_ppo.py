@@ -27,6 +27,10 @@ from typing import Any
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 ENV_ID = "openenv_gym:OpenEnv/Gym-v0"  # the module prefix registers the id in every runner
+#: Seconds a worker may hang before the vector env replaces it. Well under RLlib's
+#: ``sample_timeout_s`` (60 s): at our default (also 60 s) RLlib gives up on the env runner's
+#: sample first, and the iteration a hung worker falls in returns no samples (NaN returns).
+STEP_TIMEOUT = 15.0
 
 
 def build_config(mode: str, num_envs: int = 4, envs_per_worker: int = 2,
@@ -48,7 +52,8 @@ def build_config(mode: str, num_envs: int = 4, envs_per_worker: int = 2,
 
     if mode not in ("runners", "fanout"):
         raise ValueError(f"mode must be 'runners' or 'fanout', got {mode!r}")
-    env_config: dict[str, Any] = {"env_id": "CartPole-v1", "envs_per_worker": envs_per_worker}
+    env_config: dict[str, Any] = {"env_id": "CartPole-v1", "envs_per_worker": envs_per_worker,
+                                  "step_timeout": STEP_TIMEOUT}
     if mode == "runners":
         env_config["provider"] = "process"
         runners = {"num_env_runners": env_runners, "num_cpus_per_env_runner": 0.5}

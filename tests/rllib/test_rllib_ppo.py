@@ -15,6 +15,8 @@ from typing import Any, Iterator
 
 import pytest
 
+from tests.conftest import stop_process
+
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.rllib.algorithms.ppo",
@@ -82,6 +84,31 @@ def test_ppo_single_trainer_fans_out_to_ray_placed_workers(local_ray) -> None:
         algo.stop()
     # Stopping the algorithm closes its env, which stops the workers it placed.
     assert all(not os.path.exists(f"/proc/{pid}") or _zombie(pid) for pid in pids)
+
+
+def test_hung_worker_is_replaced_before_rllib_gives_up_on_the_sample(local_ray) -> None:
+    """A worker that hangs (SIGSTOP) mid-training is replaced within the iteration it falls in.
+
+    At the vector env's default ``step_timeout`` (60 s) RLlib's own ``sample_timeout_s`` (60 s)
+    ran out first: that iteration came back without samples and with NaN episode returns.
+    """
+    example = _example()
+    config = example.build_config("runners", num_envs=2, envs_per_worker=1, env_runners=1, batch=BATCH)
+    algo = example.build_algo(config)
+    try:
+        example.train_algo(algo, 1, report=False)
+        (pid,) = algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.env.unwrapped.workers[0].pid, local_env_runner=False)
+        stop_process(pid)  # the runner's workers are its local subprocesses, on this host
+        (row,) = example.train_algo(algo, 1, report=False)
+        (new_pid,) = algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.env.unwrapped.workers[0].pid, local_env_runner=False)
+    finally:
+        algo.stop()
+    assert new_pid != pid
+    assert row["env_steps"] >= 2 * BATCH  # this iteration's samples arrived
+    assert math.isfinite(row["episode_return_mean"])
+    assert not os.path.exists(f"/proc/{pid}") or _zombie(pid)
 
 
 def _zombie(pid: int) -> bool:
