@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from openenv_gym.protocol.wire import MAX_FRAME
 from openenv_gym.server import http_errors
 from openenv_gym.server.http_errors import ErrorRoute, HeadAsGet, error_responses
+from openenv_gym.server.openapi import typed_openapi
 from openenv_gym.server.service import EnvService
 from openenv_gym.spaces import to_jsonable
 
@@ -178,4 +179,6 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
 
     app.include_router(web_router(service.web, title=f"openenv_gym: {service.env_name}"))
     openapi_31(app)
+    typed_openapi(app, service.spec())
     return app
+
