@@ -181,4 +181,3 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
     openapi_31(app)
     typed_openapi(app, service.spec())
     return app
-

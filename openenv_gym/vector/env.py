@@ -63,7 +63,7 @@ from openenv_gym.protocol.slices import (
     valid_rows,
 )
 from openenv_gym.providers import get_provider, provider_options_dict
-from openenv_gym.providers.base import RESTART_ATTEMPTS, Worker
+from openenv_gym.providers.base import Worker
 from openenv_gym.spaces import exact_cast, from_wire, owned
 from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
@@ -909,8 +909,7 @@ class RemoteVectorEnv(VectorEnv):
         except ProviderUnavailableError:
             raise  # nowhere to start one (Docker's engine or Ray gone): as a single env says
         except Exception as exc:
-            tries = "" if os.getpid() != self.pool.owner_pid else f" ({RESTART_ATTEMPTS} starts)"
-            raise WorkerError(f"{text}\nand restarting it failed too{tries}: {exc}") from exc
+            raise WorkerError(f"{text}\nand restarting it failed too: {exc}") from exc
         lost = [i for i in self.pool.groups[worker] if i not in reset_targets]
         for i in lost:
             self._lost[i] = text

@@ -56,9 +56,10 @@ def test_a_replacement_that_never_starts_ends_the_step_naming_the_tries(tmp_path
         with pytest.raises(WorkerError) as raised:
             envs.step(np.zeros(2, dtype=np.int64))
         text = str(raised.value)
-        assert f"restarting it failed too ({RESTART_ATTEMPTS} starts)" in text
+        assert "restarting it failed too" in text
         assert "this start fails on purpose" in text  # the cause, from the worker's log
-        assert failures.read_text() == "0"
+        assert failures.read_text() == "0"  # every start was tried
+        assert workers[0].restarts == RESTART_ATTEMPTS
     finally:
         envs.close()
     assert not any(w.alive() for w in workers)
