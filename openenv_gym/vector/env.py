@@ -982,8 +982,8 @@ class RemoteVectorEnv(VectorEnv):
     def _per_env_error(self, i: int, sub: dict[str, Any]) -> OpenEnvError:
         """The error of env ``i``'s failed call, render or attribute request (``sub``)."""
         error = _env_error(i, sub)
-        if isinstance(error, ResetNeededError) and self._autoreset_envs[i] and self.pool.workers[
-                self.pool.worker_of[i]].restarts:
+        replaced = self.pool.workers[self.pool.worker_of[i]].restarts > 0
+        if isinstance(error, ResetNeededError) and self._autoreset_envs[i] and replaced:
             # Not the caller's missing reset: a replaced worker's env waits for the reset that
             # starts its fresh episode, and until then has no state (Gymnasium's text says
             # "before calling env.reset()", which the caller did).

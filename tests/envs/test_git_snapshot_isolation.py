@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 
 from openenv_gym.envs.git.env import GitEnv
 from openenv_gym.envs.git.models import GitAction
 from openenv_gym.envs.git.tasks import load_tasks
+from tests.security.helpers import wait_until
 
 #: A task whose setup pushes a branch, then takes long enough (its own work, here a sleep)
 #: that a command looping over pushes meets it: the branch's removal is the task.
@@ -36,14 +36,6 @@ sleep 3
 solution = ["git push -q origin --delete old"]
 checks = [{ type = "remote_lacks_ref", ref = "refs/heads/old" }]
 """
-
-
-def _wait_for(path: str, seconds: float) -> None:
-    """Wait until ``path`` exists (a bound, not a speed: the command has started)."""
-    end = time.monotonic() + seconds
-    while not os.path.exists(path) and time.monotonic() < end:
-        time.sleep(0.02)
-    assert os.path.exists(path), f"{path} never appeared"
 
 
 def test_another_envs_command_cannot_push_into_a_snapshot_being_built(tmp_path: Path) -> None:
@@ -66,7 +58,8 @@ def test_another_envs_command_cannot_push_into_a_snapshot_being_built(tmp_path: 
             attacker.step(GitAction(command=command, timeout=60.0))))
         thread.start()
         try:
-            _wait_for(os.path.join(attacker.workspace.tmp, "started"), 30.0)
+            started = os.path.join(attacker.workspace.tmp, "started")
+            assert wait_until(lambda: os.path.exists(started), 30.0, 0.02), "the command never started"
             obs, info = victim.reset(options={"task": "slow-setup"})  # builds the snapshot now
         finally:
             Path(attacker.workspace.tmp, "stop").touch()
