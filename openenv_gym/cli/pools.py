@@ -36,7 +36,7 @@ from openenv_gym.providers._docker_owner import owner_alive, process_start
 from openenv_gym.providers._runtime import runtime_dir, write_json
 
 __all__ = ["PoolRecord", "UnreadableRecordError", "pools_dir", "claim", "save", "remove", "load_all",
-           "find", "unreadable", "stop", "worker_logs", "valid_name", "process_start"]
+           "scan", "find", "unreadable", "stop", "worker_logs", "valid_name", "process_start"]
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # fullmatch: "$" matches before "\n"
 #: Largest record read (a pool of thousands of workers takes well under 1 MiB): a bigger file
@@ -268,20 +268,22 @@ def remove(record: PoolRecord) -> None:
             pass  # gone already, or a folder put in its place: `start` names it to whoever wants the name
 
 
-def load_all(unread: list[UnreadableRecordError] | None = None) -> list[PoolRecord]:
-    """Every pool whose owner is alive, oldest first; records of dead owners are removed.
+def load_all() -> list[PoolRecord]:
+    """Every pool whose owner is alive, oldest first; records of dead owners are removed."""
+    return scan()[0]
 
-    Args:
-        unread: Given, it gets why each file in a record's place (not a record of ours: edited
-            by hand, another version's) was left out; ``ps`` names them.
-    """
-    records = []
+
+def scan() -> tuple[list[PoolRecord], list[UnreadableRecordError]]:
+    """:func:`load_all`'s pools, and why each file in a record's place that is not a record
+    of ours (edited by hand, another version's) was left out: ``ps`` names them."""
+    records: list[PoolRecord] = []
+    unread: list[UnreadableRecordError] = []
     folder = pools_dir()
     for entry in sorted(os.listdir(folder)):
         if not entry.endswith(".json"):
             continue
         record = _state(os.path.join(folder, entry))
-        if isinstance(record, UnreadableRecordError) and unread is not None:
+        if isinstance(record, UnreadableRecordError):
             unread.append(record)
         if not isinstance(record, PoolRecord):
             continue  # gone meanwhile, or not a record of ours
@@ -289,7 +291,7 @@ def load_all(unread: list[UnreadableRecordError] | None = None) -> list[PoolReco
             records.append(record)
         else:
             remove(record)
-    return sorted(records, key=lambda r: r.started)
+    return sorted(records, key=lambda r: r.started), unread
 
 
 def _parse(data: Any) -> PoolRecord:

@@ -30,8 +30,7 @@ def _worker_alive(worker: dict) -> bool | None:
 
 
 def _ps(args: argparse.Namespace) -> int:
-    unread: list[pools.UnreadableRecordError] = []
-    records = pools.load_all(unread)
+    records, unread = pools.scan()
     for problem in unread:  # on stderr: `ps --json` stays one JSON document
         name = os.path.basename(problem.path).removesuffix(".json")
         err_console.print(f"[yellow]note:[/yellow] left out: {escape(str(problem))}; "

@@ -19,7 +19,7 @@ def test_ps_does_not_wrap_the_web_url_or_the_pool_name(monkeypatch, width: int) 
     record = pools.PoolRecord(name="echo-1a2b3c", env="echo", provider="docker",
                               owner_pid=os.getpid(), web=url,
                               workers=[{"index": 0, "address": "unix:///tmp/x.sock"}])
-    monkeypatch.setattr(pools, "load_all", lambda unread=None: [record])
+    monkeypatch.setattr(pools, "scan", lambda: ([record], []))
     out = io.StringIO()
     monkeypatch.setattr(ps, "console", Console(file=out, width=width, highlight=False))
     assert ps._ps(argparse.Namespace(json=False, workers=False)) == 0
