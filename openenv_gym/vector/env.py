@@ -321,13 +321,12 @@ class RemoteVectorEnv(VectorEnv):
             self._lost.clear()
             self._failed_workers.clear()  # the parent's to replace (a child may not), not ours
             self._restart_seeds.clear()
-        seeds = self._seeds(seed)
         options = dict(options) if options is not None else None
         mask = np.ones(self.num_envs, dtype=np.bool_)
         if options is not None and "reset_mask" in options:
             mask = _check_mask(options.pop("reset_mask"), self.num_envs)
         indices = [int(i) for i in np.flatnonzero(mask)]
-        _check_non_negative(seeds, indices)
+        seeds = self._seeds(seed, indices)
         # Envs on a worker replaced since their last step (or now): their infos say so, as a
         # single env's reset on a fresh worker does.
         restarted = {i: self._lost[i] for i in indices if i in self._lost}
@@ -361,13 +360,21 @@ class RemoteVectorEnv(VectorEnv):
         self._reset_needed = None
         return self._obs.batch(self.copy), infos
 
-    def _seeds(self, seed: Any) -> list[int | None]:
+    def _seeds(self, seed: Any, indices: list[int]) -> list[int | None]:
+        """Each env's seed from ``reset``'s ``seed``, checked as Gymnasium checks it.
+
+        A negative seed of an env being reset (``indices``) refuses the reset whole before
+        anything is sent: sent, the other envs' workers reset them (and this side's episode
+        bookkeeping missed it), where ``SyncVectorEnv`` stops at the bad seed. One of an env
+        ``reset_mask`` leaves out is ignored, as ``SyncVectorEnv`` ignores it.
+        """
         if seed is None:
             return [None] * self.num_envs
         if isinstance(seed, np.ndarray) and seed.ndim == 0:
             seed = seed.item()  # np.array(5): the one seed it holds
         if isinstance(seed, (int, np.integer)):  # True is the int 1, as Gymnasium's vector envs take it
-            return [int(seed) + i for i in range(self.num_envs)]
+            seeds: list[int | None] = [int(seed) + i for i in range(self.num_envs)]
+            return _non_negative(seeds, indices)
         if isinstance(seed, (str, bytes)) or not isinstance(seed, (Sequence, np.ndarray)):
             # list("12") would be two seeds, and the length error below would name no seed.
             raise InvalidRequestError(f"seed must be an int (env i gets seed + i), a list of "
@@ -381,7 +388,7 @@ class RemoteVectorEnv(VectorEnv):
             if s is not None and not isinstance(s, (int, np.integer)):
                 # int() would take 1.7 as 1 and "3" as 3, where Gymnasium refuses both.
                 raise InvalidRequestError(f"seed[{i}] must be an int or None, got {s!r}")
-        return [None if s is None else int(s) for s in seeds]
+        return _non_negative([None if s is None else int(s) for s in seeds], indices)
 
     def _reset_envs(self, indices: list[int], seeds: list[int | None],
                     options: dict[str, Any] | None,
@@ -1140,10 +1147,8 @@ def _check_positive_int(name: str, value: Any) -> None:
         raise InvalidRequestError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _check_non_negative(seeds: list[int | None], indices: list[int]) -> None:
-    """Refuse the reset whole if an env it resets has a negative seed: sent, the other envs'
-    workers reset them (and this side's episode bookkeeping missed it), where
-    ``SyncVectorEnv`` stops at the bad seed, so the same calls then gave other trajectories.
+def _non_negative(seeds: list[int | None], indices: list[int]) -> list[int | None]:
+    """``seeds``, once no env of ``indices`` has a negative one (see ``RemoteVectorEnv._seeds``).
 
     Raises:
         InvalidRequestError: The first such env and its seed.
@@ -1152,6 +1157,7 @@ def _check_non_negative(seeds: list[int | None], indices: list[int]) -> None:
         if seeds[i] is not None and seeds[i] < 0:  # type: ignore[operator]
             raise InvalidRequestError(f"seed for env {i} must be a non-negative integer (as "
                                       f"Gymnasium's seeding takes it), got {seeds[i]}; nothing was reset")
+    return seeds
 
 
 def _check_mask(mask: Any, n: int) -> np.ndarray:
