@@ -382,10 +382,9 @@ class Workspace:
         # limit. While the builder lives the git server serves its pushes, to anyone who
         # names its folder: another env's command on this worker, running meanwhile, pushed
         # refs into a snapshot named after its task, and every later episode of the task
-        # started with them. So the name is as unguessable as an env's own.
-        ident = f"snapshot-{key or 'free'}-{uuid.uuid4().hex}"
+        # started with them. So its name is a random one, as an env's own folder's.
         builder = Workspace(replace(self.limits, cpu_seconds=None, processes=None), 1 << 20,
-                            confine=False, ident=ident)
+                            confine=False)
         for folder in (builder.work, builder.remotes, builder.home, builder.tmp):
             os.makedirs(folder, mode=0o700)
         # A path in it is bytes to git: one that is not UTF-8 (TMPDIR) is written back as it was.
@@ -401,7 +400,7 @@ class Workspace:
         try:
             result = builder.command(script, SETUP_TIMEOUT)
         finally:
-            self.shared.workspaces.pop(ident, None)  # a finished snapshot is served to no one
+            self.shared.workspaces.pop(builder.ident, None)  # a finished snapshot is served to no one
         if result.exit_code != 0:
             shutil.rmtree(builder.base, ignore_errors=True)
             raise TaskSetupError(f"setup of git task {key!r} failed (exit {result.exit_code}):\n"
