@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -29,7 +30,7 @@ import signal
 import stat
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from openenv_gym.errors import OpenEnvError
 from openenv_gym.providers._docker_owner import owner_alive, process_start
@@ -125,8 +126,14 @@ class UnreadableRecordError(OpenEnvError):
         """Whether it names an owner, and that owner no longer runs."""
         return self.owner is not None and not owner_alive(*self.owner)
 
-    def fix(self, name: str) -> str:
+    @property
+    def name(self) -> str:
+        """The pool name the file's place is for (a record sits under its own name)."""
+        return os.path.basename(self.path).removesuffix(".json")
+
+    def fix(self) -> str:
         """How the user gets the name back (``stop`` cannot signal an owner it cannot read)."""
+        name = self.name
         rm = "rm -r" if os.path.isdir(self.path) else "rm"
         if self.owner is not None:
             return (f"it names owner pid {self.owner[0]}, which still runs: if that is the "
@@ -153,8 +160,7 @@ def claim(record: PoolRecord) -> bool:
         UnreadableRecordError: The file in the record's place cannot be read, and does not
             name an owner that is gone: a running pool may own it, so it is left alone.
     """
-    with open(os.path.join(pools_dir(), ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with _names_locked():
         held = _state(record.path)  # a record sits under its own name only (_read)
         if isinstance(held, PoolRecord) and held.alive():
             return False
@@ -175,8 +181,7 @@ def restore(record: PoolRecord) -> bool:
     """
     if isinstance(_state(record.path), PoolRecord):  # the usual case, without the lock
         return False
-    with open(os.path.join(pools_dir(), ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # as claim(): a start of this name takes turns with it
+    with _names_locked():  # as claim(): a start of this name takes turns with it
         if isinstance(_state(record.path), PoolRecord):
             return False
         try:
@@ -184,6 +189,15 @@ def restore(record: PoolRecord) -> bool:
         except OSError:  # a folder in its place: `ps` skips it, and the next turn tries again
             return False
         return True
+
+
+@contextlib.contextmanager
+def _names_locked() -> Iterator[None]:
+    """Hold the lock under which pool names are taken, restored and given up (one process
+    at a time: the check of a name and the write or removal of its record go together)."""
+    with open(os.path.join(pools_dir(), ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def _state(path: str) -> PoolRecord | UnreadableRecordError | None:
@@ -249,10 +263,9 @@ def _owner_of(data: Any) -> tuple[int, str] | None:
 def remove(record: PoolRecord) -> None:
     """Delete a record (its owner does this when it stops); a record of the same name that
     another owner wrote is left alone."""
-    with open(os.path.join(pools_dir(), ".lock"), "a") as lock:
-        # As claim(): a `start` that takes the name over between our read and our unlink would
-        # lose its fresh record (`ps` and `stop` would no longer find its pool).
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    # As claim(): a `start` that takes the name over between our read and our unlink would
+    # lose its fresh record (`ps` and `stop` would no longer find its pool).
+    with _names_locked():
         held = _state(record.path)
         if held is None:
             return

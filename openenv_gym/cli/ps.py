@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from dataclasses import asdict
 
@@ -32,9 +31,8 @@ def _worker_alive(worker: dict) -> bool | None:
 def _ps(args: argparse.Namespace) -> int:
     records, unread = pools.scan()
     for problem in unread:  # on stderr: `ps --json` stays one JSON document
-        name = os.path.basename(problem.path).removesuffix(".json")
         err_console.print(f"[yellow]note:[/yellow] left out: {escape(str(problem))}; "
-                          f"{escape(problem.fix(name))}", soft_wrap=True)
+                          f"{escape(problem.fix())}", soft_wrap=True)
     if args.json:
         console.print_json(json.dumps([asdict(r) for r in records]))
         return OK
@@ -71,7 +69,7 @@ def _not_running(names: list[str], running: list[str]) -> int:
     for name in names:
         problem = pools.unreadable(name)
         if problem is not None:
-            return error(f"no running pool named {name!r} can be read: {problem}", problem.fix(name))
+            return error(f"no running pool named {name!r} can be read: {problem}", problem.fix())
     return error(f"no running pool named {', '.join(map(repr, names))}",
                  f"running: {', '.join(running) or 'none'} (see `openenv-gym ps`)")
 

@@ -135,7 +135,7 @@ def _start(args: argparse.Namespace) -> int:
         claimed = pools.claim(record)
     except pools.UnreadableRecordError as exc:  # a running pool may own it: not overwritten
         return error(f"the name {name!r} may be taken: {exc}",
-                     f"{exc.fix(name)}; or choose another --name", USAGE)
+                     f"{exc.fix()}; or choose another --name", USAGE)
     if not claimed:
         return error(f"a pool named {name!r} is already running",
                      f"choose another --name, or stop it: openenv-gym stop {name}", USAGE)
