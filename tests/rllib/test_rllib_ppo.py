@@ -83,7 +83,7 @@ def test_ppo_single_trainer_fans_out_to_ray_placed_workers(local_ray) -> None:
     finally:
         algo.stop()
     # Stopping the algorithm closes its env, which stops the workers it placed.
-    assert all(not os.path.exists(f"/proc/{pid}") or _zombie(pid) for pid in pids)
+    assert all(_gone(pid) for pid in pids)
 
 
 def test_hung_worker_is_replaced_before_rllib_gives_up_on_the_sample(local_ray) -> None:
@@ -97,18 +97,27 @@ def test_hung_worker_is_replaced_before_rllib_gives_up_on_the_sample(local_ray) 
     algo = example.build_algo(config)
     try:
         example.train_algo(algo, 1, report=False)
-        (pid,) = algo.env_runner_group.foreach_env_runner(
-            lambda runner: runner.env.unwrapped.workers[0].pid, local_env_runner=False)
+        pid = _first_worker_pid(algo)
         stop_process(pid)  # the runner's workers are its local subprocesses, on this host
         (row,) = example.train_algo(algo, 1, report=False)
-        (new_pid,) = algo.env_runner_group.foreach_env_runner(
-            lambda runner: runner.env.unwrapped.workers[0].pid, local_env_runner=False)
+        new_pid = _first_worker_pid(algo)
     finally:
         algo.stop()
     assert new_pid != pid
     assert row["env_steps"] >= 2 * BATCH  # this iteration's samples arrived
     assert math.isfinite(row["episode_return_mean"])
-    assert not os.path.exists(f"/proc/{pid}") or _zombie(pid)
+    assert _gone(pid)
+
+
+def _first_worker_pid(algo: Any) -> int:
+    """The pid of worker 0 of the (one) remote env runner's vector env."""
+    (pid,) = algo.env_runner_group.foreach_env_runner(
+        lambda runner: runner.env.unwrapped.workers[0].pid, local_env_runner=False)
+    return pid
+
+
+def _gone(pid: int) -> bool:
+    return not os.path.exists(f"/proc/{pid}") or _zombie(pid)
 
 
 def _zombie(pid: int) -> bool:
