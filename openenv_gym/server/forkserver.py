@@ -15,6 +15,14 @@ one ``SOCK_SEQPACKET`` socket (one JSON message per packet), reaps its children 
 their exit statuses until the owner asks. It exits when the owner closes the socket or dies;
 workers outlive it only until they notice their owner is gone (``--owner-pid``).
 
+A worker that cannot notice (stopped, or hung in native code) is ended by the server's
+clean-up once the owner is gone. When the server is killed with its owner (Ray ends an
+actor and its direct children, the server among them), a sentinel does that instead: a
+process the server starts first, detached (so not the owner's child), which waits on a pipe
+to the server. A byte means the server ended on its own; end of file without one means it
+was killed, and the sentinel then waits for the owner to be gone and sweeps what dead owners
+left (their workers' cgroups, with any hung worker in them, and their folders).
+
 Requests and replies:
 
 - ``{"op": "fork", "argv": [...], "log": path, "cwd": path}`` → ``{"pid": N}`` with a pidfd
@@ -62,13 +70,72 @@ def serve(sock: socket.socket, owner_pid: int) -> None:
         sock: The server's end of the socket pair.
         owner_pid: The process that started the server (its parent).
     """
-    server = _Server(sock)
+    sentinel = _start_sentinel(sock, owner_pid)
     try:
-        told = server.run(owner_pid)
-    except (BrokenPipeError, ConnectionResetError):
-        told = False  # the owner went away mid-request
-    if not told:
-        _clean_up_after(owner_pid, server)
+        server = _Server(sock, sentinel)
+        try:
+            told = server.run(owner_pid)
+        except (BrokenPipeError, ConnectionResetError):
+            told = False  # the owner went away mid-request
+        if not told:
+            _clean_up_after(owner_pid, server)
+    finally:
+        os.write(sentinel, b"e")  # ended on its own: the sentinel has nothing to do
+        os.close(sentinel)
+
+
+#: How long the sentinel lets running workers clean up after their dead owner themselves
+#: before it sweeps (as the server's own clean-up waits for its children).
+SENTINEL_GRACE = 10.0
+
+
+def _start_sentinel(sock: socket.socket, owner_pid: int) -> int:
+    """Start the sentinel (see the module's docstring); returns the write end of its pipe,
+    which only this server may hold."""
+    from openenv_gym.providers._docker_owner import process_start
+
+    start = process_start(owner_pid)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(read)
+        os.waitpid(pid, 0)  # the intermediate child, gone at once: the sentinel is nobody's child
+        return write
+    code = 1
+    try:
+        os.close(write)
+        sock.close()
+        os.setsid()  # a signal to the owner's process group spares it
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # whoever reads the trainer's output to its end must not wait on it
+            os.dup2(null, fd)
+        os.close(null)
+        # Named before the second fork, so it reads as the sentinel (``ps``) by the time the
+        # server has reaped this child and answers its owner.
+        _show_command_line([sys.executable, "-m", "openenv_gym.server.forkserver", "--sentinel",
+                            "--owner-pid", str(owner_pid)])
+        if os.fork() == 0:
+            _watch_server(read, owner_pid, start)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _watch_server(pipe: int, owner_pid: int, start: str) -> None:
+    """The sentinel's body: once the server is killed and the owner gone, sweep."""
+    from openenv_gym.providers._docker_owner import owner_alive
+
+    if os.read(pipe, 1):
+        return  # the server ended on its own, after its own clean-up if it had one to do
+    while owner_alive(owner_pid, start):
+        time.sleep(1.0)
+    time.sleep(SENTINEL_GRACE)
+    deadline = time.monotonic() + 30.0
+    while os.path.exists(f"/proc/{owner_pid}") and time.monotonic() < deadline:
+        time.sleep(0.5)  # the sweep spares a pid that still names a process (an unreaped owner)
+    from openenv_gym.providers._runtime import runtime_dir, sweep_orphans
+
+    sweep_orphans(runtime_dir(sweep=False))
 
 
 def _clean_up_after(owner_pid: int, server: "_Server") -> None:
@@ -103,11 +170,12 @@ def _clean_up_after(owner_pid: int, server: "_Server") -> None:
 class _Server:
     """The server's state: its children's exit statuses, and the gates of held children."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, sentinel: int) -> None:
         # What every worker imports: paid here once, inherited by every fork.
         from openenv_gym.server.main import main as worker_main
 
         self.sock = sock
+        self.sentinel = sentinel  # the sentinel's pipe: no worker may hold it
         self.worker_main = worker_main
         self.exited: dict[int, int] = {}  # child pid -> wait status, until the owner asks
         self.held: dict[int, int] = {}  # child pid -> the write end of the pipe it waits on
@@ -146,7 +214,7 @@ class _Server:
         gate = os.pipe() if request.get("hold") else None
         try:
             pid = _fork(self.sock, request["argv"], request["log"], request["cwd"], self.worker_main,
-                        gate, list(self.held.values()))
+                        gate, [self.sentinel, *self.held.values()])
         except OSError as exc:
             if gate:
                 os.close(gate[1])
@@ -215,7 +283,8 @@ def _fork(sock: socket.socket, argv: list[str], log: str, cwd: str,
 
     With ``gate`` (a pipe) the child waits for a byte on its read end before it runs any
     worker code, and exits if the pipe closes first (the owner never released it).
-    ``others`` are the gates of other held children, which the child must not keep open.
+    ``others`` are the server's own descriptors (the sentinel's pipe, the gates of other held
+    children), which the child must not keep open.
     """
     sys.stdout.flush()
     sys.stderr.flush()

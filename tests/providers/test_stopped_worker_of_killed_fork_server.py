@@ -1,0 +1,76 @@
+"""A trainer killed together with its fork server (as Ray ends an env runner and its direct
+children) while one of its process workers is stopped: neither the server's clean-up nor the
+stopped worker's own owner watch can run, so the worker lived on until some later trainer's
+start swept it. The server's sentinel, a detached process, sweeps it once both are gone; and
+a server that ends on its own takes its sentinel with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from openenv_gym.providers import _forks
+from openenv_gym.providers._runtime import worker_environ
+from tests.conftest import stop_process
+from tests.security.helpers import cmdline, proc_status
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="forking needs pidfds (Linux 5.3+)")
+
+TRAINER = """
+import gymnasium as gym, openenv_gym
+envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=1)
+envs.reset(seed=0)
+print(*(w.pid for w in envs.unwrapped.workers), flush=True)
+import time; time.sleep(600)
+"""
+
+
+def _sentinels(owner: int) -> set[int]:
+    """The pids of the sentinels of fork servers owned by ``owner``."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            words = cmdline(int(entry))
+            if b"--sentinel" in words and words[words.index(b"--owner-pid") + 1] == str(owner).encode():
+                found.add(int(entry))
+    return found
+
+
+def test_a_stopped_worker_is_ended_when_its_trainer_and_fork_server_are_killed(procs) -> None:
+    trainer = subprocess.Popen([sys.executable, "-c", TRAINER], stdout=subprocess.PIPE, text=True)
+    stopped = None
+    try:
+        first, second = trainer.stdout.readline().split()
+        stopped, running = int(first), int(second)
+        server = int(proc_status(stopped)["PPid"])
+        assert b"openenv_gym.server.forkserver" in b" ".join(cmdline(server)), "workers are forked"
+        sentinels = _sentinels(trainer.pid)
+        stop_process(stopped)
+        os.kill(server, signal.SIGKILL)
+        trainer.kill()
+        trainer.wait(30)
+        assert not procs.wait_gone({running}, 30.0), "the running worker noticed its owner is gone"
+        assert not procs.wait_gone({stopped}, 90.0), "the stopped worker lives on"
+        assert sentinels and not procs.wait_gone(sentinels, 30.0), "the sentinel ended after its sweep"
+    finally:
+        trainer.kill()
+        if stopped is not None and procs.running({stopped}):
+            os.kill(stopped, signal.SIGKILL)
+
+
+def test_a_fork_server_that_ends_on_its_own_takes_its_sentinel_along(procs) -> None:
+    before = _sentinels(os.getpid())
+    server = _forks.ForkServer(worker_environ(trainer_path=True))
+    try:
+        sentinel = _sentinels(os.getpid()) - before
+        assert len(sentinel) == 1
+        assert int(proc_status(next(iter(sentinel)))["PPid"]) != server.proc.pid, \
+            "the sentinel is not the server's child (Ray would end it with the server)"
+    finally:
+        server.close()
+    # Its owner (this test) lives on: without the server's word it would wait for it.
+    assert not procs.wait_gone(sentinel, 30.0)
