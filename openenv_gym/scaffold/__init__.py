@@ -144,11 +144,16 @@ def create(name: str, dest: str, force: bool = False) -> list[str]:
     Raises:
         ValueError: The name is not usable (the message says why).
         FileExistsError: ``dest/name`` exists and is not empty (and ``force`` is off).
+        NotADirectoryError: ``dest/name`` exists and is no folder (``force`` cannot help).
+        OSError: ``dest`` cannot be made or written to (a file, a read-only place).
     """
     problem = check_name(name)
     if problem:
         raise ValueError(problem)
     root = os.path.join(dest, name)
+    if os.path.lexists(root) and not os.path.isdir(root):
+        # Its own error: overwriting project files (--force) would not remove it.
+        raise NotADirectoryError(f"{root} exists and is not a folder; remove it or pick another folder")
     if os.path.isdir(root) and os.listdir(root) and not force:
         raise FileExistsError(f"{root} exists and is not empty; pick another folder or --force")
     values = names(name)
