@@ -12,9 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import find_highest_version, get_env_id, parse_env_id
 
 from openenv_gym.envs.base import Environment
+from openenv_gym.errors import InvalidRequestError
 from openenv_gym.models import State
+from openenv_gym.registration import ENV_ENTRY_POINT
 
 __all__ = ["GymEnv"]
 
@@ -28,7 +31,12 @@ class GymEnv(Environment):
         info_types: The plain infos the env reports every step, key -> ``"int"``,
             ``"float"`` or ``"bool"`` (MuJoCo's ``{"x_position": "float", ...}``): a vector env
             then carries them in shared memory (see :attr:`Environment.info_types`).
-        **kwargs: Passed to ``gym.make`` (``max_episode_steps``, env arguments).
+        **kwargs: Passed to ``gym.make`` (``max_episode_steps``, ``disable_env_checker``,
+            env arguments).
+
+    Raises:
+        InvalidRequestError: ``env_id`` names an ``OpenEnv/*`` env, which is served remotely
+            itself: make that id directly instead.
     """
 
     enforce_action_bounds = False  # the served env decides, as it does locally
@@ -40,8 +48,12 @@ class GymEnv(Environment):
             self.info_types = info_types  # the served env's own declaration, checked at start
         if render_mode is not None:  # as locally: an env without the argument is made without it
             kwargs["render_mode"] = render_mode
+        # The trainer's gym.make already checks the env it hands over; a caller who asks for
+        # the checker in the worker too (disable_env_checker=False) gets it.
+        kwargs.setdefault("disable_env_checker", True)
+        _refuse_served_env(env_id)
         try:
-            self.inner = gym.make(env_id, disable_env_checker=True, **kwargs)
+            self.inner = gym.make(env_id, **kwargs)
         except (gym.error.NamespaceNotFound, gym.error.NameNotFound) as exc:
             if ":" in str(env_id):  # (a missing version of a known id is not this)
                 raise
@@ -69,3 +81,23 @@ class GymEnv(Environment):
 
     def state(self) -> State:
         return State(env_id=self.env_id)
+
+
+def _refuse_served_env(env_id: Any) -> None:
+    """Refuse an id whose env is itself a remote one (``"OpenEnv/Echo-v0"``): made here, it
+    would start workers of its own from inside this worker, on a provider the caller never
+    chose (Docker containers behind a ``provider="process"`` env)."""
+    if not isinstance(env_id, str):
+        return  # gym.make says what is wrong with it
+    name = env_id.split(":")[-1]  # "openenv_gym:OpenEnv/Echo-v0": this worker registered it
+    try:
+        namespace, base, version = parse_env_id(name)
+    except gym.error.Error:
+        return  # gym.make says what is wrong with it
+    if version is None:  # an unversioned id means its highest version, as in gym.make
+        version = find_highest_version(namespace, base)
+    spec = gym.registry.get(get_env_id(namespace, base, version))
+    if spec is not None and spec.entry_point == ENV_ENTRY_POINT:
+        raise InvalidRequestError(
+            f"env_id={env_id!r} is an openenv_gym env, served remotely itself: make it directly, "
+            f"gym.make({spec.id!r}, provider=...), not through OpenEnv/Gym-v0")

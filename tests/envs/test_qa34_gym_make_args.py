@@ -1,0 +1,50 @@
+"""Gym-v0 hands ``gym.make``'s own arguments through, and refuses an id that is itself a
+served env (``OpenEnv/*``), which would otherwise start workers from inside its worker."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from gymnasium.wrappers.common import PassiveEnvChecker
+
+import openenv_gym
+from openenv_gym.envs.gym.env import GymEnv
+
+
+def _wrappers(env: gym.Env) -> list[type]:
+    found = []
+    while isinstance(env, gym.Wrapper):
+        found.append(type(env))
+        env = env.env
+    return found
+
+
+def test_disable_env_checker_is_the_callers_to_choose() -> None:
+    checked, unchecked = GymEnv("CartPole-v1", disable_env_checker=False), GymEnv("CartPole-v1")
+    try:
+        assert PassiveEnvChecker in _wrappers(checked.inner)
+        assert PassiveEnvChecker not in _wrappers(unchecked.inner)  # the default stays off
+    finally:
+        checked.close()
+        unchecked.close()
+
+
+def test_disable_env_checker_reaches_a_worker() -> None:
+    env = openenv_gym.RemoteEnv("gym", env_id="CartPole-v1", provider="process",
+                                disable_env_checker=False)
+    try:
+        obs, _ = env.reset(seed=0)
+        assert env.observation_space.contains(obs)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", ["OpenEnv/Echo-v0", "openenv_gym:OpenEnv/Echo-v0", "OpenEnv/Echo"])
+def test_a_served_env_id_is_refused_naming_the_id_to_make(env_id: str) -> None:
+    with pytest.raises(openenv_gym.InvalidRequestError, match=r"gym\.make\('OpenEnv/Echo-v0'"):
+        GymEnv(env_id=env_id, provider="process")
+
+
+def test_a_served_env_id_is_refused_by_the_worker_as_a_typed_error() -> None:
+    with pytest.raises(openenv_gym.InvalidRequestError, match="not through OpenEnv/Gym-v0"):
+        gym.make("OpenEnv/Gym-v0", env_id="OpenEnv/Gym-v0", provider="process")
