@@ -206,29 +206,44 @@ def _view(session: "Session", render: bool = True) -> dict[str, Any]:
             "text": text}
 
 
-def _current_view(session: "Session") -> dict[str, Any]:
+def _current_view(session: "Session") -> tuple[dict[str, Any], tuple[int, int] | None]:
     """The session's view, rendered at most once per step and never waiting for a step.
 
     A step in flight holds the session's lock (a Coding step, up to a minute): the page then
     shows the view last rendered, or the recorded observation, rather than freeze every
     session's updates until the step ends. An unchanged session is not rendered again.
+
+    Returns:
+        The view and the ``(episode, step_count)`` it shows, or None for a view of the
+        observation alone (the env's lock was held and nothing was rendered yet).
     """
-    cached = session.view
-    if cached is not None and cached[:2] == (session.episode, session.step_count):
-        return cached[2]
+    cached = session.view  # read once: another request's snapshot may set it meanwhile
+    if _shows_current_step(session, cached):
+        return cached[2], cached[:2]
     if not session.lock.acquire(blocking=False):
-        return cached[2] if cached is not None else _view(session, render=False)
+        return (cached[2], cached[:2]) if cached is not None else (_view(session, render=False), None)
     try:
         # Under the lock the record cannot change: the view is of exactly this step.
         key = (session.episode, session.step_count)
         session.view = (*key, _view(session))
-        return session.view[2]
+        return session.view[2], key
     finally:
         session.lock.release()
 
 
-def _version(env_name: str, sessions: Sequence["Session"]) -> str:
-    key = ";".join(f"{s.id}:{s.episode}:{s.step_count}" for s in sessions)
+def _shows_current_step(session: "Session", cached: tuple[int, int, dict[str, Any]] | None) -> bool:
+    """Whether ``cached`` (the session's last rendered view) is of its current step."""
+    return cached is not None and cached[:2] == (session.episode, session.step_count)
+
+
+def _version(env_name: str, entries: Sequence[tuple[str, int, int, bool]]) -> str:
+    """The version of a snapshot of sessions ``(id, episode, step_count, view is current)``.
+
+    Whether each view is current is part of it: a view sent while a step still held its
+    session (the previous step's picture under the new step's number) must not pass for the
+    one rendered once the step is over, or the page would keep the stale picture for good.
+    """
+    key = ";".join(f"{sid}:{episode}:{steps}:{int(current)}" for sid, episode, steps, current in entries)
     return hashlib.blake2s(f"{env_name}|{key}".encode(), digest_size=8).hexdigest()
 
 
@@ -243,13 +258,16 @@ def snapshot(service: "EnvService", known: str | None = None) -> dict[str, Any]:
         ``{"version", "unchanged": True}`` when nothing changed since ``known``; otherwise
         ``{"version", "env", "pid", "sessions": [...]}``, each session with ``id``, ``episode``,
         ``step_count``, ``episode_return``, ``returns``, ``history`` (step, action, reward) and
-        ``view`` (``frame``: base64 PNG or None, ``text``).
+        ``view`` (``frame``: base64 PNG or None, ``text``) and ``view_current`` (False while a
+        step in flight keeps the view of an earlier step: a later snapshot replaces it).
     """
     sessions = sorted(service.sessions.sessions(), key=lambda s: s.id)
-    version = _version(service.env_name, sessions)
-    if known == version:
+    current = [_shows_current_step(s, s.view) for s in sessions]
+    version = _version(service.env_name,
+                       [(s.id, s.episode, s.step_count, c) for s, c in zip(sessions, current)])
+    if known == version and all(current):
         return {"version": version, "unchanged": True}
-    out = []
+    out, entries = [], []
     for s in sessions:
         # A consistent picture of the bookkeeping, which a step changes at its very end only:
         # this lock is never held for a step itself.
@@ -264,8 +282,13 @@ def snapshot(service: "EnvService", known: str | None = None) -> dict[str, Any]:
             }
         record["history"] = [{"step": n, "action": _short(as_text(a), 300), "reward": _number(r)}
                              for n, a, r in reversed(history)]
-        record["view"] = _current_view(s)
+        record["view"], shown = _current_view(s)
+        record["view_current"] = shown == (record["episode"], record["step_count"])
         out.append(record)
+        entries.append((s.id, record["episode"], record["step_count"], record["view_current"]))
+    version = _version(service.env_name, entries)
+    if known == version:  # still the same stale views: nothing new to send
+        return {"version": version, "unchanged": True}
     return {"version": version, "env": service.env_name, "pid": os.getpid(), "sessions": out}
 
 
