@@ -17,7 +17,7 @@ from openenv_gym.errors import WorkerError
 from openenv_gym.protocol.sockets import connect, parse_address, read_message
 from openenv_gym.protocol.wire import encode
 from tests.conftest import ctrl_c_after, stop_process
-from tests.security.helpers import fork_servers_of, wait_until, workers_of
+from tests.security.helpers import fork_servers_of, sentinels_of, wait_until, workers_of
 
 
 def _kill_worker(env: openenv_gym.RemoteEnv) -> None:
@@ -92,9 +92,11 @@ def test_owner_killed_with_sigkill_leaves_no_worker() -> None:
         owner.send_signal(signal.SIGKILL)
         owner.wait(30)
         # Generous bounds: the workers notice within a poll, but exit late on a loaded machine.
-        wait_until(lambda: not (workers_of(owner.pid) or fork_servers_of(owner.pid)), 60)
+        wait_until(lambda: not (workers_of(owner.pid) or fork_servers_of(owner.pid)
+                                or sentinels_of(owner.pid)), 60)
         assert workers_of(owner.pid) == set()
         assert fork_servers_of(owner.pid) == set()
+        assert sentinels_of(owner.pid) == set()  # its server ended on its own, and said so
         # Nobody is left to clean the owner's pool folders (sockets, logs): the workers did.
         from openenv_gym.providers._runtime import runtime_dir
 

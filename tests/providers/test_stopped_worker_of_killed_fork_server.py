@@ -16,7 +16,7 @@ import pytest
 from openenv_gym.providers import _forks
 from openenv_gym.providers._runtime import worker_environ
 from tests.conftest import stop_process
-from tests.security.helpers import cmdline, proc_status
+from tests.security.helpers import cmdline, proc_status, sentinels_of
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="forking needs pidfds (Linux 5.3+)")
 
@@ -29,17 +29,6 @@ import time; time.sleep(600)
 """
 
 
-def _sentinels(owner: int) -> set[int]:
-    """The pids of the sentinels of fork servers owned by ``owner``."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            words = cmdline(int(entry))
-            if b"--sentinel" in words and words[words.index(b"--owner-pid") + 1] == str(owner).encode():
-                found.add(int(entry))
-    return found
-
-
 def test_a_stopped_worker_is_ended_when_its_trainer_and_fork_server_are_killed(procs) -> None:
     trainer = subprocess.Popen([sys.executable, "-c", TRAINER], stdout=subprocess.PIPE, text=True)
     stopped = None
@@ -48,7 +37,7 @@ def test_a_stopped_worker_is_ended_when_its_trainer_and_fork_server_are_killed(p
         stopped, running = int(first), int(second)
         server = int(proc_status(stopped)["PPid"])
         assert b"openenv_gym.server.forkserver" in b" ".join(cmdline(server)), "workers are forked"
-        sentinels = _sentinels(trainer.pid)
+        sentinels = sentinels_of(trainer.pid)
         stop_process(stopped)
         os.kill(server, signal.SIGKILL)
         trainer.kill()
@@ -63,10 +52,10 @@ def test_a_stopped_worker_is_ended_when_its_trainer_and_fork_server_are_killed(p
 
 
 def test_a_fork_server_that_ends_on_its_own_takes_its_sentinel_along(procs) -> None:
-    before = _sentinels(os.getpid())
+    before = sentinels_of(os.getpid())
     server = _forks.ForkServer(worker_environ(trainer_path=True))
     try:
-        sentinel = _sentinels(os.getpid()) - before
+        sentinel = sentinels_of(os.getpid()) - before
         assert len(sentinel) == 1
         assert int(proc_status(next(iter(sentinel)))["PPid"]) != server.proc.pid, \
             "the sentinel is not the server's child (Ray would end it with the server)"

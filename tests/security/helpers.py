@@ -110,7 +110,13 @@ def workers_of(owner: int) -> set[int]:
 
 def fork_servers_of(owner: int) -> set[int]:
     """Fork servers started by OWNER (the process provider's, which fork its workers)."""
-    return _run_for(owner, b"openenv_gym.server.forkserver")
+    return {p for p in _run_for(owner, b"openenv_gym.server.forkserver") if b"--sentinel" not in cmdline(p)}
+
+
+def sentinels_of(owner: int) -> set[int]:
+    """The sentinels of OWNER's fork servers (which end a hung worker when a server is killed
+    with its owner): each ends with its server, or after its sweep once both are gone."""
+    return {p for p in _run_for(owner, b"openenv_gym.server.forkserver") if b"--sentinel" in cmdline(p)}
 
 
 def processes_with_home_under(base: str) -> set[int]:

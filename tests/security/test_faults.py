@@ -247,6 +247,7 @@ def test_trainer_sigkilled_mid_training_leaves_nothing(provider: str) -> None:
         def left() -> dict[str, Any]:
             out = {"worker processes": helpers.workers_of(pid),
                    "fork servers": helpers.fork_servers_of(pid),
+                   "fork server sentinels": helpers.sentinels_of(pid),
                    "sandbox children": helpers.processes_with_home_under(base),
                    "socket files": helpers.owned_runtime_entries(pid),
                    "listening ports": helpers.listening_ports(before["workers"])}
