@@ -48,11 +48,14 @@ class BinaryClient:
             :class:`~openenv_gym.protocol.sockets.FrameReader`); None: when this machine has
             more than one core. Set it off when this process waits on as many busy workers
             as there are cores.
+        timeout_name: The caller's own name of ``timeout``, which a timeout's message tells to
+            raise (``step_timeout`` for a vector env).
     """
 
     def __init__(self, address: str, timeout: float = 60.0, max_frame: int = MAX_FRAME,
-                 spin: bool | None = None) -> None:
+                 spin: bool | None = None, timeout_name: str = "timeout") -> None:
         self.address = address
+        self.timeout_name = timeout_name
         self.spin = available_cores() > 1 if spin is None else spin
         self.timeout = timeout
         self.max_frame = max_frame
@@ -127,7 +130,7 @@ class BinaryClient:
             self.drop()
             raise WorkerTimeoutError(
                 f"worker at {self.address} did not answer within its timeout; it may be stuck "
-                "or overloaded (raise timeout=... if the env is slow)"
+                f"or overloaded (raise {self.timeout_name}=... if the env is slow)"
             ) from None
         except (ConnectionError, OSError) as exc:
             self.drop()

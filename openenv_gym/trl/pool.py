@@ -113,7 +113,8 @@ class Episode:
     def __init__(self, pool: "EnvPool", worker: int) -> None:
         self.pool = pool
         self.worker = worker
-        self._client = BinaryClient(pool.workers[worker].address, pool.step_timeout)
+        self._client = BinaryClient(pool.workers[worker].address, pool.step_timeout,
+                                    timeout_name="step_timeout")
         self._generation = pool._generations[worker]
         self._sid: Optional[str] = None
         #: Seconds of env time the episode has left: only its requests spend it, so a loop

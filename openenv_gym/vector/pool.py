@@ -91,7 +91,8 @@ class WorkerPool:
         # Spin for replies only with a core to spare: a trainer spinning beside as many busy
         # workers as cores slows them down (measured in benchmarks/RESULTS.md).
         spin = n_workers < available_cores()
-        self.clients = [BinaryClient(w.address, timeout, spin=spin) for w in self.workers]
+        self.clients = [BinaryClient(w.address, timeout, spin=spin, timeout_name="step_timeout")
+                        for w in self.workers]
         #: Each worker's slice, once :meth:`open_slices` ran.
         self.slices: list[RemoteSlice] = []
         self._slice_args: tuple[Any, ...] = ()
