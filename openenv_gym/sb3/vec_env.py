@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnv,
@@ -27,6 +28,8 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 )
 
 from openenv_gym.client.env import served_method
+from openenv_gym.errors import InvalidActionError
+from openenv_gym.protocol.slices import is_flat
 from openenv_gym.vector.env import RemoteVectorEnv
 
 __all__ = ["RemoteVecEnv"]
@@ -109,9 +112,11 @@ class RemoteVecEnv(VecEnv):
         """Send the actions to the workers without waiting.
 
         Args:
-            actions: One action per env (``(num_envs, *action_space.shape)`` for arrays).
+            actions: One action per env, ``actions[i]`` env i's, as SB3's own VecEnvs take them
+                (``(num_envs, *action_space.shape)`` for arrays; a list of dicts for a Dict
+                space, where a dict of per-env values, Gymnasium's batched form, works too).
         """
-        self.venv.step_async(actions)
+        self.venv.step_async(_batched(self.action_space, actions))
 
     def step_wait(self) -> VecEnvStepReturn:
         """Gather the step; ended envs carry ``terminal_observation`` and ``TimeLimit.truncated``."""
@@ -234,3 +239,35 @@ def _same_options(a: dict[str, Any], b: dict[str, Any]) -> bool:
         return bool(a == b)
     except ValueError:  # numpy arrays inside: reset env by env
         return False
+
+
+def _batched(space: spaces.Space, actions: Any) -> Any:
+    """SB3's actions, one per env, in the batched form the Gymnasium vector env takes for a space
+    without an array column (Dict, Tuple, Text): DummyVecEnv and SubprocVecEnv hand env i
+    ``actions[i]``, where the vector env wants ``{field: (env 0's, env 1's, ...)}`` and
+    refused a list of per-env dicts. Array actions, and a dict (the batched form already),
+    pass as they are."""
+    if is_flat(space) or not isinstance(actions, (list, tuple, np.ndarray)):
+        return actions
+    if isinstance(actions, np.ndarray) and actions.ndim == 0:  # one object, not one per env
+        return actions
+    return _transposed(space, list(actions))
+
+
+def _transposed(space: spaces.Space | None, rows: list[Any]) -> Any:
+    """Per-env values ``rows`` as one batched value of ``space``: a dict of fields and a tuple of
+    parts (recursively) where every row is one, else the tuple of rows (a field the space does
+    not have stays for the vector env to refuse by name)."""
+    if isinstance(space, spaces.Dict) and rows and all(isinstance(row, dict) for row in rows):
+        fields = list(dict.fromkeys(key for row in rows for key in row))
+        for i, row in enumerate(rows):
+            missing = [key for key in fields if key not in row]
+            if missing:
+                # Batched, a field goes to every env or to none (then the env's default).
+                raise InvalidActionError(f"env {i}'s action has no field {missing[0]!r}, which another "
+                                         "env's action has: give every env's action the same fields")
+        return {key: _transposed(space.spaces.get(key), [row[key] for row in rows]) for key in fields}
+    if (isinstance(space, spaces.Tuple) and rows
+            and all(isinstance(row, (tuple, list)) and len(row) == len(space.spaces) for row in rows)):
+        return tuple(_transposed(part, [row[k] for row in rows]) for k, part in enumerate(space.spaces))
+    return tuple(rows)
