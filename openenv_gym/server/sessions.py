@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import collections
+import reprlib
 import threading
 import time
 import uuid
@@ -94,7 +95,8 @@ class Session:
             raise InvalidRequestError(f"options must be a mapping or null, got {type(options).__name__}")
         with self.lock:
             self._check_open()
-            obs, info = self.env.reset(seed=None if seed is None else int(seed), options=options)
+            obs, info = _returned("reset", self.env.reset(seed=None if seed is None else int(seed),
+                                                          options=options))
             obs = self.env.observation_to_wire(obs)
             # Before the episode starts: a refused first reset leaves no session behind.
             self.env.check_output("reset", obs, info)
@@ -127,9 +129,9 @@ class Session:
                     f"the episode of session {self.id!r} ended at step {self.step_count} "
                     "(terminated or truncated); call reset to start a new one")
             value = action if parsed else self.env.parse_action(action)
-            obs, reward, terminated, truncated, info = self.env.step(value)
+            obs, reward, terminated, truncated, info = _returned("step", self.env.step(value))
             obs = self.env.observation_to_wire(obs)
-            reward = float(reward)
+            reward = _reward(reward)
             terminated, truncated = bool(terminated), bool(truncated)
             first = self.step_count == 0
             self.record_step(action, obs, reward, terminated or truncated)
@@ -166,6 +168,34 @@ class Session:
             self.history.append((self.step_count, _preview(action), reward))
             if done:
                 self.returns.append(self.episode_return)
+
+
+#: What Gymnasium's API has ``reset`` and ``step`` return.
+_RETURNS = {"reset": ("obs", "info"), "step": ("obs", "reward", "terminated", "truncated", "info")}
+
+
+def _returned(call: str, result: Any) -> tuple[Any, ...]:
+    """``result`` of the env's ``call``, refused by name unless it is the tuple Gymnasium's API
+    returns (an old-API ``step`` returns 4 values; a ``reset`` may return the observation alone)."""
+    names = _RETURNS[call]
+    if isinstance(result, tuple) and len(result) == len(names):
+        return result
+    got = f"a {len(result)}-tuple" if isinstance(result, tuple) else f"a {type(result).__name__}"
+    old = " (gym < 0.26's done is now terminated and truncated)" if call == "step" else ""
+    raise TypeError(f"the env's {call}() returned {got}; it must return the tuple "
+                    f"({', '.join(names)}), as Gymnasium's Env.{call} does{old}")
+
+
+def _reward(reward: Any) -> float:
+    """The step's reward as a float. Text is refused, though ``float`` would read it: locally
+    a trainer given ``"1.0"`` fails (SB3 adds it to a float array), so it is the env's bug."""
+    if not isinstance(reward, (str, bytes)):
+        try:
+            return float(reward)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"the env's step() returned a reward of type {type(reward).__name__} "
+                    f"({reprlib.repr(reward)}); a reward is a number (int, float or a numpy scalar)")
 
 
 #: Characters of a text action (or of each text field of a mapping) that the history keeps:

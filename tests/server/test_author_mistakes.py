@@ -203,3 +203,43 @@ def test_a_tuple_key_holding_a_frozenset_is_named() -> None:
         assert len(service.sessions) == 0
     finally:
         service.shutdown()
+
+
+class Returns(Environment):
+    """An env whose reset or step returns what its author got wrong (``mistake``)."""
+
+    def __init__(self, mistake: str) -> None:
+        super().__init__()
+        self.mistake = mistake
+        self.observation_space = spaces.Dict({"x": spaces.Discrete(2), "y": spaces.Discrete(2)})
+        self.action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        obs = {"x": 0, "y": 1}
+        return obs if self.mistake == "reset_obs_only" else (obs, {})
+
+    def step(self, action):
+        if self.mistake == "old_step":
+            return {"x": 0, "y": 1}, 1.0, False, {}
+        return {"x": 0, "y": 1}, ("1.0" if self.mistake == "text_reward" else None), False, False, {}
+
+
+@pytest.mark.parametrize("mistake, call, named", [
+    # Before: a two-key observation dict was unpacked by its keys ("an info of type str").
+    ("reset_obs_only", "reset", "the env's reset() returned a dict; it must return the tuple (obs, info)"),
+    # Before: "not enough values to unpack (expected 5, got 4)".
+    ("old_step", "step", "returned a 4-tuple; it must return the tuple (obs, reward, terminated, truncated, info)"),
+    # Before: read as the number 1.0.
+    ("text_reward", "step", "returned a reward of type str ('1.0'); a reward is a number"),
+    ("none_reward", "step", "returned a reward of type NoneType"),
+])
+def test_a_reset_or_step_returning_the_wrong_things_is_named(mistake: str, call: str, named: str) -> None:
+    service = EnvService(lambda: Returns(mistake), idle_timeout=None)
+    try:
+        reply = service.handle({"op": "reset"})
+        if call == "step":
+            reply = service.handle({"op": "step", "sid": reply["sid"], "action": 0})
+        assert reply["error"]["type"] == "EnvServerError" and named in reply["error"]["message"], reply
+    finally:
+        service.shutdown()
