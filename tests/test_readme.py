@@ -56,6 +56,9 @@ def test_readme_has_python_and_bash_blocks() -> None:
     assert kinds.count("python") >= 2 and kinds.count("bash") >= 3
 
 
+# Past the subprocess's own limit, not setup.cfg's 300 s: the SB3 block trains 50,000 steps
+# (150 s alone, more under load), and the subprocess's timeout names the block that hung.
+@pytest.mark.timeout(960)
 @pytest.mark.parametrize("code", _params("python"))
 def test_python_block(code: str, tmp_path) -> None:
     if 'provider="docker"' in code:
@@ -86,6 +89,7 @@ def _bash_script(code: str) -> str:
     return ("set -e\ntrap 'kill $(jobs -p) 2>/dev/null || true; wait' EXIT\n" + "\n".join(lines) + "\n")
 
 
+@pytest.mark.timeout(660)  # as test_python_block's
 @pytest.mark.parametrize("code", _params("bash"))
 def test_bash_block(code: str, tmp_path) -> None:
     if re.search(r"^\s*(cd .*&& )?pip install", code, re.M) or "pip install -e" in code:
