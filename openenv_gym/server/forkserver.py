@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import ctypes
 import json
 import os
@@ -80,7 +81,11 @@ def serve(sock: socket.socket, owner_pid: int) -> None:
         if not told:
             _clean_up_after(owner_pid, server)
     finally:
-        os.write(sentinel, b"e")  # ended on its own: the sentinel has nothing to do
+        # Ended on its own: the sentinel has nothing to do. One already gone (killed) leaves
+        # no reader, and its EPIPE must not turn a clean exit into a traceback on the owner's
+        # stderr (or hide the exception that ended the server).
+        with contextlib.suppress(OSError):
+            os.write(sentinel, b"e")
         os.close(sentinel)
 
 

@@ -63,3 +63,18 @@ def test_a_fork_server_that_ends_on_its_own_takes_its_sentinel_along(procs) -> N
         server.close()
     # Its owner (this test) lives on: without the server's word it would wait for it.
     assert not procs.wait_gone(sentinel, 30.0)
+
+
+def test_a_fork_server_whose_sentinel_is_gone_still_ends_cleanly(procs) -> None:
+    # A sentinel killed first (by anyone) left the server's goodbye to it unread: the write's
+    # EPIPE ended the server with a traceback on its owner's stderr and exit status 1.
+    before = sentinels_of(os.getpid())
+    server = _forks.ForkServer(worker_environ(trainer_path=True))
+    try:
+        sentinel = sentinels_of(os.getpid()) - before
+        assert len(sentinel) == 1
+        os.kill(next(iter(sentinel)), signal.SIGKILL)
+        assert not procs.wait_gone(sentinel, 30.0)
+    finally:
+        server.close()
+    assert server.proc.returncode == 0
