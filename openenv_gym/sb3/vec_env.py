@@ -114,7 +114,8 @@ class RemoteVecEnv(VecEnv):
         Args:
             actions: One action per env, ``actions[i]`` env i's, as SB3's own VecEnvs take them
                 (``(num_envs, *action_space.shape)`` for arrays; a list of dicts for a Dict
-                space, where a dict of per-env values, Gymnasium's batched form, works too).
+                space, where a dict of per-env values, Gymnasium's batched form, works too;
+                a list of per-env tuples for a Tuple space, where a tuple is the batched form).
         """
         self.venv.step_async(_batched(self.action_space, actions))
 
@@ -245,9 +246,13 @@ def _batched(space: spaces.Space, actions: Any) -> Any:
     """SB3's actions, one per env, in the batched form the Gymnasium vector env takes for a space
     without an array column (Dict, Tuple, Text): DummyVecEnv and SubprocVecEnv hand env i
     ``actions[i]``, where the vector env wants ``{field: (env 0's, env 1's, ...)}`` and
-    refused a list of per-env dicts. Array actions, and a dict (the batched form already),
-    pass as they are."""
+    refused a list of per-env dicts. Array actions, a dict, and a tuple for a Tuple space (the
+    batched forms already) pass as they are."""
     if is_flat(space) or not isinstance(actions, (list, tuple, np.ndarray)):
+        return actions
+    if isinstance(space, spaces.Tuple) and isinstance(actions, tuple):
+        # Gymnasium's batched Tuple: with as many envs as parts, ([1, 2], [0, 1]) also reads
+        # as per-env actions, and transposed each env would get another's. Per env: a list.
         return actions
     if isinstance(actions, np.ndarray) and actions.ndim == 0:  # one object, not one per env
         return actions
