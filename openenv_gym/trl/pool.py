@@ -134,9 +134,14 @@ class Episode:
             self._client.drop()
             self._client.address = self.pool.workers[self.worker].address
         started = time.monotonic()
+        limit = min(self.pool.step_timeout, self._budget)
         try:
-            return self._client.request(message, timeout=min(self.pool.step_timeout, self._budget))
+            return self._client.request(message, timeout=limit)
         except WorkerTimeoutError:
+            if limit < self._budget:  # the request's own cap ran out, not the episode's time
+                raise _Failure("timeout", f"worker {self.worker} gave no answer within "
+                                          f"step_timeout={self.pool.step_timeout}s (raise it if "
+                                          "the env is slow)") from None
             raise _Failure("timeout", f"episode exceeded episode_timeout={self.pool.episode_timeout}s "
                                       f"(worker {self.worker} gave no answer in time)") from None
         except SessionNotFoundError as exc:
