@@ -32,6 +32,12 @@ def test_ansi_colors_are_shown_as_colors_without_console_errors(browser, tmp_pat
         background = agent.evaluate("(span) => getComputedStyle(span).backgroundColor")
         assert background == "rgb(229, 72, 77)"  # red, as the terminal shows it
         assert len(text.replace("\n", "")) == 16 + len(text.splitlines()[0])  # the 4×4 map, all of it
+        # A 256-colour or 24-bit colour's arguments are no codes of their own: its 0 is no
+        # reset, its 1 no bold (the page draws neither kind, and keeps what was set before).
+        red = {"backgroundColor": "red"}
+        for params in ("38;5;1", "38;2;255;0;0", "48;5;0", "38;2;0;1;1;1"):
+            assert page.evaluate("([style, params]) => sgr(style, params)", [red, params]) == \
+                (red | {"fontWeight": "bold"} if params.endswith(";1;1;1") else red), params
         client.drop()
         assert errors == []  # nor the failed request of a missing /favicon.ico
     finally:
