@@ -322,7 +322,7 @@ class EnvPool:
         self._next_worker = itertools.count()
         self._executor = ThreadPoolExecutor(max_workers=num_workers * concurrency,
                                             thread_name_prefix="openenv-trl")
-        client = BinaryClient(self.workers[0].address, self.step_timeout)
+        client = BinaryClient(self.workers[0].address, self.step_timeout, timeout_name="step_timeout")
         try:
             spec = client.request(ops.spec())["spec"]
             self.spec: dict[str, Any] = spec

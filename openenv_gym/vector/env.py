@@ -886,8 +886,8 @@ class RemoteVectorEnv(VectorEnv):
             return cls(f"{text}\n(the worker is replaced: its envs start fresh episodes, reported "
                        "with worker_restarted at their next step)")
         if self.on_worker_error == "restart":  # a reset whose retry on a fresh worker failed too
-            slow = "; raise step_timeout= if the env is slow to reset" if cls is WorkerTimeoutError else ""
-            return cls(f"{text}\n(it failed again on a fresh worker{slow})")
+            # A timeout's text already says to raise step_timeout (the client knows its name).
+            return cls(f"{text}\n(it failed again on a fresh worker)")
         return cls(f"{text}\n(on_worker_error='raise': the next reset() replaces the worker; pass "
                    "on_worker_error='restart' to replace failed workers and continue with "
                    "truncated episodes)")
