@@ -31,8 +31,9 @@ class GymEnv(Environment):
         info_types: The plain infos the env reports every step, key -> ``"int"``,
             ``"float"`` or ``"bool"`` (MuJoCo's ``{"x_position": "float", ...}``): a vector env
             then carries them in shared memory (see :attr:`Environment.info_types`).
-        **kwargs: Passed to ``gym.make`` (``max_episode_steps``, ``disable_env_checker``,
-            env arguments).
+        **kwargs: Passed to ``gym.make`` (``max_episode_steps``, env arguments; and
+            ``disable_env_checker``, off by default, which reaches the worker through
+            ``env_kwargs=``: the trainer's ``gym.make`` takes that name for itself).
 
     Raises:
         InvalidRequestError: ``env_id`` names an ``OpenEnv/*`` env, which is served remotely
