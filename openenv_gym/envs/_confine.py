@@ -11,6 +11,9 @@ are started through :meth:`Ruleset.spawn`, and each child, and anything it start
 - signal, ptrace or reach through abstract Unix sockets only processes of its own domain,
 - create sockets only of :attr:`Confinement.socket_families` (a seccomp filter: Landlock
   does not cover connecting to a Unix socket by its path, nor UDP).
+- change the metadata (mode, times, extended attributes) of nothing outside
+  :attr:`Confinement.write`, where the worker may mount (root): every other mount is
+  read-only in the child's mount namespace (:func:`_read_only_view`).
 
 This is what gives the process provider a file-system and network boundary, and what keeps
 the HumanEval answer key, which sits in the worker's site-packages, out of a completion's
@@ -217,7 +220,8 @@ class Ruleset:
             if requests is not None:
                 if not self._spawner_started:
                     # The thread gets its own descriptor: close() may run before it has used it.
-                    threading.Thread(target=_spawner, args=(os.dup(self.fd), self._program, requests),
+                    threading.Thread(target=_spawner, args=(os.dup(self.fd), self._program, requests,
+                                                            self.confinement.write),
                                      name="landlock-spawner", daemon=True).start()
                     self._spawner_started = True
                 requests.put((start, done))
@@ -250,7 +254,7 @@ class Ruleset:
         outcome: list[tuple[int, bool, Any]] = []
 
         def confined() -> None:
-            error = _restrict_thread(fd, self._program)
+            error = _restrict_thread(fd, self._program, self.confinement.write)
             os.close(fd)
             try:
                 if error is not None:
@@ -307,7 +311,8 @@ class Ruleset:
 
 
 def _spawner(fd: int, program: bytes | None,
-             requests: "queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None]") -> None:
+             requests: "queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None]",
+             writable: tuple[str, ...] = ()) -> None:
     """The confined thread: restrict itself, then run start requests until told to stop.
 
     Landlock, ``no_new_privs``, an empty capability set and the seccomp ``program`` apply to
@@ -315,7 +320,7 @@ def _spawner(fd: int, program: bytes | None,
     starts from then on. If it cannot restrict itself, every request fails: no child is
     ever started unconfined.
     """
-    error = _restrict_thread(fd, program)
+    error = _restrict_thread(fd, program, writable)
     os.close(fd)  # this thread's own copy (see Ruleset)
     while (request := requests.get()) is not None:
         start, done = request
@@ -328,9 +333,13 @@ def _spawner(fd: int, program: bytes | None,
             done.set_exception(exc)
 
 
-def _restrict_thread(fd: int, program: bytes | None) -> RuntimeError | None:
-    """Confine the calling thread and what it starts: ``no_new_privs``, the Landlock ruleset
-    ``fd``, no capabilities, the seccomp ``program``. Returns why that failed, or None."""
+def _restrict_thread(fd: int, program: bytes | None, writable: tuple[str, ...] = ()) -> RuntimeError | None:
+    """Confine the calling thread and what it starts: a read-only view of the machine but
+    ``writable`` (where it may mount: :func:`_read_only_view`), ``no_new_privs``, the Landlock
+    ruleset ``fd``, no capabilities, the seccomp ``program``. Returns why that failed, or None."""
+    error = _read_only_view(writable)
+    if error is not None:
+        return error
     if not (_prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 and _syscall(_SYS_RESTRICT_SELF, fd, 0) == 0):
         return RuntimeError(f"landlock_restrict_self failed ({os.strerror(ctypes.get_errno())}); "
                             "the child was not started")
@@ -344,6 +353,62 @@ def _restrict_thread(fd: int, program: bytes | None) -> RuntimeError | None:
             return RuntimeError(f"seccomp filter refused ({os.strerror(ctypes.get_errno())}); "
                                 "the child was not started")
     return None
+
+
+# -- a read-only view of the machine ----------------------------------------------------------
+_CLONE_NEWNS, _CLONE_FS = 0x00020000, 0x00000200
+_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
+_SYS_MOUNT_SETATTR = 442  # x86-64 and the generic table alike
+_AT_FDCWD, _AT_RECURSIVE = -100, 0x8000
+_MOUNT_ATTR_RDONLY = 0x1
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def _read_only_view(writable: tuple[str, ...]) -> RuntimeError | None:
+    """Give the calling thread (and what it starts) a mount namespace of its own in which
+    every mount is read-only but ``writable``, which stays as it was.
+
+    Landlock does not cover a file's metadata: a confined child changed the mode, group,
+    times and extended attributes of any file its user owns, anywhere: as root,
+    ``chmod 0777 /etc/shadow``, ``chmod 0 /usr/bin/python3`` or a set-uid bit on a system
+    program; as any user, that user's keys and checkpoints. A read-only mount refuses those
+    (``EROFS``), as Docker's read-only root does. Only a thread that may mount (root with
+    CAP_SYS_ADMIN; the capabilities go right after) gets one; elsewhere nothing changes.
+    Must run before Landlock restricts the thread (a Landlock domain may not mount).
+
+    Returns:
+        Why the child's own folder could not stay writable (it is then not started), or None.
+    """
+    if os.geteuid() != 0 or not writable:
+        return None
+    # unshare(CLONE_NEWNS) takes the thread's own copy of its cwd and root (CLONE_FS) too.
+    if _libc.unshare(_CLONE_NEWNS | _CLONE_FS) != 0:
+        return None  # no CAP_SYS_ADMIN (root in a container): no view, as before
+    folders = [os.fsencode(path) for path in writable if os.path.isdir(path)]
+    # Private first: a change here must never reach the worker's namespace or the host's.
+    # Until / is read-only the copy is the worker's view: a refusal (a security module that
+    # forbids mount) leaves the thread as it was, as where it may not mount at all.
+    setup = [lambda: _libc.mount(b"none", b"/", None, ctypes.c_ulong(_MS_REC | _MS_PRIVATE), None)]
+    setup += [lambda p=p: _libc.mount(p, p, None, ctypes.c_ulong(_MS_BIND | _MS_REC), None) for p in folders]
+    setup += [lambda: _mount_setattr(b"/", _MountAttr(attr_set=_MOUNT_ATTR_RDONLY))]
+    if any(call() != 0 for call in setup):
+        return None
+    for folder in folders:
+        if _mount_setattr(folder, _MountAttr(attr_clr=_MOUNT_ATTR_RDONLY)) != 0:
+            err = ctypes.get_errno()
+            return RuntimeError(f"read-only view: {os.fsdecode(folder)} could not stay writable "
+                                f"({os.strerror(err)}); the child was not started")
+    return None
+
+
+def _mount_setattr(path: bytes, attr: _MountAttr) -> int:
+    """``mount_setattr(AT_FDCWD, path, AT_RECURSIVE, attr)`` (Linux 5.12+)."""
+    return int(_syscall(_SYS_MOUNT_SETATTR, ctypes.c_int(_AT_FDCWD), path, ctypes.c_uint(_AT_RECURSIVE),
+                        ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))))
 
 
 # -- capabilities -----------------------------------------------------------------------------

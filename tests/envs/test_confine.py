@@ -80,7 +80,9 @@ def test_files_and_tcp_outside_the_rules_are_refused(box: Path, listener: socket
     os.unlink(box / "new.txt")
     with _rules(box) as rules:
         got = _python(code, box / "box", rules)
-    assert got["read_outside"] == got["list_outside"] == got["write_outside"] == "PermissionError", got
+    assert got["read_outside"] == got["list_outside"] == "PermissionError", got
+    # EROFS (OSError) where the worker may mount: its children see every mount but theirs read-only.
+    assert got["write_outside"] in ("PermissionError", "OSError"), got
     # The worker's environment (on the process provider, the trainer's: API keys) stays closed.
     assert got["parent_environ"] == "PermissionError", got
     assert got["write_inside"] == got["read_inside"] == got["mkdir_inside"] == got["rename_inside"] == "ok", got
