@@ -455,7 +455,7 @@ _ARCHES = {
         "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
         "mq_notify": 244, "mq_getsetattr": 245,
         "inotify_init": 253, "inotify_add_watch": 254, "inotify_init1": 294,
-        "fanotify_init": 300, "fanotify_mark": 301}),
+        "fanotify_init": 300, "fanotify_mark": 301, "memfd_create": 319, "memfd_secret": 447}),
     "aarch64": (0xC00000B7, {
         "socket": 198, "io_uring_setup": 425, "prlimit64": 261, "setpriority": 140,
         "sched_setparam": 118, "sched_setscheduler": 119, "sched_setaffinity": 122,
@@ -465,7 +465,8 @@ _ARCHES = {
         "add_key": 217, "request_key": 218, "keyctl": 219,
         "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
         "mq_notify": 184, "mq_getsetattr": 185,
-        "inotify_init1": 26, "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263}),
+        "inotify_init1": 26, "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263,
+        "memfd_create": 279, "memfd_secret": 447}),
 }
 #: System calls that act on another process by its pid and that Landlock does not scope
 #: (it scopes signals and ptrace only): a child may use them on itself only (pid 0), not on
@@ -509,6 +510,12 @@ _POSIX_MQ = ("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_noti
 #: also count against the user's ``fs.inotify.max_user_instances`` (128), the trainer's.
 _WATCHES = ("inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark")
 
+#: Memory files: what a child writes to a ``memfd`` is memory (shmem) that its address-space
+#: limit (RLIMIT_AS, Coding's ``memory_mb``) does not count, as long as it is not mapped. A
+#: child held to 256 MiB kept 640 MiB in memfds (256 descriptors of 16 MiB each, per process
+#: of its budget): on a worker without a cgroup that is the host's memory.
+_MEMORY_FILES = ("memfd_create", "memfd_secret")
+
 
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
@@ -522,7 +529,8 @@ def _seccomp_filter(families: tuple[int, ...] | None) -> bytes | None:
     call), and system calls of another ABI (i386 through ``int 0x80``, x32), whose numbers
     this program does not check. It also refuses the calls of :data:`_SELF_ONLY` on any
     process but the caller, System V IPC (:data:`_SYSV_IPC`), kernel keys (:data:`_KEYS`),
-    POSIX message queues (:data:`_POSIX_MQ`) and file-system watches (:data:`_WATCHES`). None on a machine it has
+    POSIX message queues (:data:`_POSIX_MQ`), file-system watches (:data:`_WATCHES`) and memory
+    files (:data:`_MEMORY_FILES`). None on a machine it has
     no numbers for (the Landlock rules still apply).
     """
     import platform
@@ -548,7 +556,7 @@ def _seccomp_filter(families: tuple[int, ...] | None) -> bytes | None:
     op(load, 0)                                         # seccomp_data.nr
     op(jge, _X32_SYSCALL_BIT, "enosys", None)           # x32
     op(jeq, nr["io_uring_setup"], "enosys", None)
-    for name in _SYSV_IPC + _KEYS + _POSIX_MQ + _WATCHES:
+    for name in _SYSV_IPC + _KEYS + _POSIX_MQ + _WATCHES + _MEMORY_FILES:
         if name in nr:  # aarch64 has no inotify_init (only inotify_init1)
             op(jeq, nr[name], "eperm", None)
     for name, (who, which) in _SELF_ONLY.items():
