@@ -19,9 +19,11 @@ A worker that cannot notice (stopped, or hung in native code) is ended by the se
 clean-up once the owner is gone. When the server is killed with its owner (Ray ends an
 actor and its direct children, the server among them), a sentinel does that instead: a
 process the server starts first, detached (so not the owner's child), which waits on a pipe
-to the server. A byte means the server ended on its own; end of file without one means it
-was killed, and the sentinel then waits for the owner to be gone and sweeps what dead owners
-left (their workers' cgroups, with any hung worker in them, and their folders).
+to the server. A byte means the server ended on its own with nothing left to do (its owner
+said goodbye, or it cleaned up after it); end of file without one means it was killed (or
+found its owner still there when the socket closed), and the sentinel then waits for the
+owner to be gone and sweeps what dead owners left (their workers' cgroups, with any hung
+worker in them, and their folders).
 
 Requests and replies:
 
@@ -72,20 +74,24 @@ def serve(sock: socket.socket, owner_pid: int) -> None:
         owner_pid: The process that started the server (its parent).
     """
     sentinel = _start_sentinel(sock, owner_pid)
+    done = False
     try:
         server = _Server(sock, sentinel)
         try:
             told = server.run(owner_pid)
         except (BrokenPipeError, ConnectionResetError):
             told = False  # the owner went away mid-request
-        if not told:
-            _clean_up_after(owner_pid, server)
+        done = told or _clean_up_after(owner_pid, server)
     finally:
-        # Ended on its own: the sentinel has nothing to do. One already gone (killed) leaves
-        # no reader, and its EPIPE must not turn a clean exit into a traceback on the owner's
-        # stderr (or hide the exception that ended the server).
-        with contextlib.suppress(OSError):
-            os.write(sentinel, b"e")
+        # Said goodbye, or cleaned up after a dead owner: the sentinel has nothing to do.
+        # Otherwise (the owner seemed to live on, or this server failed) it gets end of file
+        # without the byte, and sweeps once the owner is gone: an owner whose socket closed
+        # while it was still dying (a slow exit) would else leave a hung worker behind.
+        # A sentinel already gone (killed) leaves no reader, and its EPIPE must not turn a
+        # clean exit into a traceback on the owner's stderr (or hide what ended the server).
+        if done:
+            with contextlib.suppress(OSError):
+                os.write(sentinel, b"e")
         os.close(sentinel)
 
 
@@ -131,7 +137,7 @@ def _watch_server(pipe: int, owner_pid: int, start: str) -> None:
     from openenv_gym.providers._docker_owner import owner_alive
 
     if os.read(pipe, 1):
-        return  # the server ended on its own, after its own clean-up if it had one to do
+        return  # the server ended on its own, with nothing left for the sentinel to do
     while owner_alive(owner_pid, start):
         time.sleep(1.0)
     time.sleep(SENTINEL_GRACE)
@@ -143,19 +149,20 @@ def _watch_server(pipe: int, owner_pid: int, start: str) -> None:
     sweep_orphans(runtime_dir(sweep=False))
 
 
-def _clean_up_after(owner_pid: int, server: "_Server") -> None:
+def _clean_up_after(owner_pid: int, server: "_Server") -> bool:
     """Once an owner that left without a goodbye is gone, remove what it left: pool folders
-    and cgroups of the workers it was still starting.
+    and cgroups of the workers it was still starting. Returns whether it did.
 
     A running worker cleans up after its owner itself (``--owner-pid``); one not yet forked
     (the owner died while this server imported) or held for its cgroup never will. The
-    socket also closes under an owner that lives on (a request cut short by Ctrl-C): then
-    this server is not re-parented, and nothing is removed.
+    socket also closes under an owner that lives on (a request cut short by Ctrl-C), or one
+    still dying: then this server is not re-parented within 2 s, nothing is removed, and the
+    sentinel is left to sweep once the owner is gone.
     """
     deadline = time.monotonic() + 2.0
     while os.getppid() == owner_pid:
         if time.monotonic() > deadline:
-            return
+            return False
         time.sleep(0.05)
     # Re-parented: the owner died. Its folders are swept once it is reaped (a zombie's pid
     # still names a process, and the sweep spares any pid that does).
@@ -170,6 +177,7 @@ def _clean_up_after(owner_pid: int, server: "_Server") -> None:
     from openenv_gym.providers._runtime import runtime_dir, sweep_orphans
 
     sweep_orphans(runtime_dir(sweep=False))
+    return True
 
 
 class _Server:

@@ -78,3 +78,50 @@ def test_a_fork_server_whose_sentinel_is_gone_still_ends_cleanly(procs) -> None:
     finally:
         server.close()
     assert server.proc.returncode == 0
+
+
+SLOW_TO_DIE = """
+import gymnasium as gym, openenv_gym, os, sys
+from openenv_gym.providers import _forks
+envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=1)
+envs.reset(seed=0)
+print(*(w.pid for w in envs.unwrapped.workers), flush=True)
+sys.stdin.readline()
+for server in _forks._servers.values():
+    server._sock.close()  # as a dying owner's files close, before it is re-parented away
+print("closed", flush=True)
+sys.stdin.readline()
+os._exit(0)
+"""
+
+
+def test_a_stopped_worker_is_ended_when_its_trainer_dies_slower_than_the_server_waits(procs) -> None:
+    # A trainer's files close before it is gone (a slow exit: a GPU context torn down, many
+    # threads): its fork server saw the socket close while it was still there, judged it
+    # alive after 2 s and, leaving the clean-up undone, told its sentinel to leave too. The
+    # stopped worker then lived on until some later trainer's start swept it.
+    trainer = subprocess.Popen([sys.executable, "-c", SLOW_TO_DIE], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    stopped = None
+    try:
+        first, second = trainer.stdout.readline().split()
+        stopped, running = int(first), int(second)
+        server = int(proc_status(stopped)["PPid"])
+        sentinels = sentinels_of(trainer.pid)
+        assert sentinels, "the fork server started a sentinel"
+        stop_process(stopped)
+        trainer.stdin.write("close\n")
+        trainer.stdin.flush()
+        assert trainer.stdout.readline().strip() == "closed"
+        assert not procs.wait_gone({server}, 30.0), "the server ends on its closed socket"
+        assert procs.running(sentinels) == sentinels, "the sentinel waits for the trainer to be gone"
+        trainer.stdin.write("exit\n")
+        trainer.stdin.flush()
+        trainer.wait(30)
+        assert not procs.wait_gone({running}, 30.0), "the running worker noticed its owner is gone"
+        assert not procs.wait_gone({stopped}, 90.0), "the stopped worker lives on"
+        assert not procs.wait_gone(sentinels, 30.0), "the sentinel ended after its sweep"
+    finally:
+        trainer.kill()
+        if stopped is not None and procs.running({stopped}):
+            os.kill(stopped, signal.SIGKILL)
