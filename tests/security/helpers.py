@@ -119,6 +119,24 @@ def sentinels_of(owner: int) -> set[int]:
     return {p for p in _run_for(owner, b"openenv_gym.server.forkserver") if b"--sentinel" in cmdline(p)}
 
 
+def key_values(text: str) -> dict[str, str]:
+    """The ``key=value`` lines an attack printed (what it observed), as a dict."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def one_coding_step(code: str, **env_kwargs: Any) -> dict[str, Any]:
+    """The observation of one step of ``code`` in a fresh Coding-v0 env on the process provider."""
+    import gymnasium as gym
+
+    env = gym.make("OpenEnv/Coding-v0", provider="process", **env_kwargs)
+    try:
+        env.reset()
+        obs, *_ = env.step({"code": code})
+    finally:
+        env.close()
+    return obs
+
+
 def processes_with_home_under(base: str) -> set[int]:
     """Processes (host or container) whose HOME lies under ``base``: a sandbox's children.
 

@@ -33,7 +33,7 @@ from openenv_gym.errors import OpenEnvError, WorkerError
 from openenv_gym.providers._tmpfs import support as tmpfs_support
 from tests.conftest import ATTEMPT, SIGNAL_EVERY_THREAD, require_docker
 from tests.security import helpers
-from tests.security.helpers import HostProbe, record
+from tests.security.helpers import HostProbe, key_values, record
 
 STEP_TIMEOUT = 3.0
 #: A liveness bound on getting a working episode back (not a speed claim: the table
@@ -115,7 +115,7 @@ def _check_lines(expected: dict[str, str]) -> Callable[[Any], str]:
     def check(outcome: Any) -> str:
         obs = _obs(outcome)
         assert obs["exit_code"] == 0, obs
-        got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
+        got = key_values(obs["stdout"])
         for key, want in expected.items():
             assert got.get(key) == want, f"{key}: {got.get(key)!r} != {want!r}\n{obs}"
         return "; ".join(f"{k}={got[k]}" for k in expected)
@@ -141,7 +141,7 @@ def _check_signal_refused(outcome: Any) -> str:
 
 def _check_confined(outcome: Any) -> str:
     obs = _obs(outcome)
-    got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
+    got = key_values(obs["stdout"])
     want = {"answer_key": "PermissionError", "host_file": "unreadable", "other_sandboxes": "PermissionError",
             "write_tmp": "PermissionError", "write_cwd": "ok"}
     want |= {"tcp_connect": "PermissionError", "tcp_bind": "PermissionError",  # no socket at all
@@ -543,7 +543,7 @@ def test_a_step_cannot_change_the_trainers_limits_or_priority(provider: str) -> 
             attempt("own_rlimit", lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
             attempt("own_affinity", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
             """)})
-        got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
+        got = key_values(obs["stdout"])
         want = {f"{who}_{what}": "PermissionError" for who in ("trainer", "worker")
                 for what in ("prlimit", "renice", "affinity")}
         want |= {"own_rlimit": "ok", "own_affinity": "ok"}
@@ -615,7 +615,7 @@ def test_a_step_run_by_root_holds_no_capability(provider: str) -> None:
             buf = ctypes.create_string_buffer(4096)
             print("syslog=" + ("refused" if libc.klogctl(3, buf, len(buf)) < 0 else "read"))
             """)})
-        got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
+        got = key_values(obs["stdout"])
         assert got == {"effective": "0", "permitted": "0", "sethostname": "refused", "syslog": "refused"}, obs
     finally:
         env.close()

@@ -20,6 +20,7 @@ import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.envs._confine import abi as landlock_abi
+from tests.security.helpers import key_values
 
 pytestmark = pytest.mark.skipif(os.uname().machine != "x86_64" or landlock_abi() < 1,
                                 reason="x86-64 syscall numbers; needs Landlock")
@@ -64,7 +65,7 @@ def test_a_step_can_neither_leave_nor_remove_a_posix_message_queue() -> None:
     finally:
         env.close()
     try:
-        got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
+        got = key_values(obs["stdout"])
         assert got == {"create": "EPERM", "unlink": "EPERM"}, obs
         assert not _mq_exists(left), "the step left a message queue behind the worker"
         assert _mq_exists(mine), "the step removed the trainer's message queue"

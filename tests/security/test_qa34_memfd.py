@@ -16,7 +16,7 @@ import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.envs._confine import abi as landlock_abi
-from tests.security.helpers import record
+from tests.security.helpers import key_values, one_coding_step, record
 
 pytestmark = pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64") or landlock_abi() < 1,
                                 reason="the seccomp filter has numbers for x86-64 and arm64; needs Landlock")
@@ -37,13 +37,8 @@ def test_a_step_cannot_hold_memory_in_memfds_past_its_limit() -> None:
             print("memfd=" + str(exc.strerror))
         print("held=" + str(held))
     """)
-    env = gym.make("OpenEnv/Coding-v0", provider="process", step_timeout=20.0, memory_mb=256)
-    try:
-        env.reset()
-        obs, *_ = env.step({"code": code})
-    finally:
-        env.close()
-    got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
+    obs = one_coding_step(code, step_timeout=20.0, memory_mb=256)
+    got = key_values(obs["stdout"])
     assert got == {"memfd": "Operation not permitted", "held": "0"}, obs
     record("attacks", "memfds past the address-space limit (RLIMIT_AS does not count them)",
            "memfd_create refused (seccomp)", f"memfd={got['memfd']}; held {got['held']} MiB", "process")

@@ -23,7 +23,7 @@ import pytest
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.envs._confine import abi as landlock_abi
 from openenv_gym.providers._tmpfs import support as mount_support
-from tests.security.helpers import record
+from tests.security.helpers import key_values, one_coding_step, record
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1 or not mount_support()[0],
                                 reason="needs Landlock and a worker that may mount (root with CAP_SYS_ADMIN)")
@@ -66,13 +66,8 @@ def test_a_coding_step_cannot_change_a_host_files_metadata(canary: str) -> None:
             except OSError as exc:
                 print(name + "=" + str(exc.strerror))
     """)
-    env = gym.make("OpenEnv/Coding-v0", provider="process", step_timeout=10.0)
-    try:
-        env.reset()
-        obs, *_ = env.step({"code": code})
-    finally:
-        env.close()
-    got = dict(line.split("=", 1) for line in obs["stdout"].splitlines() if "=" in line)
+    obs = one_coding_step(code, step_timeout=10.0)
+    got = key_values(obs["stdout"])
     refused = "Read-only file system"
     assert got == {"chmod": refused, "utime": refused, "chown": refused, "setxattr": refused,
                    "own_chmod": "ok"}, obs
@@ -92,7 +87,7 @@ def test_a_git_command_cannot_change_a_host_files_metadata(canary: str) -> None:
                                        "echo own=$(stat -c %a own.sh)"})
     finally:
         env.close()
-    got = dict(line.split("=", 1) for line in obs["output"].splitlines() if "=" in line)
+    got = key_values(obs["output"])
     assert got == {"chmod": "1", "touch": "1", "own": "755"}, obs
     _unchanged(canary)
     record("attacks", "Git-v0 command: chmod and touch of a host file (Landlock does not cover metadata)",
