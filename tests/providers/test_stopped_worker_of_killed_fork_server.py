@@ -51,11 +51,16 @@ def test_a_stopped_worker_is_ended_when_its_trainer_and_fork_server_are_killed(p
             os.kill(stopped, signal.SIGKILL)
 
 
-def test_a_fork_server_that_ends_on_its_own_takes_its_sentinel_along(procs) -> None:
+def _server_and_its_sentinel() -> tuple[_forks.ForkServer, set[int]]:
+    """A new fork server of this process, and the pid of the sentinel it started."""
     before = sentinels_of(os.getpid())
     server = _forks.ForkServer(worker_environ(trainer_path=True))
+    return server, sentinels_of(os.getpid()) - before
+
+
+def test_a_fork_server_that_ends_on_its_own_takes_its_sentinel_along(procs) -> None:
+    server, sentinel = _server_and_its_sentinel()
     try:
-        sentinel = sentinels_of(os.getpid()) - before
         assert len(sentinel) == 1
         assert int(proc_status(next(iter(sentinel)))["PPid"]) != server.proc.pid, \
             "the sentinel is not the server's child (Ray would end it with the server)"
@@ -68,10 +73,8 @@ def test_a_fork_server_that_ends_on_its_own_takes_its_sentinel_along(procs) -> N
 def test_a_fork_server_whose_sentinel_is_gone_still_ends_cleanly(procs) -> None:
     # A sentinel killed first (by anyone) left the server's goodbye to it unread: the write's
     # EPIPE ended the server with a traceback on its owner's stderr and exit status 1.
-    before = sentinels_of(os.getpid())
-    server = _forks.ForkServer(worker_environ(trainer_path=True))
+    server, sentinel = _server_and_its_sentinel()
     try:
-        sentinel = sentinels_of(os.getpid()) - before
         assert len(sentinel) == 1
         os.kill(next(iter(sentinel)), signal.SIGKILL)
         assert not procs.wait_gone(sentinel, 30.0)
