@@ -34,7 +34,7 @@ _MODE, _MTIME = 0o600, 1_577_836_800  # what the canary has, and must keep
 @pytest.fixture()
 def canary() -> Iterator[str]:
     """A file of the trainer's, outside every sandbox (in the home: not the worker's tmpfs)."""
-    folder = tempfile.mkdtemp(prefix="openenv-gym-qa34-", dir=os.path.expanduser("~"))
+    folder = tempfile.mkdtemp(prefix="openenv-gym-metadata-", dir=os.path.expanduser("~"))
     path = os.path.join(folder, "canary")
     with open(path, "w") as f:
         f.write("the trainer's file\n")
