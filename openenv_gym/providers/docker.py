@@ -23,7 +23,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from openenv_gym.catalog import EnvInfo, get_env_info
 from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
@@ -384,6 +384,19 @@ class DockerProvider(Provider):
             owner.reap_stale(self.client)
         owner.ensure_watchdog()
         return super().start(info.name, n, env_kwargs, pool)
+
+    def stop_all(self, workers: Sequence[Worker]) -> None:
+        """Stop workers concurrently, then close the Docker client's idle connections.
+
+        Every worker holds this provider's client: without this, a closed env whose worker
+        objects are still referenced (``workers = list(envs.workers)``) kept ~20 sockets to
+        the Docker daemon open until garbage collection. The client stays usable: a later
+        call opens new connections.
+        """
+        try:
+            super().stop_all(workers)
+        finally:
+            self.client.close()
 
     def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
         info = get_env_info(env)
