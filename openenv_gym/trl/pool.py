@@ -34,6 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+import gymnasium as gym
+
 from openenv_gym._numbers import is_finite, is_int
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.transport import BinaryClient
@@ -125,6 +127,7 @@ class Episode:
 
     # -- requests ------------------------------------------------------------------------
     def _request(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.pool._check_open()  # its workers are stopped: say so, not IndexError
         if self._budget <= 0:
             raise _Failure("timeout", f"episode exceeded episode_timeout={self.pool.episode_timeout}s")
         if self._generation != self.pool._generations[self.worker]:
@@ -318,6 +321,9 @@ class EnvPool:
         self._stop_workers = stop_when_dropped(self, self._provider, self.workers)
         self._generations = [0] * num_workers
         self._locks = [threading.Lock() for _ in range(num_workers)]
+        #: Set by :meth:`close`: a lane failing after it (its worker stopped under it) must
+        #: not start a replacement, which nothing would stop.
+        self._closed = False
         self._stats_lock = threading.Lock()
         self._next_worker = itertools.count()
         self._executor = ThreadPoolExecutor(max_workers=num_workers * concurrency,
@@ -358,6 +364,7 @@ class EnvPool:
         Returns:
             One :class:`~openenv_gym.trl.outcome.EpisodeOutcome` per job, in order.
         """
+        self._check_open()
         return list(self._executor.map(self._run_one, jobs))
 
     def _run_one(self, job: EpisodeJob) -> EpisodeOutcome:
@@ -381,15 +388,18 @@ class EnvPool:
 
         Close them with :meth:`Episode.close` (or :meth:`close_many`) when done.
         """
+        self._check_open()
         return [Episode(self, next(self._next_worker) % self.num_workers) for _ in range(n)]
 
     def reset_many(self, episodes: Sequence[Episode], options: Sequence[Optional[dict[str, Any]]],
                    seeds: Sequence[Optional[int]]) -> list[EpisodeOutcome]:
         """Reset every episode concurrently (``options[i]``/``seeds[i]`` for episode i)."""
+        self._check_open()
         return list(self._executor.map(lambda a: a[0].reset(a[1], a[2]), zip(episodes, options, seeds)))
 
     def step_many(self, episodes: Sequence[Episode], actions: Sequence[Any]) -> list[EpisodeOutcome]:
         """Step every episode with its action concurrently; ended episodes are left as they are."""
+        self._check_open()
         return list(self._executor.map(lambda a: a[0].step(a[1]), zip(episodes, actions)))
 
     def close_many(self, episodes: Sequence[Episode]) -> None:
@@ -416,16 +426,31 @@ class EnvPool:
         # A stuck worker may still be running the step that timed out: replace it rather
         # than let the next episode queue behind it. Episodes sharing it see a "crash".
         with self._locks[w]:
-            if self._generations[w] != seen_generation:
-                return  # another lane already replaced it
+            if self._closed or self._generations[w] != seen_generation:
+                return  # closing (its worker stops), or another lane already replaced it
             self._generations[w] += 1
             try:
                 self.workers[w].restart()
             except Exception as exc:  # keep the pool usable; the next request reports it
                 logger.error("could not restart worker %d: %s", w, exc)
 
+    def _check_open(self) -> None:
+        """Refuse a call on a closed pool (its workers are stopped).
+
+        Raises:
+            gym.error.ClosedEnvironmentError: :meth:`close` ran.
+        """
+        if self._closed:
+            raise gym.error.ClosedEnvironmentError(
+                f"this EnvPool ({self.info.name}) is closed; make a new one")
+
     def close(self) -> None:
-        """Stop the threads and every worker (safe to call twice)."""
+        """Stop the threads and every worker (safe to call twice, and from another thread
+        while leased episodes step: their failures then replace no worker)."""
+        self._closed = True
+        for lock in getattr(self, "_locks", ()):
+            with lock:  # a replacement already under way finishes first, and is stopped below
+                pass
         executor = getattr(self, "_executor", None)
         if executor is not None:
             executor.shutdown(wait=True)

@@ -1,0 +1,97 @@
+"""EnvPool.close() from another thread while a leased episode steps: the episode's failure
+(its worker stopped under it) must not start a replacement worker that nothing stops; and
+calls on a closed pool say it is closed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Callable
+
+import gymnasium as gym
+import pytest
+
+from openenv_gym.trl import EnvPool, EpisodeJob
+from openenv_gym.trl.outcome import EpisodeOutcome
+from tests.conftest import stop_process
+
+_SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
+
+
+def _sigterm_pending(pid: int) -> bool:
+    """Whether ``pid`` (stopped) holds a SIGTERM it has not handled: close() is stopping it."""
+    with open(f"/proc/{pid}/status") as f:
+        fields = dict(line.split(":", 1) for line in f if ":" in line)
+    return bool(int(fields["ShdPnd"], 16) & _SIGTERM_BIT)
+
+
+def _wait_for(check: Callable[[], bool]) -> bool:
+    """Poll ``check()`` for up to 30 s (a bounded wait, not a timing assertion)."""
+    ticker = threading.Event()
+    for _ in range(3000):
+        if check():
+            return True
+        ticker.wait(0.01)
+    return False
+
+
+def test_close_from_another_thread_leaves_no_worker_behind_a_failing_episode() -> None:
+    pool = EnvPool("echo", num_workers=2, provider="process", step_timeout=60)
+    stepped, idle = pool.workers
+    [episode, _] = pool.open(2)  # round-robin: the first is on worker 0
+    assert episode.worker == 0
+    closer = threading.Thread(target=pool.close, daemon=True)
+    try:
+        episode.reset(seed=0)
+        # Both workers hang: close() then waits out each one's SIGTERM grace, the idle
+        # worker's keeping it busy while the stepping episode fails.
+        stop_process(stepped.pid)
+        stop_process(idle.pid)
+        stepped_pid = stepped.pid
+        outcome: list[EpisodeOutcome | BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(episode.step({"message": "hi"}))
+            except BaseException as exc:  # noqa: BLE001
+                outcome.append(exc)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        closer.start()
+        # Once close() is stopping the stepping worker, it dies under the step in flight.
+        assert _wait_for(lambda: _sigterm_pending(stepped_pid))
+        os.kill(stepped_pid, signal.SIGKILL)
+        thread.join(60)
+        closer.join(60)
+        assert not thread.is_alive() and not closer.is_alive()
+        assert isinstance(outcome[0], EpisodeOutcome) and outcome[0].failure == "crash", outcome
+        # was: the failed step replaced its worker while close() stopped the pool, and the
+        # fresh worker process kept running after close() returned
+        assert not stepped.alive() and not idle.alive()
+    finally:
+        closer.join(60)
+        for worker in (stepped, idle):
+            if worker.alive():
+                worker.stop()
+
+
+def test_calls_on_a_closed_pool_say_it_is_closed() -> None:
+    pool = EnvPool("echo", num_workers=1, provider="process")
+    [episode] = pool.open(1)
+    episode.reset(seed=0)
+    pool.close()
+    # was: ZeroDivisionError (open), RuntimeError "cannot schedule new futures" (run) and
+    # IndexError (a leased episode's step), none naming the closed pool
+    calls = {
+        "open": lambda: pool.open(1),
+        "run": lambda: pool.run([EpisodeJob([{"message": "hi"}])]),
+        "step_many": lambda: pool.step_many([episode], [{"message": "hi"}]),
+        "episode.step": lambda: episode.step({"message": "hi"}),
+    }
+    for name, call in calls.items():
+        with pytest.raises(gym.error.ClosedEnvironmentError, match="EnvPool .* is closed"):
+            call()
+    episode.close()  # closing stays safe, as does closing the pool again
+    pool.close()
