@@ -73,11 +73,31 @@ __all__ = ["RemoteVectorEnv", "parse_autoreset_mode", "default_envs_per_worker"]
 
 def _in_turn(method: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``method`` holding the vector env's turn lock: calls from several threads take
-    turns (as a single env's do) instead of reading each other's replies from the columns."""
+    turns (as a single env's do) instead of reading each other's replies from the columns.
+    A step another thread sent (``step_async``) and has yet to gather is its turn too: the
+    call waits for it instead of discarding it (SB3's ``step`` is two calls)."""
     @functools.wraps(method)
     def wrapper(self: "RemoteVectorEnv", *args: Any, **kwargs: Any) -> Any:
         with self._turns:
-            return method(self, *args, **kwargs)
+            self._wait_for_pending_step()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                if self._pending is None:
+                    self._turn_done.notify_all()
+    return wrapper
+
+
+def _gathering(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``method`` (a ``step_wait``) holding the turn lock, without waiting for a pending
+    step: it is the one gathering it."""
+    @functools.wraps(method)
+    def wrapper(self: "RemoteVectorEnv", *args: Any, **kwargs: Any) -> Any:
+        with self._turns:
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self._turn_done.notify_all()
     return wrapper
 
 
@@ -87,7 +107,8 @@ _vector_envs: "weakref.WeakSet[RemoteVectorEnv]" = weakref.WeakSet()
 
 def _fresh_locks_after_fork() -> None:
     for envs in list(_vector_envs):
-        envs._turns = threading.RLock()  # another thread may have held it at the fork
+        envs._new_turn_lock()  # another thread may have held it at the fork
+        envs._pending_thread = None  # the parent's threads are not in the child
 
 
 os.register_at_fork(after_in_child=_fresh_locks_after_fork)
@@ -163,7 +184,11 @@ class RemoteVectorEnv(VectorEnv):
                  copy: bool = True, shared_memory: bool | None = None,
                  env_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         _check_positive_int("num_envs", num_envs)
-        self._turns = threading.RLock()
+        #: The step or reset in flight: its commands and the workers it went to.
+        self._pending: tuple[np.ndarray, list[int], bool] | None = None
+        #: The thread that sent :attr:`_pending` (other threads' calls wait for it to gather).
+        self._pending_thread: threading.Thread | None = None
+        self._new_turn_lock()
         _vector_envs.add(self)
         env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
         render_mode = take_render_mode(env_kwargs, render_mode)
@@ -232,8 +257,6 @@ class RemoteVectorEnv(VectorEnv):
         #: Workers whose failure was raised (``on_worker_error="raise"``): the next reset()
         #: replaces them, as a single env's next reset replaces its failed worker.
         self._failed_workers: dict[int, str] = {}
-        #: The step or reset in flight: its commands and the workers it went to.
-        self._pending: tuple[np.ndarray, list[int], bool] | None = None
         #: The last step's (or reset's) infos that came inline, by env.
         self._step_infos: dict[int, dict[str, Any]] = {}
         #: ``{env: (final_obs, final_info)}`` of the last step (``SAME_STEP``), for SB3.
@@ -270,6 +293,23 @@ class RemoteVectorEnv(VectorEnv):
         except BaseException:
             self.close()
             raise
+
+    # -- turns ------------------------------------------------------------------------
+    def _new_turn_lock(self) -> None:
+        self._turns = threading.RLock()
+        #: Notified when a call ends with no step pending (the turn is free to take).
+        self._turn_done = threading.Condition(self._turns)
+
+    def _wait_for_pending_step(self) -> None:
+        """Wait (holding no turn) while another live thread's ``step_async`` awaits its
+        ``step_wait``; a pending step of this thread, or of a thread that ended, is left to
+        the call to handle (it discards it, or refuses a second ``step_async``)."""
+        me = threading.current_thread()
+        while self._pending is not None and self._pool is not None:
+            owner = self._pending_thread
+            if owner is None or owner is me or not owner.is_alive():
+                return
+            self._turn_done.wait(0.1)  # bounded: notices an owner thread that died meanwhile
 
     # -- properties -------------------------------------------------------------------
     @property
@@ -599,7 +639,7 @@ class RemoteVectorEnv(VectorEnv):
                 if problem is not None:
                     raise InvalidActionError(f"env {i}: {problem}; no env stepped")
 
-    @_in_turn
+    @_gathering
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Gather the replies of :meth:`step_async` into the batch buffers.
 
@@ -614,7 +654,7 @@ class RemoteVectorEnv(VectorEnv):
         self._gather()
         return self._batched()
 
-    @_in_turn
+    @_gathering
     def step_wait_per_env(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray,
                                           list[dict[str, Any]], dict[int, tuple[Any, dict[str, Any]]]]:
         """:meth:`step_wait` with per-env infos (as SB3 wants them) instead of a batched dict.
@@ -794,6 +834,7 @@ class RemoteVectorEnv(VectorEnv):
             self._out_of_sync()
             raise
         self._pending = (cmd, workers, any_skipped)
+        self._pending_thread = threading.current_thread()
 
     def _collect(self) -> tuple[np.ndarray, dict[int, Any], dict[int, tuple[Any, Any]],
                                 list[OpenEnvError], list[WorkerFailure]]:

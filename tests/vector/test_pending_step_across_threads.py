@@ -1,0 +1,63 @@
+"""A step sent with step_async is its thread's turn until step_wait gathers it: a call from
+another thread (a dashboard's get_attr or render beside SB3's training loop, whose ``step``
+is step_async then step_wait) waits for it instead of discarding it."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import gymnasium as gym
+
+import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.sb3 import RemoteVecEnv
+
+
+def _call_beside_pending_step(step_async: Callable[[], None], step_wait: Callable[[], Any],
+                              other: Callable[[], Any]) -> tuple[Any, list[Any]]:
+    """``step_async()``, then ``other()`` on another thread, then ``step_wait()``: what the
+    step gathered and what ``other`` returned (or raised)."""
+    step_async()
+    results: list[Any] = []
+
+    def run() -> None:
+        try:
+            results.append(other())
+        except BaseException as exc:  # noqa: BLE001
+            results.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    # Bounded: give the other call the chance to run first (it would, unless it waits).
+    thread.join(2)
+    gathered = step_wait()
+    thread.join(60)
+    assert not thread.is_alive()
+    return gathered, results
+
+
+def test_another_threads_get_attr_waits_for_a_pending_vector_step() -> None:
+    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", max_steps=7)
+    try:
+        envs.reset(seed=0)
+        # was: get_attr discarded the pending step, and step_wait raised NoAsyncCallError
+        (obs, *_), results = _call_beside_pending_step(
+            lambda: envs.step_async({"message": ("ab", "cd")}), envs.step_wait,
+            lambda: envs.get_attr("max_steps"))
+        assert list(obs["echo"]) == ["ab", "cd"]
+        assert results == [(7, 7)]
+    finally:
+        envs.close()
+
+
+def test_sb3_step_beside_another_threads_env_method() -> None:
+    venv = RemoteVecEnv("echo", 2, provider="process", max_steps=7)
+    try:
+        venv.reset()
+        (obs, *_), results = _call_beside_pending_step(
+            lambda: venv.step_async([{"message": "ab"}, {"message": "cd"}]), venv.step_wait,
+            lambda: venv.get_attr("max_steps"))
+        assert list(obs["echo"]) == ["ab", "cd"]
+        assert results == [[7, 7]]
+    finally:
+        venv.close()
