@@ -597,7 +597,7 @@ _live: "weakref.WeakSet[Child]" = weakref.WeakSet()
 _spawn_lock = threading.Lock()
 #: Whether this process is the subreaper of its children's orphans (:func:`adopt_orphans`).
 _adopting = False
-_PR_SET_CHILD_SUBREAPER = 36
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def adopt_orphans() -> bool:
@@ -613,7 +613,7 @@ def adopt_orphans() -> bool:
         Whether the kernel agreed.
     """
     global _adopting
-    _adopting = prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    _adopting = prctl(PR_SET_CHILD_SUBREAPER, 1)
     return _adopting
 
 

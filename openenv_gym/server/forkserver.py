@@ -15,6 +15,11 @@ one ``SOCK_SEQPACKET`` socket (one JSON message per packet), reaps its children 
 their exit statuses until the owner asks. It exits when the owner closes the socket or dies;
 workers outlive it only until they notice their owner is gone (``--owner-pid``).
 
+The server is the subreaper of its workers' descendants: what a worker killed mid-step
+(SIGKILL, an OOM kill) leaves running, its step's child in a session of its own, is
+re-parented to the server, which ends it within a second (where no cgroup holds the worker,
+nothing else would).
+
 A worker that cannot notice (stopped, or hung in native code) is ended by the server's
 clean-up once the owner is gone. When the server is killed with its owner (Ray ends an
 actor and its direct children, the server among them), a sentinel does that instead: a
@@ -82,6 +87,7 @@ def serve(sock: socket.socket, owner_pid: int) -> None:
         except (BrokenPipeError, ConnectionResetError):
             told = False  # the owner went away mid-request
         done = told or _clean_up_after(owner_pid, server)
+        server.end_adopted()  # none may outlive the server: init would adopt it
     finally:
         # Said goodbye, or cleaned up after a dead owner: the sentinel has nothing to do.
         # Otherwise (the owner seemed to live on, or this server failed) it gets end of file
@@ -190,8 +196,16 @@ class _Server:
         self.sock = sock
         self.sentinel = sentinel  # the sentinel's pipe: no worker may hold it
         self.worker_main = worker_main
+        self.forked: set[int] = set()  # workers forked and not reaped yet
         self.exited: dict[int, int] = {}  # child pid -> wait status, until the owner asks
         self.held: dict[int, int] = {}  # child pid -> the write end of the pipe it waits on
+        # After the sentinel's double fork (a subreaper would adopt the sentinel): what a
+        # killed worker's children become, orphans, is re-parented here and ended (see
+        # end_adopted), also where no cgroup holds the worker (a non-root trainer).
+        from openenv_gym.envs._confine import prctl
+        from openenv_gym.envs._exec import PR_SET_CHILD_SUBREAPER
+
+        self.adopting = prctl(PR_SET_CHILD_SUBREAPER, 1)
 
     def run(self, owner_pid: int) -> bool:
         """Serve until the owner leaves; returns whether it said goodbye (``bye``)."""
@@ -201,6 +215,7 @@ class _Server:
         while True:
             readable, _, _ = select.select([self.sock], [], [], 1.0)
             self.reap()
+            self.end_adopted()
             if not readable:
                 if os.getppid() != owner_pid:
                     return False  # re-parented: the owner died (a fork of it may hold the socket)
@@ -235,6 +250,7 @@ class _Server:
         finally:
             if gate:
                 os.close(gate[0])  # the child's end
+        self.forked.add(pid)
         if gate:
             self.held[pid] = gate[1]
         try:
@@ -274,6 +290,7 @@ class _Server:
             except ChildProcessError:
                 return  # none left
             if pid == 0:
+                self.end_adopted()
                 time.sleep(0.05)
 
     def reap(self) -> None:
@@ -284,9 +301,36 @@ class _Server:
                 return
             if pid == 0:
                 return
+            if pid not in self.forked:
+                continue  # an adopted orphan (end_adopted): nobody asks how it ended
+            self.forked.discard(pid)
             self.exited[pid] = status
             if pid in self.held:  # ended before its release (its owner stopped it)
                 os.close(self.held.pop(pid))
+
+    def end_adopted(self) -> None:
+        """SIGKILL what was re-parented to this server, a subreaper: the processes a worker
+        killed mid-step left running (its step's child, in a session of its own, and what
+        that started), which no cgroup ends where the worker has none. Only orphans of its
+        own workers reach this server; its workers themselves are never touched."""
+        if not self.adopting:
+            return
+        me = os.getpid()
+        try:
+            with open(f"/proc/{me}/task/{me}/children", "rb") as f:
+                children = [int(p) for p in f.read().split()]
+        except OSError:
+            return
+        for pid in children:
+            if pid in self.forked:
+                continue
+            try:  # a child not reaped yet: its pid cannot name another process
+                if os.getpgid(pid) == pid:
+                    os.killpg(pid, signal.SIGKILL)  # a session or group leader: its group too
+                else:
+                    os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
 
 
 def _fork(sock: socket.socket, argv: list[str], log: str, cwd: str,
