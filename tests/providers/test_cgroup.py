@@ -102,7 +102,10 @@ def _sleeping_step(worker) -> tuple[BinaryClient, int]:
 
 
 def test_stopping_a_crashed_worker_ends_the_step_it_left_running() -> None:
-    provider = ProcessProvider()
+    # Spawned, not forked: a fork server, the subreaper of its workers' descendants, would end
+    # the step itself within a second (tests/providers/test_killed_worker_leaves_no_child.py);
+    # here the cgroup is what must end it.
+    provider = ProcessProvider(fork=False)
     [worker] = provider.start("git")
     group = worker.cgroup
     try:
