@@ -114,10 +114,15 @@ class RemoteVecEnv(VecEnv):
         Args:
             actions: One action per env, ``actions[i]`` env i's, as SB3's own VecEnvs take them
                 (``(num_envs, *action_space.shape)`` for arrays; a list of dicts for a Dict
-                space, where a dict of per-env values, Gymnasium's batched form, works too;
-                a list of per-env tuples for a Tuple space, where a tuple is the batched form).
+                space, sent env by env, where a dict of per-env values, Gymnasium's batched
+                form, works too; a list of per-env tuples for a Tuple space, where a tuple is
+                the batched form).
         """
-        self.venv.step_async(_batched(self.action_space, actions))
+        rows = _per_env(self.action_space, actions)
+        if rows is None:
+            self.venv.step_async(actions)
+        else:
+            self.venv.step_async_per_env(rows)
 
     def step_wait(self) -> VecEnvStepReturn:
         """Gather the step; ended envs carry ``terminal_observation`` and ``TimeLimit.truncated``."""
@@ -242,37 +247,23 @@ def _same_options(a: dict[str, Any], b: dict[str, Any]) -> bool:
         return False
 
 
-def _batched(space: spaces.Space, actions: Any) -> Any:
-    """SB3's actions, one per env, in the batched form the Gymnasium vector env takes for a space
-    without an array column (Dict, Tuple, Text): DummyVecEnv and SubprocVecEnv hand env i
-    ``actions[i]``, where the vector env wants ``{field: (env 0's, env 1's, ...)}`` and
-    refused a list of per-env dicts. Array actions, a dict, and a tuple for a Tuple space (the
-    batched forms already) pass as they are."""
+def _per_env(space: spaces.Space, actions: Any) -> list[Any] | None:
+    """SB3's actions as a list of env i's ``actions[i]`` (DummyVecEnv's form) for a space
+    without an array column (Dict, Tuple, Text), or None for what the vector env takes as it
+    is: arrays, and Gymnasium's batched forms (a dict; a tuple for a Tuple space, which with as
+    many envs as parts would read either way)."""
     if is_flat(space) or not isinstance(actions, (list, tuple, np.ndarray)):
-        return actions
+        return None
     if isinstance(space, spaces.Tuple) and isinstance(actions, tuple):
-        # Gymnasium's batched Tuple: with as many envs as parts, ([1, 2], [0, 1]) also reads
-        # as per-env actions, and transposed each env would get another's. Per env: a list.
-        return actions
+        return None
     if isinstance(actions, np.ndarray) and actions.ndim == 0:  # one object, not one per env
-        return actions
-    return _transposed(space, list(actions))
-
-
-def _transposed(space: spaces.Space | None, rows: list[Any]) -> Any:
-    """Per-env values ``rows`` as one batched value of ``space``: a dict of fields and a tuple of
-    parts (recursively) where every row is one, else the tuple of rows (a field the space does
-    not have stays for the vector env to refuse by name)."""
-    if isinstance(space, spaces.Dict) and rows and all(isinstance(row, dict) for row in rows):
-        fields = list(dict.fromkeys(key for row in rows for key in row))
+        return None
+    rows = list(actions)
+    if isinstance(space, spaces.Dict) and all(isinstance(row, dict) for row in rows):
+        fields = {key for row in rows for key in row}
         for i, row in enumerate(rows):
-            missing = [key for key in fields if key not in row]
+            missing = sorted(fields - row.keys())
             if missing:
-                # Batched, a field goes to every env or to none (then the env's default).
                 raise InvalidActionError(f"env {i}'s action has no field {missing[0]!r}, which another "
                                          "env's action has: give every env's action the same fields")
-        return {key: _transposed(space.spaces.get(key), [row[key] for row in rows]) for key in fields}
-    if (isinstance(space, spaces.Tuple) and rows
-            and all(isinstance(row, (tuple, list)) and len(row) == len(space.spaces) for row in rows)):
-        return tuple(_transposed(part, [row[k] for row in rows]) for k, part in enumerate(space.spaces))
-    return tuple(rows)
+    return rows

@@ -507,6 +507,20 @@ class RemoteVectorEnv(VectorEnv):
             gym.error.ResetNeeded: ``reset()`` was never called.
             ResetNeededError: With ``DISABLED`` autoreset, an ended env was stepped.
         """
+        self._step_async(actions, per_env=False)
+
+    @_in_turn
+    def step_async_per_env(self, actions: Sequence[Any]) -> None:
+        """:meth:`step_async` with one action per env, ``actions[i]`` env i's, as SB3's own
+        VecEnvs take them: for a space without an array column (Dict, Tuple, Text) a list of
+        per-env actions instead of Gymnasium's batched form; array actions as for :meth:`step`.
+
+        Args:
+            actions: One action per sub-env.
+        """
+        self._step_async(actions, per_env=True)
+
+    def _step_async(self, actions: Any, per_env: bool) -> None:
         self.pool  # raises once closed
         self._refuse_inherited()
         if self._pending is not None:
@@ -514,7 +528,7 @@ class RemoteVectorEnv(VectorEnv):
                                                     "step")
         if self._reset_needed is not None:
             raise ResetNeededError(self._reset_needed)
-        acts = self._action_batch(actions)
+        acts = self._action_batch(actions, per_env)
         mode = self.autoreset_mode
         cmd = self._step_cmd
         # The one command every env gets, when it is one (the usual step).
@@ -556,11 +570,12 @@ class RemoteVectorEnv(VectorEnv):
             if s is not None:
                 del self._restart_seeds[i]
 
-    def _action_batch(self, actions: Any) -> Any:
-        """The batched action as an array (flat spaces) or a list of per-env values."""
+    def _action_batch(self, actions: Any, per_env: bool = False) -> Any:
+        """The batched action (or, ``per_env``, the per-env actions) as an array (flat spaces)
+        or a list of per-env values."""
         single = self.single_action_space
         if not self._flat_action:
-            acts = split_actions(self.action_space, actions)
+            acts = list(actions) if per_env else split_actions(self.action_space, actions)
             if len(acts) != self.num_envs:
                 raise InvalidRequestError(f"got {len(acts)} actions for {self.num_envs} envs")
             return acts
