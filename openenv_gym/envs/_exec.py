@@ -650,17 +650,37 @@ def reap_orphans() -> int:
             return len(killed)
 
 
-def _sweep_orphans() -> set[int]:
-    """One pass of :func:`reap_orphans`: kill and reap the orphans adopted by now; their pids."""
+def own_children() -> list[int]:
+    """The children of this process's main thread (where the kernel re-parents orphans to a
+    subreaper); [] where the kernel does not list them."""
     me = os.getpid()
     try:
         with open(f"/proc/{me}/task/{me}/children", "rb") as f:
-            pids = [int(p) for p in f.read().split()]
+            return [int(p) for p in f.read().split()]
     except OSError:
-        return set()
+        return []
+
+
+def end_orphan(pid: int) -> None:
+    """SIGKILL an adopted orphan (a child not reaped yet: its pid names no other process), and
+    its group when it leads one (a step's session leader) other than this process's.
+
+    Raises:
+        ProcessLookupError: It is gone already.
+    """
+    group = os.getpgid(pid)
+    if group == pid and group != os.getpgrp():
+        os.killpg(group, signal.SIGKILL)
+    else:
+        os.kill(pid, signal.SIGKILL)
+
+
+def _sweep_orphans() -> set[int]:
+    """One pass of :func:`reap_orphans`: kill and reap the orphans adopted by now; their pids."""
+    pids = own_children()
     if not pids:
         return set()
-    own_session, own_group = os.getsid(0), os.getpgrp()
+    own_session = os.getsid(0)
     orphans: list[int] = []
     with _spawn_lock:
         steps = {child.pid for child in _live}
@@ -669,10 +689,7 @@ def _sweep_orphans() -> set[int]:
                 group = os.getpgid(pid)
                 if pid in steps or group in steps or os.getsid(pid) == own_session:
                     continue
-                if group == pid and group != own_group:
-                    os.killpg(group, signal.SIGKILL)  # a session leader: its group too
-                else:
-                    os.kill(pid, signal.SIGKILL)
+                end_orphan(pid)
             except (ProcessLookupError, PermissionError):
                 continue
             orphans.append(pid)

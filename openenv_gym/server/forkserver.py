@@ -147,9 +147,15 @@ def _watch_server(pipe: int, owner_pid: int, start: str) -> None:
     while owner_alive(owner_pid, start):
         time.sleep(1.0)
     time.sleep(SENTINEL_GRACE)
-    deadline = time.monotonic() + 30.0
+    _sweep_once_reaped(owner_pid, 30.0)
+
+
+def _sweep_once_reaped(owner_pid: int, timeout: float) -> None:
+    """Sweep what dead owners left, once ``owner_pid`` is reaped (or ``timeout`` seconds
+    passed): the sweep spares any pid that still names a process, a zombie's too."""
+    deadline = time.monotonic() + timeout
     while os.path.exists(f"/proc/{owner_pid}") and time.monotonic() < deadline:
-        time.sleep(0.5)  # the sweep spares a pid that still names a process (an unreaped owner)
+        time.sleep(0.05)
     from openenv_gym.providers._runtime import runtime_dir, sweep_orphans
 
     sweep_orphans(runtime_dir(sweep=False))
@@ -170,19 +176,12 @@ def _clean_up_after(owner_pid: int, server: "_Server") -> bool:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
-    # Re-parented: the owner died. Its folders are swept once it is reaped (a zombie's pid
-    # still names a process, and the sweep spares any pid that does).
-    deadline = time.monotonic() + 5.0
-    while os.path.exists(f"/proc/{owner_pid}") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    # Running workers clean up after their owner themselves: wait for them (this server's
-    # children), and let held ones go, so that the sweep never kills a worker in the middle
-    # of its own clean-up (and leaves the cgroup it was removing).
+    # Re-parented: the owner died. Running workers clean up after their owner themselves:
+    # wait for them (this server's children), and let held ones go, so that the sweep never
+    # kills a worker in the middle of its own clean-up (and leaves the cgroup it was removing).
     server.close_gates()
     server.wait_children(timeout=10.0)
-    from openenv_gym.providers._runtime import runtime_dir, sweep_orphans
-
-    sweep_orphans(runtime_dir(sweep=False))
+    _sweep_once_reaped(owner_pid, 5.0)
     return True
 
 
@@ -315,22 +314,12 @@ class _Server:
         own workers reach this server; its workers themselves are never touched."""
         if not self.adopting:
             return
-        me = os.getpid()
-        try:
-            with open(f"/proc/{me}/task/{me}/children", "rb") as f:
-                children = [int(p) for p in f.read().split()]
-        except OSError:
-            return
-        for pid in children:
-            if pid in self.forked:
-                continue
-            try:  # a child not reaped yet: its pid cannot name another process
-                if os.getpgid(pid) == pid:
-                    os.killpg(pid, signal.SIGKILL)  # a session or group leader: its group too
-                else:
-                    os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                continue
+        from openenv_gym.envs._exec import end_orphan, own_children
+
+        for pid in own_children():
+            if pid not in self.forked:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    end_orphan(pid)
 
 
 def _fork(sock: socket.socket, argv: list[str], log: str, cwd: str,
