@@ -23,7 +23,9 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import math
 import os
 import threading
@@ -34,10 +36,11 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
-from openenv_gym.client.env import ServedGenerator, check_render_mode, not_copyable
+from openenv_gym.client.env import RemoteEnv, ServedGenerator, check_render_mode, not_copyable
 from openenv_gym.client.kwargs import merge_env_kwargs, take_render_mode
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.errors import (
@@ -100,6 +103,16 @@ def _gathering(method: Callable[..., Any]) -> Callable[..., Any]:
                 self._turn_done.notify_all()
     return wrapper
 
+
+@functools.cache
+def _vector_only_kwargs() -> frozenset[str]:
+    """The kwargs of a vector env's spec that are not a sub-env's: those ``gym.make_vec`` adds
+    and the vector env's own (``envs_per_worker``, ``step_timeout``, ...), which a single
+    env would refuse."""
+    ours = inspect.signature(RemoteVectorEnv.__init__).parameters
+    single = inspect.signature(RemoteEnv.__init__).parameters
+    return frozenset({"vectorization_mode", "vector_kwargs", "wrappers"}
+                     | {name for name in ours if name not in single})
 
 #: Every vector env of this process, so that a fork gets fresh turn locks.
 _vector_envs: "weakref.WeakSet[RemoteVectorEnv]" = weakref.WeakSet()
@@ -1105,9 +1118,22 @@ class RemoteVectorEnv(VectorEnv):
     def sub_env_view(self) -> dict[str, Any]:
         """The sub-envs' attributes this side holds, answered without a request: their spaces,
         which cannot cross the wire (``SyncVectorEnv.get_attr("observation_space")`` gives
-        each sub-env's)."""
+        each sub-env's), and their ``spec``: a served env is built by its class, not by
+        ``gym.make``, so its own is None."""
         return {"observation_space": self.single_observation_space,
-                "action_space": self.single_action_space}
+                "action_space": self.single_action_space,
+                "spec": self._sub_env_spec()}
+
+    def _sub_env_spec(self) -> EnvSpec | None:
+        """What ``gym.make`` gives each sub-env as its spec, as a ``SyncVectorEnv`` made by
+        ``gym.make_vec`` holds: this env's spec without ``make_vec``'s own kwargs. None for a
+        vector env built by its class (as a ``SyncVectorEnv`` of bare envs)."""
+        if self.spec is None:
+            return None
+        kwargs = {k: v for k, v in self.spec.kwargs.items() if k not in _vector_only_kwargs()}
+        # A time limit given to make_vec is the sub-env's, as gym.make's TimeLimit holds it.
+        limit = self.spec.kwargs.get("max_episode_steps", self.spec.max_episode_steps)
+        return dataclasses.replace(self.spec, kwargs=kwargs, max_episode_steps=limit)
 
     def _attr_replies(self, name: str, targets: list[int]) -> tuple[dict[str, Any], ...]:
         """Each target env's ``get_attr`` reply, nothing called: ``{"value": ...}``, or

@@ -126,8 +126,17 @@ def test_attributes_limits_and_bounds_are_the_served_gymnasium_env_s(provider: s
             assert ours.get_attr(name) == local.get_attr(name), name
             assert ours.get_attr(name, indices=[1]) == local.get_attr(name)[1:], name
         assert [list(s) for s in ours.get_attr("state")] == [list(s) for s in local.get_attr("state")]
-        # What the client was given stays the wrapper's: no EnvSpec over the wire.
-        assert ours.get_attr("spec") == (None, None)
+        # Each sub-env's spec is what gym.make gives it, as the SyncVectorEnv's: the env's
+        # id and kwargs and the time limit, none of make_vec's or the vector env's own.
+        specs = ours.get_attr("spec")
+        assert specs[0] == specs[1] and specs[0].id == "OpenEnv/Gym-v0"
+        assert specs[0].max_episode_steps == local.get_attr("spec")[0].max_episode_steps == 700
+        assert "num_envs" not in specs[0].kwargs and specs[0].kwargs["env_id"] == "CartPole-v1"
+        single = gym.make(specs[0])
+        try:
+            assert single.spec == specs[0] and single.observation_space == ours.single_observation_space
+        finally:
+            single.close()
         for envs in (ours, local):
             envs.set_attr("gravity", 100.0)  # domain randomisation: the dynamics change
         for _ in range(5):
