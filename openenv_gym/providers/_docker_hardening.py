@@ -18,8 +18,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-__all__ = ["CONTAINER_UID", "WORKER_UIDS", "HARDENING", "container_options", "untrusted_options",
-           "with_own_uid"]
+__all__ = ["CONTAINER_UID", "WORKER_UIDS", "HARDENING", "container_options", "executable_tmp",
+           "untrusted_options", "with_own_uid"]
 
 #: The unprivileged user worker containers run as (created in ``containers/Dockerfile``).
 CONTAINER_UID = 10001
@@ -92,6 +92,24 @@ def container_options(*overrides: Mapping[str, Any] | None) -> dict[str, Any]:
             else:
                 merged.pop("memswap_limit", None)
     return merged
+
+
+def executable_tmp() -> dict[str, Any]:
+    """Overrides for an env whose sandboxes (under ``/tmp``) hold programs the agent runs:
+    :data:`HARDENING`'s tmpfs mounts with ``/tmp`` executable.
+
+    Git tasks are repositories, and a repository's scripts are run as ``./build.sh``, which
+    ``noexec`` refuses ("Permission denied") on both providers while ``bash build.sh`` works:
+    it is no boundary against code that can already run an interpreter. The boundary is the
+    uid, the capabilities, Landlock, seccomp and the limits, which stay.
+
+    Example:
+        >>> executable_tmp()["tmpfs"]["/tmp"]
+        'rw,nosuid,nodev,exec,size=64m'
+    """
+    tmpfs = dict(HARDENING["tmpfs"])
+    tmpfs["/tmp"] = tmpfs["/tmp"].replace(",size=", ",exec,size=", 1)
+    return {"tmpfs": tmpfs}
 
 
 def untrusted_options(env: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
