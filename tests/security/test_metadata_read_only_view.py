@@ -81,9 +81,9 @@ def test_a_git_command_cannot_change_a_host_files_metadata(canary: str) -> None:
     env = gym.make("OpenEnv/Git-v0", provider="process", step_timeout=10.0)
     try:
         env.reset()
-        # Its own file keeps the mode it is given (not run: the worker's tmpfs is noexec).
+        # Its own file keeps the mode it is given, and runs.
         obs, *_ = env.step({"command": f"chmod 4755 {canary}; echo chmod=$?; touch -d 2001-01-01 {canary}; "
-                                       "echo touch=$?; echo true > own.sh && chmod +x own.sh && "
+                                       "echo touch=$?; echo true > own.sh && chmod +x own.sh && ./own.sh && "
                                        "echo own=$(stat -c %a own.sh)"})
     finally:
         env.close()
