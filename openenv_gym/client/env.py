@@ -255,7 +255,13 @@ class RemoteEnv(gym.Env):
             return exc
         reason, tail = worker.post_mortem()
         state = "is still running" if alive else f"stopped{': ' + reason if reason else ''}"
-        text = f"{exc}. The worker {state}; the next reset() starts a fresh one."
+        if self._forked() and not alive:
+            # The parent stopped it (closed its env, or exited): a fork's copy may not replace it.
+            text = (f"{exc}. The worker {state}; it is process {self._owner_pid}'s, which made "
+                    "this env, so this forked child's copy cannot start another: make the "
+                    "child's own env (gym.make(env.spec))")
+        else:
+            text = f"{exc}. The worker {state}; the next reset() starts a fresh one."
         if tail:
             text += f"\nlast worker log lines:\n{tail}"
         return type(exc)(text)
@@ -337,8 +343,10 @@ class RemoteEnv(gym.Env):
         except SessionNotFoundError:
             fresh = True
             out = self._request(self._reset_request(seed, options, fresh))
-        except (WorkerCrashedError, WorkerConnectionError):
+        except (WorkerCrashedError, WorkerConnectionError) as exc:
             if not self._restart_if_dead():
+                if self._forked():
+                    raise self._explained(exc) from exc  # why a fork's copy cannot go on
                 raise
             fresh = True
             out = self._request(self._reset_request(seed, options, fresh))

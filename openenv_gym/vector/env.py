@@ -738,6 +738,8 @@ class RemoteVectorEnv(VectorEnv):
         """Read the step replies; per-env infos land in :attr:`last_env_infos`/:attr:`last_final`."""
         if self._pending is None:
             raise gym.error.NoAsyncCallError("step_wait called without step_async", "step")
+        if self._forget_inherited_pending():
+            self._refuse_inherited()  # says whose envs they are, and to call reset()
         cmd = self._pending[0]
         done, env_infos, final, errors, failures = self._collect()
         # Envs without declared infos skip this per-step mask: nothing is ever in columns.
@@ -1183,7 +1185,17 @@ class RemoteVectorEnv(VectorEnv):
     def __reduce__(self) -> Any:
         raise not_copyable(self)
 
+    def _forget_inherited_pending(self) -> bool:
+        """Forget a step pending in the process this one forked from (its replies go to that
+        process's connections, not to this copy's); whether there was one."""
+        if self._pending is None or self._pool is None or self._pool.slices_pid == os.getpid():
+            return False
+        self._pending = None
+        return True
+
     def _discard_pending(self) -> None:
+        if self._forget_inherited_pending():
+            return
         if self._pending is not None and self._pool is not None:
             workers = self._pending[1]
             self._pending = None

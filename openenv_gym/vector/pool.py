@@ -120,27 +120,42 @@ class WorkerPool:
             info_types: The env's declared infos (its ``spec``'s), which get columns.
         """
         self._slice_args = (observation_space, action_space, shared, info_types)
-        self._slices_pid = os.getpid()
+        opened: list[RemoteSlice] = []
         with naming_fd_limit(f"opening the shared memory of {len(self.workers)} workers"):
-            self.slices = [self._open_slice(w) for w in range(len(self.workers))]
+            try:
+                for w in range(len(self.workers)):
+                    opened.append(self._open_slice(w))
+            except WorkerError as exc:
+                self._let_go(opened)
+                if os.getpid() == self.owner_pid:
+                    raise
+                # A fork's copy, whose parent stopped the workers (closed its env, or exited):
+                # a bare "cannot connect" would not say that trying again cannot help.
+                raise type(exc)(f"{self.describe(w, exc)}\n{self._not_ours(w)}") from exc
+            except BaseException:
+                self._let_go(opened)
+                raise
+        # Only once all opened: a fork's copy that failed stays inherited, so its next reset
+        # tries again (instead of stepping a pool with no slices).
+        self.slices, self._slices_pid = opened, os.getpid()
 
     @property
     def slices_pid(self) -> int:
-        """The process that opened :attr:`slices` (the owner's until they open)."""
+        """The process that opened :attr:`slices` (the owner's until they open; in a fork, the
+        last process whose slices opened whole)."""
         return self._slices_pid
 
     @property
     def inherited(self) -> bool:
         """Whether :attr:`slices` are not this process's to drive: a forked parent's (their
         sessions are the parent's envs and their columns its shared memory), or a fork's own
-        that its worker ended with a dropped connection (a call timed out or was interrupted).
-        Either way the next reset opens new ones (:meth:`own_slices`)."""
-        if not self.slices:
-            return False
-        pid = os.getpid()  # checked on every step: the owner's answer costs two compares
-        if self._slices_pid != pid:
-            return True
-        return pid != self.owner_pid and any(piece.ended() for piece in self.slices)
+        that its worker ended with a dropped connection (a call timed out or was interrupted),
+        or none (a fork's own could not open: its parent had stopped the workers). Each way
+        the next reset opens new ones (:meth:`own_slices`)."""
+        pid = os.getpid()  # checked on every step: the owner's answer costs one compare
+        if pid == self.owner_pid:
+            return False  # only a fork opens slices other than the owner's
+        return self._slices_pid != pid or not self.slices or any(piece.ended() for piece in self.slices)
 
     def own_slices(self) -> None:
         """In a fork of the owner, open slices of this process's own on the same workers (new
@@ -157,13 +172,31 @@ class WorkerPool:
     def _end_own_slices(self) -> None:
         """End the sessions of a fork's own slices still open on its parent's workers
         (stopping the workers, which ends them otherwise, is the parent's to do)."""
-        if self._slices_pid != os.getpid() or os.getpid() == self.owner_pid:
+        if self._slices_pid == os.getpid():
+            self._end_sessions(self.slices)
+
+    def _end_sessions(self, slices: list[RemoteSlice]) -> None:
+        """In a fork of the owner, end the sessions of ``slices`` (``slices[w]`` on worker
+        ``w``) that are still open."""
+        if os.getpid() == self.owner_pid:
             return
-        for w, piece in enumerate(self.slices):
+        for w, piece in enumerate(slices):
             if not piece.ended():
                 with contextlib.suppress(Exception):
                     self.clients[w].request(ops.batch([ops.close(sid) for sid in piece.sids]),
                                             timeout=5.0)
+
+    def _let_go(self, slices: list[RemoteSlice]) -> None:
+        """Let go of the slices of an :meth:`open_slices` that failed part way: a fork's
+        sessions would otherwise live on its parent's workers as long as its connections."""
+        self._end_sessions(slices)
+        for piece in slices:
+            piece.release()
+
+    def _not_ours(self, worker: int) -> str:
+        """Why this fork of the owner cannot replace ``worker``, and what to do instead."""
+        return (f"a forked child cannot replace worker {worker}: it is process "
+                f"{self.owner_pid}'s; make the child's own vector env")
 
     def _open_slice(self, worker: int) -> RemoteSlice:
         observation_space, action_space, shared, info_types = self._slice_args
@@ -271,8 +304,7 @@ class WorkerPool:
             WorkerError: This process is a fork of the owner, whose worker it is.
         """
         if os.getpid() != self.owner_pid:
-            raise WorkerError(f"a forked child cannot replace worker {worker}: it is process "
-                              f"{self.owner_pid}'s; make the child's own vector env")
+            raise WorkerError(self._not_ours(worker))
         self.clients[worker].drop()
         self.workers[worker].replace()
         self.clients[worker].address = self.workers[worker].address
