@@ -19,14 +19,22 @@ import os
 import socket
 import socketserver
 import threading
+import time
 from typing import Any
 
-from openenv_gym.errors import InvalidRequestError, ProtocolError, error_to_wire
+from openenv_gym.errors import InvalidRequestError, ProtocolError, SessionLimitError, error_to_wire
 from openenv_gym.protocol.sockets import FrameReader, parse_address
 from openenv_gym.protocol.wire import MAX_FRAME, decode, encode
+from openenv_gym.server._pids import pids_usage
 from openenv_gym.server.service import ConnectionScope, EnvService
 
 __all__ = ["BinaryServer"]
+
+#: Seconds the accepting thread waits for the request of a connection it must refuse.
+REFUSAL_READ_SECONDS = 2.0
+#: Processes and threads of a worker's ``pids_limit`` that connections leave to its env (a
+#: step's helper thread, the sandboxed code's processes): at most this, at most a quarter.
+PIDS_RESERVE = 16
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -80,12 +88,63 @@ def _error(exc: Exception) -> dict[str, Any]:
     return {"ok": False, "error": error_to_wire(exc)}
 
 
-class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+class _RefusingThreadingMixIn(socketserver.ThreadingMixIn):
+    """A thread per connection, and a typed refusal when no thread can start.
+
+    A worker's threads count against its cgroup's or container's ``pids_limit`` (128 for
+    envs that run untrusted code): each session leased over a connection of its own (an
+    ``EnvPool``'s episodes) holds one. Without this, the connection past the limit was
+    dropped unanswered, which its client takes for a dead worker: an ``EnvPool`` then
+    restarted the worker and lost every other session on it.
+    """
+
     daemon_threads = True
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        usage = pids_usage()
+        reserve = min(PIDS_RESERVE, usage[1] // 4) if usage is not None else 0
+        if usage is not None and usage[1] - usage[0] <= reserve:
+            self._refuse(request, f"{usage[0]} of its pids_limit of {usage[1]} in use, "
+                                  f"{reserve} kept for its env's steps")
+            return
+        try:
+            super().process_request(request, client_address)
+        except RuntimeError as exc:  # "can't start new thread": out of processes/threads
+            self._refuse(request, str(exc))
 
-class _TCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    daemon_threads = True
+    def _refuse(self, sock: socket.socket, why: str) -> None:
+        """Answer the connection's first request with a :class:`SessionLimitError`, then close it.
+
+        The request is read first: a TCP socket closed with unread data resets the
+        connection, which could discard the answer before the client reads it.
+        """
+        with self.lock:  # type: ignore[attr-defined]
+            open_now = len(self.connections)  # type: ignore[attr-defined]
+        error = SessionLimitError(
+            f"this worker cannot take another connection ({why}; {open_now} open, a thread "
+            "each): its process limit (the pids_limit of its cgroup or container) is used up; "
+            "close sessions you no longer use, spread them over more workers "
+            "(EnvPool(num_workers=...)), or raise the limit: "
+            "provider_options={'container_options': {'pids_limit': 512}}")
+        reader = FrameReader(sock, self.max_frame, accept_fds=True, spin=False)  # type: ignore[attr-defined]
+        try:
+            reader.read(deadline=time.monotonic() + REFUSAL_READ_SECONDS, drain_oversized=True)
+        except (ProtocolError, OSError):
+            pass  # no (readable) request came: answer anyway, then close
+        finally:
+            reader.close_fds()
+        try:
+            sock.sendall(encode(_error(error)))
+        except OSError:
+            pass  # the client went away
+        self.shutdown_request(sock)
+
+
+class _UnixServer(_RefusingThreadingMixIn, socketserver.UnixStreamServer):
+    pass
+
+
+class _TCPServer(_RefusingThreadingMixIn, socketserver.TCPServer):
     allow_reuse_address = True
 
 

@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from gymnasium import error as gym_error
 
@@ -33,6 +33,7 @@ from openenv_gym.errors import (
     env_error,
 )
 from openenv_gym.protocol.startup import failure_line, ready_line
+from openenv_gym.server._pids import process_budget
 from openenv_gym.server.binary import BinaryServer
 from openenv_gym.server.service import EnvService
 from openenv_gym.server.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
@@ -358,11 +359,25 @@ def main(argv: list[str] | None = None) -> None:
                    owner_dir=args.owner_dir,
                    max_sessions=args.max_sessions, idle_timeout=args.idle_timeout or None)
     except OpenEnvError as exc:  # the env could not be made (build_service)
-        traceback.print_exc()
-        sys.stderr.flush()
-        # Last, so it is in any tail of the log: the provider raises it in the trainer.
-        print(failure_line(exc), flush=True)
-        raise SystemExit(1) from None
+        _exit_failed(exc)
+    except RuntimeError as exc:
+        if str(exc) != "can't start new thread":
+            raise
+        # Many workers on one machine: the trainer's cgroup or the user's process limit is
+        # used up, which the bare RuntimeError does not name.
+        _exit_failed(ProviderUnavailableError(
+            f"a worker could not start a thread ({exc}): the process budget is used up: "
+            f"{process_budget()}; start fewer workers (envs_per_worker=... for a vector env, "
+            "num_workers=... for an EnvPool) or raise the limit"))
+
+
+def _exit_failed(exc: OpenEnvError) -> NoReturn:
+    """End a worker that could not start, so that its provider raises ``exc`` in the trainer."""
+    traceback.print_exc()
+    sys.stderr.flush()
+    # Last, so it is in any tail of the log: the provider raises it in the trainer.
+    print(failure_line(exc), flush=True)
+    raise SystemExit(1) from None
 
 
 if __name__ == "__main__":
