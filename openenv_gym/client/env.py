@@ -17,8 +17,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 import time
 import urllib.parse
 import weakref
@@ -151,6 +153,9 @@ class RemoteEnv(gym.Env):
         self._stuck = False
         self._closed = False
         self._owner_pid = os.getpid()
+        # Held while the worker is replaced or stopped: a close() on another thread during a
+        # reset's replacement must stop the new worker, not leave it running unowned.
+        self._lifecycle = threading.Lock()
         if base_url is not None:
             if env_kwargs:
                 raise TypeError(f"env arguments {sorted(env_kwargs)} cannot be applied to a running "
@@ -228,12 +233,13 @@ class RemoteEnv(gym.Env):
         return self._sid
 
     def _restart_if_dead(self, grace: float = 2.0) -> bool:
-        if not self._owns_worker():
+        worker = self._worker  # close() on another thread may set it to None meanwhile
+        if worker is None or not self._owns_worker():
             return False
         # Called after the connection broke: a container's state lags its process's exit
         # by some milliseconds, so give the engine ``grace`` seconds to report it dead.
         deadline = time.monotonic() + grace
-        while self._worker.alive():
+        while worker.alive():
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.02)
@@ -267,12 +273,14 @@ class RemoteEnv(gym.Env):
         return type(exc)(text)
 
     def _replace_worker(self) -> None:
-        assert self._worker is not None
-        self._worker.replace()
-        self._client.drop()
-        self._client.address = self._worker.address
-        self._sid = None
-        self._stuck = False
+        with self._lifecycle:
+            if self._closed or self._worker is None:
+                raise self._closed_error()  # closed on another thread: nothing to replace
+            self._worker.replace()
+            self._client.drop()
+            self._client.address = self._worker.address
+            self._sid = None
+            self._stuck = False
 
     @property
     def np_random(self) -> Any:
@@ -571,9 +579,12 @@ class RemoteEnv(gym.Env):
                     # ends the session (an attached server's expires, or goes at collection).
                     client.interrupt()
         finally:
-            if self._worker is not None:
-                self._stop_worker()
-                self._worker = None
+            # A fork's copy stops nothing (its parent's workers), so it need not wait for a
+            # lock a parent's thread may have held at the fork.
+            with self._lifecycle if not self._forked() else contextlib.nullcontext():
+                if self._worker is not None:
+                    self._stop_worker()
+                    self._worker = None
             super().close()
 
 
