@@ -3,7 +3,10 @@
 :meth:`BinaryClient.request` sends a request and waits for its reply; :meth:`send` and
 :meth:`receive` split it so a vector env can send to every worker before gathering.
 Failures become typed errors; after any failure mid-call, an interrupt (Ctrl-C) included,
-the connection is dropped (it may be out of frame) and the next call reconnects.
+the connection is dropped (it may be out of frame) and the next call reconnects. A call cut
+short with its request on the way (Ctrl-C) is let finish first: the next call waits until
+the worker is done with it, so that the worker never runs the two out of order (a step
+interrupted while the worker was busy would otherwise run after the next one).
 
 Example:
     >>> client = BinaryClient("unix:///nonexistent.sock", timeout=0.1)
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import socket
 import threading
 import time
@@ -62,6 +66,11 @@ class BinaryClient:
         self._sock: socket.socket | None = None
         self._reader: FrameReader | None = None
         self._deadline = 0.0
+        #: Whether a request went out on ``_sock`` whose reply is not read yet.
+        self._owed = False
+        #: A connection let go of with a request still due (see :meth:`drop`), half-closed:
+        #: the worker closes it once done with that request, and the next call waits for that.
+        self._settling: socket.socket | None = None
         #: Held by :meth:`request` from send to reply: calls from several threads take turns
         #: instead of reading each other's replies.
         self.lock = threading.RLock()
@@ -74,8 +83,10 @@ class BinaryClient:
         earlier one (a forked child's sessions) has ended with it."""
         return self._sock
 
-    def _connected(self, timeout: float) -> socket.socket:
+    def _connected(self, timeout: float, ordered: bool = True) -> socket.socket:
         if self._sock is None:
+            if ordered:
+                self._settle()
             sock = connect(self.address, timeout)
             # Blocking mode: send_frame and FrameReader keep the deadlines themselves (a
             # Python socket timeout would add a poll to every send, which here needs none).
@@ -94,20 +105,26 @@ class BinaryClient:
         Raises:
             WorkerConnectionError: The worker cannot be reached.
         """
-        self.send_frame(encode(message), timeout, fds)
+        self.send_frame(encode(message), timeout, fds, ordered=not _ends_sessions(message))
 
-    def send_frame(self, frame: bytes, timeout: float | None = None, fds: tuple[int, ...] = ()) -> None:
-        """:meth:`send` for a frame encoded ahead of time (a request sent every step)."""
+    def send_frame(self, frame: bytes, timeout: float | None = None, fds: tuple[int, ...] = (),
+                   ordered: bool = True) -> None:
+        """:meth:`send` for a frame encoded ahead of time (a request sent every step).
+
+        ``ordered=False``: the request may run before a call cut short earlier (see
+        :meth:`drop`) instead of waiting for it, as a session's close may: that call then
+        finds its session gone."""
         timeout = self.timeout if timeout is None else timeout
         self._deadline = time.monotonic() + timeout
-        sock = self._connected(timeout)
+        sock = self._connected(timeout, ordered)
         try:
+            self._owed = True  # before the send: an interrupt may land once the frame is out
             send_frame(sock, frame, fds, self._deadline)
         except OSError as exc:
-            self.drop()
+            self._close()
             raise WorkerConnectionError(f"worker at {self.address} dropped the connection: {exc}") from None
         except BaseException:
-            self.drop()  # interrupted (Ctrl-C) part way through the frame: out of frame
+            self.drop()  # interrupted (Ctrl-C) part way through the frame, or after it: out of frame
             raise
 
     def receive(self) -> dict[str, Any]:
@@ -127,13 +144,13 @@ class BinaryClient:
         try:
             reply = decode(reader.read(self._deadline))
         except socket.timeout:
-            self.drop()
+            self._close()  # hung: waiting on its late reply would only time out again
             raise WorkerTimeoutError(
                 f"worker at {self.address} did not answer within its timeout; it may be stuck "
                 f"or overloaded (raise {self.timeout_name}=... if the env is slow)"
             ) from None
         except (ConnectionError, OSError) as exc:
-            self.drop()
+            self._close()
             raise WorkerCrashedError(f"worker at {self.address} closed the connection mid-call "
                                      f"(it died or was killed): {exc}") from None
         except BaseException:
@@ -141,6 +158,7 @@ class BinaryClient:
             # reply would otherwise be read as the answer to the next request.
             self.drop()
             raise
+        self._owed = False
         if not isinstance(reply, dict) or "ok" not in reply:
             self.drop()
             raise ProtocolError(f"malformed reply from {self.address}")
@@ -164,14 +182,98 @@ class BinaryClient:
                 sock.shutdown(socket.SHUT_RDWR)
 
     def drop(self) -> None:
-        """Close the connection; the next call reconnects."""
-        if self._sock is not None:
-            try:
-                self._sock.close()
-            finally:
-                self._sock = self._reader = None
+        """Close the connection; the next call reconnects. A request still due on it (a call
+        cut short by Ctrl-C) is let finish: the next call first waits until the worker is
+        done with it (see :meth:`_settle`), within that call's timeout."""
+        sock, owed = self._sock, self._owed
+        if sock is None or not owed:
+            self._close()
+            return
+        self._sock = self._reader = None
+        self._owed = False
+        try:
+            # Half-close: the worker reads the request, runs it, then sees the end and
+            # closes the connection, which tells the next call it is done.
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            sock.close()  # already broken: nothing of it runs on
+            return
+        self._close_settling()  # none is left by now (each call settles before connecting)
+        self._settling = sock
 
-    close = drop
+    def _close(self) -> None:
+        """Close the connection and any still settling, at once."""
+        sock = self._sock
+        self._sock = self._reader = None
+        self._owed = False
+        try:
+            if sock is not None:
+                sock.close()
+        finally:
+            self._close_settling()
+
+    close = _close
+
+    def _close_settling(self) -> None:
+        sock, self._settling = self._settling, None
+        if sock is not None:
+            sock.close()
+
+    def _settle(self) -> None:
+        """Wait, until this call's deadline, for the worker to close the connection :meth:`drop`
+        let go of with a request due: then it is done with that request, and the next one
+        cannot run before it (a worker serves each connection on a thread of its own).
+
+        Raises:
+            WorkerTimeoutError: The worker is still busy with it at the deadline (hung).
+        """
+        sock = self._settling
+        if sock is None:
+            return
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        try:
+            while not _peer_closed(sock, poller, self._deadline):
+                pass
+        except socket.timeout:
+            self._close_settling()
+            raise WorkerTimeoutError(
+                f"worker at {self.address} is still busy with a call cut short earlier (Ctrl-C) "
+                f"and did not finish it within the timeout; it may be stuck (raise "
+                f"{self.timeout_name}=... if the env is slow)") from None
+        self._close_settling()
+
+
+def _ends_sessions(message: Any) -> bool:
+    """Whether ``message`` only closes sessions (``close``, or a ``batch`` of them)."""
+    if not isinstance(message, dict):
+        return False
+    if message.get("op") == "batch":
+        calls = message.get("calls")
+        return bool(calls) and all(_ends_sessions(call) for call in calls)
+    return message.get("op") == "close"
+
+
+def _peer_closed(sock: socket.socket, poller: select.poll, deadline: float) -> bool:
+    """Wait (until ``deadline``) for ``sock`` to be readable and read what came, unread.
+
+    Returns:
+        Whether the peer has closed the connection (or reset it).
+
+    Raises:
+        socket.timeout: The deadline passed first.
+    """
+    remaining = deadline - time.monotonic()
+    if not poller.poll(max(remaining, 0.0) * 1000.0 + 1):
+        if remaining <= 0:
+            raise socket.timeout("timed out")
+        return False
+    try:
+        return not sock.recv(1 << 16, socket.MSG_DONTWAIT)
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True  # reset: the worker is gone, so nothing of it runs on
 
 
 #: Every client of this process, so that a fork can let go of their connections.
@@ -184,7 +286,7 @@ def _forget_connections_after_fork() -> None:
     # child's next call connects anew.
     for client in list(_clients):
         client.lock = threading.RLock()  # another thread may have held it at the fork
-        client.drop()
+        client._close()  # at once: a half-close would end the parent's connection too
 
 
 os.register_at_fork(after_in_child=_forget_connections_after_fork)
