@@ -215,7 +215,7 @@ class WorkerCgroup:
                 else:
                     group._write("memory", "memory.limit_in_bytes", memory_bytes)
                     group._write("memory", "memory.memsw.limit_in_bytes", memory_bytes, optional=True)
-        except OSError:
+        except BaseException:  # an interrupt (Ctrl-C) too: the caller never gets it to remove
             group.remove()
             raise
         return group

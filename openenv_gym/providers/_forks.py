@@ -76,6 +76,12 @@ class ForkServer:
             hello = ours.recv(MAX_MESSAGE)
         except OSError:
             hello = b""
+        except BaseException:
+            # Interrupted (Ctrl-C) while it starts: it has forked nothing, so it ends now. The
+            # socket alone would not end it: the traceback holds it open, and a notebook keeps
+            # the last traceback (and so this server) until the next error.
+            self._end_now()
+            raise
         if not hello:
             self.close()
             raise OSError("the fork server did not start (its error is on stderr)")
@@ -127,6 +133,12 @@ class ForkServer:
     def alive(self) -> bool:
         """Whether the server still runs."""
         return self.proc.poll() is None
+
+    def _end_now(self) -> None:
+        """Kill a server that never served (it has no workers), and reap it."""
+        self._sock.close()
+        self.proc.kill()
+        self.proc.wait()
 
     def close(self) -> None:
         """Stop the server: it exits on seeing its socket closed. Workers it forked run on."""

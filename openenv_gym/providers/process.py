@@ -81,13 +81,17 @@ class ProcessWorker(Worker):
         self.proc: subprocess.Popen | _forks.ForkedProcess | None = None
         self.fork = fork
         pool = os.path.basename(folder).split("-", 1)[-1]  # the folder is "<owner pid>-<pool>"
-        #: The worker's cgroup, or None.
-        self.cgroup = _cgroup.for_env(env, f"{pool}-{name}", container_options) if cgroups else None
-        #: Docker's /tmp tmpfs spec for the worker's private temp folder, or None.
-        self.tmpfs = _tmpfs.spec_for_env(env, container_options) if private_tmp else None
         self.tmp_path = os.path.join(folder, f"{name}.tmp")
         self._lock = threading.Lock()
+        #: The worker's cgroup, or None.
+        self.cgroup: _cgroup.WorkerCgroup | None = None
+        #: Docker's /tmp tmpfs spec for the worker's private temp folder, or None.
+        self.tmpfs: str | None = None
         try:
+            # From the cgroup's creation on, a failure or a Ctrl-C (the tmpfs check's first
+            # run waits on a subprocess) must remove it: no stop() would otherwise.
+            self.cgroup = _cgroup.for_env(env, f"{pool}-{name}", container_options) if cgroups else None
+            self.tmpfs = _tmpfs.spec_for_env(env, container_options) if private_tmp else None
             self._spawn()
         except BaseException:
             self.stop()  # one that did not serve in time still runs: end it, and its cgroup
