@@ -30,6 +30,7 @@ from typing import Any
 
 from openenv_gym.errors import (
     ProtocolError,
+    SessionLimitError,
     WorkerConnectionError,
     WorkerCrashedError,
     WorkerTimeoutError,
@@ -163,7 +164,12 @@ class BinaryClient:
             self.drop()
             raise ProtocolError(f"malformed reply from {self.address}")
         if not reply.pop("ok"):
-            raise error_from_wire(reply.get("error"))
+            error = error_from_wire(reply.get("error"))
+            if isinstance(error, SessionLimitError):
+                # A worker out of room for a connection's thread says so, then closes it: the
+                # next call connects anew instead of finding it closed (a "crashed worker").
+                self._close()
+            raise error
         return reply
 
     def request(self, message: Any, timeout: float | None = None, fds: tuple[int, ...] = ()) -> dict[str, Any]:

@@ -43,7 +43,6 @@ from openenv_gym.errors import (
     InvalidRequestError,
     OpenEnvError,
     ProtocolError,
-    SessionLimitError,
     SessionNotFoundError,
     WorkerError,
     WorkerTimeoutError,
@@ -152,12 +151,6 @@ class Episode:
             raise _Failure("crash", f"session lost on worker {self.worker}: {exc}") from None
         except (WorkerError, ProtocolError, OSError) as exc:
             raise _Failure("crash", f"worker {self.worker} failed: {exc}") from None
-        except SessionLimitError as exc:
-            # A worker out of threads answers so and closes the connection: the lane's next
-            # request connects anew instead of finding it closed (a "crash" that would
-            # restart the worker and lose its other sessions).
-            self._client.drop()
-            raise _Failure("env_error", f"{type(exc).__name__}: {exc}") from None
         except OpenEnvError as exc:
             raise _Failure("env_error", f"{type(exc).__name__}: {exc}") from None
         finally:
