@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -159,6 +159,22 @@ def stop_process(pid: int, timeout: float = 30.0) -> None:
             return
         time.sleep(0.01)
     raise AssertionError(f"process {pid} did not stop within {timeout} s of SIGSTOP")
+
+
+def request_unread(client: Any) -> bool:
+    """Whether a request sits on ``client``'s connection unread by its (stopped) worker. A test
+    interrupting a call to a stopped worker waits for this too: on a loaded machine the main
+    thread may not have sent the request yet, and then there is no call in flight to cut short."""
+    import array
+    import fcntl
+    import termios
+
+    queued = array.array("i", [0])
+    try:
+        fcntl.ioctl(client.connection.fileno(), termios.TIOCOUTQ, queued)  # bytes the peer has not read
+    except (AttributeError, OSError):
+        return False  # no connection (yet, or any more)
+    return queued[0] > 0
 
 
 @contextlib.contextmanager

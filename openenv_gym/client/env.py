@@ -277,7 +277,7 @@ class RemoteEnv(gym.Env):
             if self._closed or self._worker is None:
                 raise self._closed_error()  # closed on another thread: nothing to replace
             self._worker.replace()
-            self._client.drop()
+            self._client.close()  # with a call the old worker may still have been running
             self._client.address = self._worker.address
             self._sid = None
             self._stuck = False
@@ -571,7 +571,7 @@ class RemoteEnv(gym.Env):
                 if client.lock.acquire(blocking=False):
                     try:
                         _end_session(client, self._session)  # not a fork's copy's
-                        client.drop()
+                        client.close()
                     finally:
                         client.lock.release()
                 else:

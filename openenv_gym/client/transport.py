@@ -36,10 +36,10 @@ from openenv_gym.errors import (
     WorkerTimeoutError,
     error_from_wire,
 )
-from openenv_gym.protocol.sockets import FrameReader, available_cores, connect, send_frame
+from openenv_gym.protocol.sockets import FrameReader, available_cores, connect, poll_ms, send_frame
 from openenv_gym.protocol.wire import MAX_FRAME, decode, encode
 
-__all__ = ["BinaryClient"]
+__all__ = ["BinaryClient", "settle_together"]
 
 
 class BinaryClient:
@@ -190,9 +190,14 @@ class BinaryClient:
     def drop(self) -> None:
         """Close the connection; the next call reconnects. A request still due on it (a call
         cut short by Ctrl-C) is let finish: the next call first waits until the worker is
-        done with it (see :meth:`_settle`), within that call's timeout."""
+        done with it (see :meth:`_settle`), within that call's timeout. :meth:`close` lets
+        go of that too (a worker replaced or stopped)."""
         sock, owed = self._sock, self._owed
-        if sock is None or not owed:
+        if sock is None:
+            # Let go of already (the call cut short dropped it, and its caller drops again,
+            # as a vector env drops every worker it did not hear from): what is due stays due.
+            return
+        if not owed:
             self._close()
             return
         self._sock = self._reader = None
@@ -206,6 +211,7 @@ class BinaryClient:
             return
         self._close_settling()  # none is left by now (each call settles before connecting)
         self._settling = sock
+        _settling_clients.add(self)
 
     def _close(self) -> None:
         """Close the connection and any still settling, at once."""
@@ -222,6 +228,7 @@ class BinaryClient:
 
     def _close_settling(self) -> None:
         sock, self._settling = self._settling, None
+        _settling_clients.discard(self)
         if sock is not None:
             sock.close()
 
@@ -233,21 +240,64 @@ class BinaryClient:
         Raises:
             WorkerTimeoutError: The worker is still busy with it at the deadline (hung).
         """
-        sock = self._settling
-        if sock is None:
-            return
-        poller = select.poll()
-        poller.register(sock, select.POLLIN)
-        try:
-            while not _peer_closed(sock, poller, self._deadline):
-                pass
-        except socket.timeout:
-            self._close_settling()
-            raise WorkerTimeoutError(
-                f"worker at {self.address} is still busy with a call cut short earlier (Ctrl-C) "
-                f"and did not finish it within the timeout; it may be stuck (raise "
-                f"{self.timeout_name}=... if the env is slow)") from None
-        self._close_settling()
+        if self._settling is not None and _settle_all([self], [self._deadline]):
+            raise self._unsettled_error()
+
+    def _unsettled_error(self) -> WorkerTimeoutError:
+        return WorkerTimeoutError(
+            f"worker at {self.address} is still busy with a call cut short earlier (Ctrl-C) "
+            f"and did not finish it within the timeout; it may be stuck (raise "
+            f"{self.timeout_name}=... if the env is slow)")
+
+
+def settle_together(clients: list[BinaryClient], timeout: float | None = None) -> dict[int, WorkerTimeoutError]:
+    """What each client's next call waits for first (see :meth:`BinaryClient.drop`), for
+    several clients at once: their workers finish their interrupted calls side by side, so
+    waiting for each in turn, a timeout each, would add the timeouts of hung ones up.
+
+    Args:
+        clients: The clients about to send (a vector env's workers).
+        timeout: Seconds each may wait (default: each client's own).
+
+    Returns:
+        ``clients`` index -> the error of each whose worker had not finished by then; their
+        interrupted calls are let go of, so their next call does not wait for them again.
+    """
+    if not _settling_clients:
+        return {}  # every step of a vector env: nothing interrupted, nothing to wait for
+    waiting = {i: c for i, c in enumerate(clients) if c._settling is not None}
+    now = time.monotonic()
+    late = _settle_all(list(waiting.values()),
+                       [now + (c.timeout if timeout is None else timeout) for c in waiting.values()])
+    return {i: c._unsettled_error() for i, c in waiting.items() if c in late}
+
+
+def _settle_all(clients: list[BinaryClient], deadlines: list[float]) -> list[BinaryClient]:
+    """Wait for the worker of each client's settling connection to close it, each until its
+    deadline, then let go of it. Returns the clients whose deadline passed first."""
+    poller = select.poll()
+    pending: dict[int, tuple[BinaryClient, float]] = {}
+    for client, deadline in zip(clients, deadlines):
+        sock = client._settling
+        if sock is not None:
+            poller.register(sock, select.POLLIN)
+            pending[sock.fileno()] = (client, deadline)
+    late: list[BinaryClient] = []
+
+    def let_go(fd: int) -> BinaryClient:
+        client = pending.pop(fd)[0]
+        poller.unregister(fd)
+        client._close_settling()
+        return client
+
+    while pending:
+        soonest = min(deadline for _, deadline in pending.values())
+        for fd, _ in poller.poll(poll_ms(soonest - time.monotonic())):
+            if _peer_closed(pending[fd][0]._settling):  # type: ignore[arg-type]
+                let_go(fd)
+        now = time.monotonic()
+        late += [let_go(fd) for fd, (_, deadline) in list(pending.items()) if deadline <= now]
+    return late
 
 
 def _ends_sessions(message: Any) -> bool:
@@ -260,20 +310,8 @@ def _ends_sessions(message: Any) -> bool:
     return message.get("op") == "close"
 
 
-def _peer_closed(sock: socket.socket, poller: select.poll, deadline: float) -> bool:
-    """Wait (until ``deadline``) for ``sock`` to be readable and read what came, unread.
-
-    Returns:
-        Whether the peer has closed the connection (or reset it).
-
-    Raises:
-        socket.timeout: The deadline passed first.
-    """
-    remaining = deadline - time.monotonic()
-    if not poller.poll(max(remaining, 0.0) * 1000.0 + 1):
-        if remaining <= 0:
-            raise socket.timeout("timed out")
-        return False
+def _peer_closed(sock: socket.socket) -> bool:
+    """Read what came on readable ``sock``, unread; whether the peer has closed it (or reset it)."""
     try:
         return not sock.recv(1 << 16, socket.MSG_DONTWAIT)
     except (BlockingIOError, InterruptedError):
@@ -281,6 +319,10 @@ def _peer_closed(sock: socket.socket, poller: select.poll, deadline: float) -> b
     except OSError:
         return True  # reset: the worker is gone, so nothing of it runs on
 
+
+#: The clients with a connection :meth:`BinaryClient.drop` let go of with a request due: none,
+#: but after a Ctrl-C, so a vector env's step need not look at each of its clients.
+_settling_clients: "weakref.WeakSet[BinaryClient]" = weakref.WeakSet()
 
 #: Every client of this process, so that a fork can let go of their connections.
 _clients: "weakref.WeakSet[BinaryClient]" = weakref.WeakSet()

@@ -24,11 +24,25 @@ from openenv_gym.errors import ProtocolError, WorkerConnectionError
 from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode, frame_length
 
 __all__ = ["parse_address", "connect", "FrameReader", "send_frame", "read_message", "write_message",
-           "available_cores", "SPIN_SECONDS"]
+           "available_cores", "poll_ms", "SPIN_SECONDS"]
 
 #: Most file descriptors accepted with one frame.
 MAX_FDS = 4
 _FDS_SPACE = socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
+#: The longest wait ``poll`` takes, in milliseconds (a C int): about 24.8 days.
+_MAX_POLL_MS = 2**31 - 1
+
+
+def poll_ms(remaining: float) -> float:
+    """``poll``'s timeout for a wait of ``remaining`` seconds: rounded up by a millisecond (so
+    the deadline has passed when it returns empty), 0 once it has passed, and capped at what
+    ``poll`` takes (a call timeout may be up to a year): a capped wait just polls again.
+
+    Example:
+        >>> poll_ms(-1.0), poll_ms(0.5), poll_ms(365 * 24 * 3600.0) == 2**31 - 1
+        (0, 501.0, True)
+    """
+    return min(remaining * 1000.0 + 1, _MAX_POLL_MS) if remaining > 0 else 0
 
 
 def parse_address(address: str) -> tuple[str, Any]:
@@ -229,7 +243,7 @@ class FrameReader:
             poller = self._poller = select.poll()
             poller.register(self.sock, select.POLLIN)
         remaining = deadline - time.monotonic()
-        while not poller.poll(remaining * 1000.0 + 1 if remaining > 0 else 0):
+        while not poller.poll(poll_ms(remaining)):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise socket.timeout("timed out")
@@ -296,7 +310,7 @@ def send_frame(sock: socket.socket, frame: bytes, fds: list[int] | tuple[int, ..
                 poller = select.poll()
                 poller.register(sock, select.POLLOUT)
             remaining = deadline - time.monotonic()  # type: ignore[operator]
-            if remaining <= 0 or not poller.poll(remaining * 1000.0 + 1):
+            if remaining <= 0 or not poller.poll(poll_ms(remaining)):
                 raise socket.timeout("timed out") from None
 
 

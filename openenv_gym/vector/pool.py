@@ -29,7 +29,7 @@ import os
 import threading
 from typing import Any, Callable, Union
 
-from openenv_gym.client.transport import BinaryClient
+from openenv_gym.client.transport import BinaryClient, settle_together
 from openenv_gym.protocol import ops
 from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
@@ -227,7 +227,7 @@ class WorkerPool:
             Worker index -> its sub-replies (each ``{"ok": ..., ...}``, in order), or a
             :class:`WorkerFailure` when the worker crashed, hung or is unreachable.
         """
-        self._send_each(list(calls), lambda w: self.clients[w].send(ops.batch(calls[w]), timeout))
+        self._send_each(list(calls), lambda w: self.clients[w].send(ops.batch(calls[w]), timeout), timeout)
         return self._gather(list(calls), lambda w: self.clients[w].receive()["results"],
                             lambda w, error: [{"ok": False, "error": error}] * len(calls[w]))
 
@@ -243,20 +243,28 @@ class WorkerPool:
         """
         slices = self.slices
         frames = {w: slices[w].frame(extras.get(w) if extras else None) for w in workers}
-        self._send_each(workers, lambda w: slices[w].client.send_frame(frames[w], timeout))
+        self._send_each(workers, lambda w: slices[w].client.send_frame(frames[w], timeout), timeout)
 
     def receive_slices(self, workers: list[int]) -> dict[int, dict[str, Any] | WorkerFailure]:
         """Gather the slice replies of ``workers`` (results now in each slice's columns)."""
         return self._gather(workers, lambda w: self.slices[w].receive(),
                             lambda w, error: {"errors": dict.fromkeys(range(len(self.groups[w])), error)})
 
-    def _send_each(self, workers: list[int], send: Callable[[int], None]) -> None:
+    def _send_each(self, workers: list[int], send: Callable[[int], None],
+                   timeout: float | None = None) -> None:
         """``send(w)`` for each worker; a failed worker is remembered for :meth:`_gather`, and an
-        interrupt drops every connection a request may have gone out on."""
+        interrupt drops every connection a request may have gone out on.
+
+        Workers still running a call cut short by Ctrl-C are waited for all at once first
+        (within ``timeout``): each send waiting for its own in turn would add up the timeouts
+        of hung workers (eight hung workers: eight timeouts before the reset restarts them)."""
         with self._io:
             try:
-                for w in workers:
+                unsettled = settle_together([self.clients[w] for w in workers], timeout)
+                for i, w in enumerate(workers):
                     try:
+                        if i in unsettled:
+                            raise unsettled[i]
                         send(w)
                     except (WorkerError, OSError) as exc:
                         self._send_failed[w] = WorkerFailure(w, exc)
@@ -305,7 +313,7 @@ class WorkerPool:
         """
         if os.getpid() != self.owner_pid:
             raise WorkerError(self._not_ours(worker))
-        self.clients[worker].drop()
+        self.clients[worker].close()  # with the call it may still run: it goes with the worker
         self.workers[worker].replace()
         self.clients[worker].address = self.workers[worker].address
         if self.slices:
@@ -332,7 +340,7 @@ class WorkerPool:
             for piece in self.slices:
                 piece.release()
             for client in self.clients:
-                client.drop()
+                client.close()  # and a connection still waiting for an interrupted call
             self.slices = []
         finally:
             if held:

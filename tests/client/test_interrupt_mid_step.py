@@ -17,7 +17,7 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
-from tests.conftest import ctrl_c_after, stop_process
+from tests.conftest import ctrl_c_after, request_unread, stop_process
 
 ROUNDS = 80
 
@@ -33,7 +33,7 @@ def test_the_step_after_an_interrupted_step_runs_after_it_in_the_worker() -> Non
         for i in range(ROUNDS):
             stop_process(u._worker.pid)
             try:
-                with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.05):
+                with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.05, when=lambda: request_unread(u._client)):
                     env.step({"message": f"interrupted {i}"})
             finally:
                 os.kill(u._worker.pid, signal.SIGCONT)
