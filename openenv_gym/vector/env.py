@@ -122,6 +122,10 @@ def _fresh_locks_after_fork() -> None:
     for envs in list(_vector_envs):
         envs._new_turn_lock()  # another thread may have held it at the fork
         envs._pending_thread = None  # the parent's threads are not in the child
+        # A step in flight at the fork is the parent's: its replies go to the parent's
+        # connections. The child's step_wait then says to reset (_gather), once, not a check
+        # on every step.
+        envs._pending = None
 
 
 os.register_at_fork(after_in_child=_fresh_locks_after_fork)
@@ -737,9 +741,8 @@ class RemoteVectorEnv(VectorEnv):
     def _gather(self) -> None:
         """Read the step replies; per-env infos land in :attr:`last_env_infos`/:attr:`last_final`."""
         if self._pending is None:
+            self._refuse_inherited()  # a fork's copy of a step pending at the fork: reset first
             raise gym.error.NoAsyncCallError("step_wait called without step_async", "step")
-        if self._forget_inherited_pending():
-            self._refuse_inherited()  # says whose envs they are, and to call reset()
         cmd = self._pending[0]
         done, env_infos, final, errors, failures = self._collect()
         # Envs without declared infos skip this per-step mask: nothing is ever in columns.
@@ -1185,17 +1188,7 @@ class RemoteVectorEnv(VectorEnv):
     def __reduce__(self) -> Any:
         raise not_copyable(self)
 
-    def _forget_inherited_pending(self) -> bool:
-        """Forget a step pending in the process this one forked from (its replies go to that
-        process's connections, not to this copy's); whether there was one."""
-        if self._pending is None or self._pool is None or self._pool.slices_pid == os.getpid():
-            return False
-        self._pending = None
-        return True
-
     def _discard_pending(self) -> None:
-        if self._forget_inherited_pending():
-            return
         if self._pending is not None and self._pool is not None:
             workers = self._pending[1]
             self._pending = None
