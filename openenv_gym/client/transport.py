@@ -122,7 +122,7 @@ class BinaryClient:
             self._owed = True  # before the send: an interrupt may land once the frame is out
             send_frame(sock, frame, fds, self._deadline)
         except OSError as exc:
-            self._close()
+            self.close()
             raise WorkerConnectionError(f"worker at {self.address} dropped the connection: {exc}") from None
         except BaseException:
             self.drop()  # interrupted (Ctrl-C) part way through the frame, or after it: out of frame
@@ -145,13 +145,13 @@ class BinaryClient:
         try:
             reply = decode(reader.read(self._deadline))
         except socket.timeout:
-            self._close()  # hung: waiting on its late reply would only time out again
+            self.close()  # hung: waiting on its late reply would only time out again
             raise WorkerTimeoutError(
                 f"worker at {self.address} did not answer within its timeout; it may be stuck "
                 f"or overloaded (raise {self.timeout_name}=... if the env is slow)"
             ) from None
         except (ConnectionError, OSError) as exc:
-            self._close()
+            self.close()
             raise WorkerCrashedError(f"worker at {self.address} closed the connection mid-call "
                                      f"(it died or was killed): {exc}") from None
         except BaseException:
@@ -168,7 +168,7 @@ class BinaryClient:
             if isinstance(error, SessionLimitError):
                 # A worker out of room for a connection's thread says so, then closes it: the
                 # next call connects anew instead of finding it closed (a "crashed worker").
-                self._close()
+                self.close()
             raise error
         return reply
 
@@ -198,7 +198,7 @@ class BinaryClient:
             # as a vector env drops every worker it did not hear from): what is due stays due.
             return
         if not owed:
-            self._close()
+            self.close()
             return
         self._sock = self._reader = None
         self._owed = False
@@ -209,12 +209,15 @@ class BinaryClient:
         except OSError:
             sock.close()  # already broken: nothing of it runs on
             return
-        self._close_settling()  # none is left by now (each call settles before connecting)
+        # An older one left (a session's close does not wait for it) is let go of: only the
+        # latest call cut short is waited for.
+        self._close_settling()
         self._settling = sock
         _settling_clients.add(self)
 
-    def _close(self) -> None:
-        """Close the connection and any still settling, at once."""
+    def close(self) -> None:
+        """Close the connection and any still settling, at once (a worker replaced or
+        stopped, a timeout, a crash: nothing of an interrupted call is waited for)."""
         sock = self._sock
         self._sock = self._reader = None
         self._owed = False
@@ -223,8 +226,6 @@ class BinaryClient:
                 sock.close()
         finally:
             self._close_settling()
-
-    close = _close
 
     def _close_settling(self) -> None:
         sock, self._settling = self._settling, None
@@ -250,22 +251,24 @@ class BinaryClient:
             f"{self.timeout_name}=... if the env is slow)")
 
 
-def settle_together(clients: list[BinaryClient], timeout: float | None = None) -> dict[int, WorkerTimeoutError]:
+def settle_together(clients: list[BinaryClient], which: list[int],
+                    timeout: float | None = None) -> dict[int, WorkerTimeoutError]:
     """What each client's next call waits for first (see :meth:`BinaryClient.drop`), for
     several clients at once: their workers finish their interrupted calls side by side, so
     waiting for each in turn, a timeout each, would add the timeouts of hung ones up.
 
     Args:
-        clients: The clients about to send (a vector env's workers).
+        clients: A vector env's clients, one per worker.
+        which: The indices of those about to send.
         timeout: Seconds each may wait (default: each client's own).
 
     Returns:
-        ``clients`` index -> the error of each whose worker had not finished by then; their
-        interrupted calls are let go of, so their next call does not wait for them again.
+        Index -> the error of each whose worker had not finished by then; their interrupted
+        calls are let go of, so their next call does not wait for them again.
     """
     if not _settling_clients:
         return {}  # every step of a vector env: nothing interrupted, nothing to wait for
-    waiting = {i: c for i, c in enumerate(clients) if c._settling is not None}
+    waiting = {i: clients[i] for i in which if clients[i]._settling is not None}
     now = time.monotonic()
     late = _settle_all(list(waiting.values()),
                        [now + (c.timeout if timeout is None else timeout) for c in waiting.values()])
@@ -334,7 +337,7 @@ def _forget_connections_after_fork() -> None:
     # child's next call connects anew.
     for client in list(_clients):
         client.lock = threading.RLock()  # another thread may have held it at the fork
-        client._close()  # at once: a half-close would end the parent's connection too
+        client.close()  # at once: a half-close would end the parent's connection too
 
 
 os.register_at_fork(after_in_child=_forget_connections_after_fork)

@@ -260,11 +260,11 @@ class WorkerPool:
         of hung workers (eight hung workers: eight timeouts before the reset restarts them)."""
         with self._io:
             try:
-                unsettled = settle_together([self.clients[w] for w in workers], timeout)
-                for i, w in enumerate(workers):
+                unsettled = settle_together(self.clients, workers, timeout)
+                for w in workers:
                     try:
-                        if i in unsettled:
-                            raise unsettled[i]
+                        if w in unsettled:
+                            raise unsettled[w]
                         send(w)
                     except (WorkerError, OSError) as exc:
                         self._send_failed[w] = WorkerFailure(w, exc)
