@@ -263,9 +263,8 @@ class RemoteEnv(gym.Env):
         state = "is still running" if alive else f"stopped{': ' + reason if reason else ''}"
         if self._forked() and not alive:
             # The parent stopped it (closed its env, or exited): a fork's copy may not replace it.
-            text = (f"{exc}. The worker {state}; it is process {self._owner_pid}'s, which made "
-                    "this env, so this forked child's copy cannot start another: make the "
-                    "child's own env (gym.make(env.spec))")
+            text = f"{exc}. The worker {state}; " + not_replaceable_in_fork(
+                "it", self._owner_pid, "make the child's own env (gym.make(env.spec))")
         else:
             text = f"{exc}. The worker {state}; the next reset() starts a fresh one."
         if tail:
@@ -654,6 +653,17 @@ def _end_session(client: BinaryClient, session: _Session) -> None:
     except (OpenEnvError, OSError):
         pass  # the worker may already be gone; closing must not fail
     session.sid = None
+
+
+def not_replaceable_in_fork(what: str, owner_pid: int, instead: str) -> str:
+    """Why a forked child's copy of an env cannot replace ``what`` (a worker of the process
+    ``owner_pid`` that made the env), and what it does ``instead``.
+
+    Example:
+        >>> not_replaceable_in_fork("worker 0", 42, "make the child's own vector env")
+        "a forked child cannot replace worker 0: it is process 42's, which made this env; make the child's own vector env"
+    """
+    return f"a forked child cannot replace {what}: it is process {owner_pid}'s, which made this env; {instead}"
 
 
 def not_copyable(env: Any) -> TypeError:

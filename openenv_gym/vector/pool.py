@@ -29,6 +29,7 @@ import os
 import threading
 from typing import Any, Callable, Union
 
+from openenv_gym.client.env import not_replaceable_in_fork
 from openenv_gym.client.transport import BinaryClient, settle_together
 from openenv_gym.protocol import ops
 from openenv_gym.protocol.sockets import available_cores
@@ -194,9 +195,8 @@ class WorkerPool:
             piece.release()
 
     def _not_ours(self, worker: int) -> str:
-        """Why this fork of the owner cannot replace ``worker``, and what to do instead."""
-        return (f"a forked child cannot replace worker {worker}: it is process "
-                f"{self.owner_pid}'s; make the child's own vector env")
+        return not_replaceable_in_fork(f"worker {worker}", self.owner_pid,
+                                       "make the child's own vector env")
 
     def _open_slice(self, worker: int) -> RemoteSlice:
         observation_space, action_space, shared, info_types = self._slice_args
