@@ -34,7 +34,7 @@ from typing import Any, Mapping
 
 from openenv_gym.providers._docker_owner import pid_namespace
 
-__all__ = ["PREFIX", "WorkerCgroup", "for_env", "leave", "limits", "reap_stale", "support"]
+__all__ = ["own_folders", "PREFIX", "WorkerCgroup", "for_env", "leave", "limits", "reap_stale", "support"]
 
 _ROOT = "/sys/fs/cgroup"
 
@@ -111,6 +111,24 @@ def _own_paths() -> dict[str, str]:
             _, controllers, path = line.rstrip("\n").split(":", 2)
             for name in controllers.split(",") if controllers else [""]:
                 out[name] = path
+    return out
+
+
+def own_folders() -> dict[str, str]:
+    """This process's cgroup folder per controller mounted here (``""`` for v2's single
+    hierarchy), e.g. ``{"pids": "/sys/fs/cgroup/pids/a/b", ...}``. In a container, whose
+    hierarchy is mounted at its own cgroup while ``/proc/self/cgroup`` may name the path on
+    the host, a folder that does not exist is the mount itself.
+
+    Raises:
+        OSError: ``/proc/self/cgroup`` cannot be read.
+    """
+    mounts = {"": _ROOT} if _unified() else {c: os.path.join(_ROOT, c) for c in _CONTROLLERS}
+    out: dict[str, str] = {}
+    for controller, path in _own_paths().items():
+        if controller in mounts:
+            folder = os.path.normpath(os.path.join(mounts[controller], path.lstrip("/")))
+            out[controller] = folder if os.path.isdir(folder) else mounts[controller]
     return out
 
 
@@ -336,13 +354,10 @@ def leave() -> bool:
     Returns:
         Whether a cgroup of ours was removed.
     """
-    mounts = {"": _ROOT} if _unified() else {
-        c: os.path.join(_ROOT, c) for c in _CONTROLLERS}
     removed = False
-    for controller, path in _own_paths().items():
-        if controller not in mounts or not os.path.basename(path).startswith(PREFIX):
+    for folder in own_folders().values():
+        if not os.path.basename(folder).startswith(PREFIX):
             continue
-        folder = os.path.join(mounts[controller], path.lstrip("/"))
         try:
             with open(os.path.join(os.path.dirname(folder), "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))

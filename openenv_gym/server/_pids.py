@@ -15,35 +15,32 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 
-from openenv_gym.providers._cgroup import _ROOT, _own_paths, _unified
+from openenv_gym.providers._cgroup import own_folders
 
 __all__ = ["pids_usage", "process_budget"]
 
 
-def _pids_folders() -> list[str]:
-    """The folders of this process's pids cgroup and its ancestors (none where none is visible).
-
-    Inside a container the hierarchy is mounted at the container's own cgroup, while
-    ``/proc/self/cgroup`` may still name its path on the host: the mount's root is then
-    the process's cgroup.
-    """
+@functools.cache
+def _pids_folders() -> tuple[str, ...]:
+    """The folders of this process's pids cgroup and its ancestors (none where none is
+    visible). Found once: a worker is in its cgroup before it serves (the process provider
+    places it while it is held), and stays there; each connection then reads only counters."""
     try:
-        own = _own_paths()
+        own = own_folders()
     except OSError:
-        return []
-    mount, path = (_ROOT, own.get("")) if _unified() else (os.path.join(_ROOT, "pids"), own.get("pids"))
-    if path is None:
-        return []
-    folder = os.path.join(mount, path.lstrip("/"))
-    if not os.path.isdir(folder):
-        folder = mount
-    folders = [folder]
-    while folders[-1] != mount and folders[-1].startswith(mount):
-        folders.append(os.path.dirname(folders[-1]))
-    return folders
+        return ()
+    folder = own.get("pids", own.get(""))
+    folders: list[str] = []
+    # Up to the hierarchy's root: every cgroup folder has a cgroup.procs, what holds it not.
+    while folder and os.path.exists(os.path.join(folder, "cgroup.procs")):
+        folders.append(folder)
+        parent = os.path.dirname(folder)
+        folder = parent if parent != folder else ""
+    return tuple(folders)
 
 
 def _usage(folder: str) -> tuple[int, int] | None:
