@@ -162,10 +162,17 @@ class BinaryServer:
         if kind == "unix":
             if os.path.exists(addr):
                 os.unlink(addr)  # a stale socket from a killed predecessor in our own folder
-            self._server: socketserver.BaseServer = _UnixServer(addr, _Handler)
+            self._server: socketserver.BaseServer = _UnixServer(addr, _Handler, bind_and_activate=False)
+        else:
+            self._server = _TCPServer(addr, _Handler, bind_and_activate=False)
+        try:
+            self._server.server_bind()  # type: ignore[attr-defined]
+        except BaseException:
+            self._server.server_close()
+            raise
+        if kind == "unix":
             self.address = address
         else:
-            self._server = _TCPServer(addr, _Handler)
             host, port = self._server.server_address[:2]
             self.address = f"tcp://{host}:{port}"
         self._server.service = service  # type: ignore[attr-defined]
@@ -173,9 +180,19 @@ class BinaryServer:
         self._server.connections = set()  # type: ignore[attr-defined]
         self._server.lock = threading.Lock()  # type: ignore[attr-defined]
         self._path = addr if kind == "unix" else None
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="binary-server", daemon=True)
+        listening = threading.Event()
+
+        def serve() -> None:
+            listening.wait()
+            self._server.serve_forever(poll_interval=0.05)
+
+        self._thread = threading.Thread(target=serve, name="binary-server", daemon=True)
+        # Started before the socket listens: a worker that cannot start it (its pids_limit
+        # used up) is never reached, so the provider reads its startup failure instead of
+        # taking a first accepted connection for ready.
         self._thread.start()
+        self._server.server_activate()  # type: ignore[attr-defined]
+        listening.set()
 
     def close(self) -> None:
         """Stop accepting connections, end the open ones and remove the socket file.

@@ -243,6 +243,16 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         if release is not None:
             release()
         raise
+    owner_gone = threading.Event()
+
+    def on_owner_gone() -> None:
+        owner_gone.set()
+        stop()
+
+    if owner_pid:
+        # Before any server listens: a worker that cannot start this thread (its pids_limit
+        # used up) must fail its startup, not after a provider took it for ready.
+        threading.Thread(target=_watch_owner, args=(owner_pid, on_owner_gone), daemon=True).start()
     servers: list[BinaryServer] = []
     if unix:
         servers.append(BinaryServer(service, f"unix://{unix}"))
@@ -277,15 +287,6 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
             from openenv_gym.providers import _cgroup
 
             _cgroup.leave()
-
-    owner_gone = threading.Event()
-
-    def on_owner_gone() -> None:
-        owner_gone.set()
-        stop()
-
-    if owner_pid:
-        threading.Thread(target=_watch_owner, args=(owner_pid, on_owner_gone), daemon=True).start()
 
     if http_port is None:
         print(ready_line(service.env_name, service.binary_address, also), flush=True)
