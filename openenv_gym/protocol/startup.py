@@ -5,7 +5,8 @@ it). A worker whose env cannot be made (an unknown game, a bad argument, unusabl
 prints :func:`failure_line` before it exits; a provider that saw the worker exit during
 startup finds that line in its output with :func:`failure_in` and raises the error it names,
 with the type the env raised (:func:`~openenv_gym.errors.error_from_wire`), instead of a
-bare "worker exited".
+bare "worker exited". A worker of another openenv-gym version that refuses the command line
+(:func:`server_argv`) this one starts it with is named as such, a :class:`ProtocolError`.
 
 Example:
     >>> from openenv_gym.errors import UnknownEnvironmentError
@@ -20,14 +21,20 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from typing import Sequence
 
-from openenv_gym.errors import OpenEnvError, error_from_wire, error_to_wire
+from openenv_gym.errors import OpenEnvError, ProtocolError, error_from_wire, error_to_wire
 
 __all__ = ["failure_in", "failure_line", "parse_ready", "ready_line", "server_argv"]
 
 _READY = "openenv-gym worker ready:"
 _FAILED = "openenv-gym worker failed:"
+#: argparse's last words when a worker of another openenv-gym version (an old custom Docker
+#: image, a Ray node not upgraded) does not take the arguments this version starts it with.
+#: ``__main__.py`` is argparse's own name for a ``-m`` module that names no ``prog``.
+_ARGS_REFUSED = re.compile(r"(?:openenv_gym\.server|__main__\.py): error: "
+                           r"((?:unrecognized arguments|the following arguments are required): .*)")
 
 
 def server_argv(env: str, kwargs_json: str, *, unix: str | None = None,
@@ -112,7 +119,8 @@ def failure_in(output: str) -> OpenEnvError | None:
         output: The worker's output, or its last lines.
 
     Returns:
-        The typed error, rebuilt as the worker described it.
+        The typed error, rebuilt as the worker described it; a :class:`ProtocolError` naming
+        the version skew when the worker refused its command line (:func:`server_argv`'s).
     """
     for line in reversed(output.splitlines()):
         start = line.find(_FAILED)
@@ -121,4 +129,19 @@ def failure_in(output: str) -> OpenEnvError | None:
                 return error_from_wire(json.loads(line[start + len(_FAILED):]))
             except ValueError:  # cut short: the line is not whole
                 return None
+        refused = _ARGS_REFUSED.search(line)
+        if refused:
+            return _version_skew(refused.group(1))
     return None
+
+
+def _version_skew(detail: str) -> ProtocolError:
+    """The error for a worker whose openenv_gym refused this version's command line."""
+    from openenv_gym import __version__  # late: this module loads while the package does
+
+    return ProtocolError(
+        f"the worker's openenv_gym refused the command line this trainer's openenv-gym "
+        f"{__version__} starts it with ({detail}): the worker runs another openenv-gym "
+        "version. Run the same version on both sides: rebuild a custom Docker image "
+        "(provider_options['image']) FROM the image `openenv-gym build ENV` makes now, or "
+        "install this version on the Ray nodes")

@@ -27,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 import pydantic
 
+import openenv_gym
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError, SessionNotFoundError, error_to_wire
 from openenv_gym.protocol.slices import check_info_types, map_shared
@@ -112,6 +113,9 @@ class EnvService:
                                 f"self.{kind}_space (a gymnasium space) in __init__")
         spec: dict[str, Any] = {
             "protocol": PROTOCOL_VERSION,
+            # The package version beside it: a peer of another protocol can then say which
+            # openenv-gym runs here, so the user knows which side to upgrade.
+            "version": openenv_gym.__version__,
             "env": self.env_name,
             "action_space": space_to_dict(env.action_space),
             "observation_space": space_to_dict(env.observation_space),
@@ -143,10 +147,12 @@ class EnvService:
         return self._spec
 
     def health(self) -> dict[str, Any]:
-        """Liveness and load: env, pid, sessions, uptime and the addresses served."""
+        """Liveness and load: env, openenv-gym version, pid, sessions, uptime and the
+        addresses served."""
         return {
             "status": "ok",
             "env": self.env_name,
+            "version": openenv_gym.__version__,
             "pid": os.getpid(),
             "sessions": len(self.sessions),
             "max_sessions": self.sessions.max_sessions,
