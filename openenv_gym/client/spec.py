@@ -84,9 +84,16 @@ def read_spec(spec: dict[str, Any]) -> tuple[spaces.Space, spaces.Space, dict[st
     if spec.get("protocol") != PROTOCOL_VERSION:
         # An older or newer server (one attached by address, a Ray node on another version)
         # would fail on the first message it cannot read ("unknown msgpack extension type").
-        raise ProtocolError(f"the env server speaks protocol {spec.get('protocol')!r} and this client "
-                            f"protocol {PROTOCOL_VERSION}: run the same openenv-gym version on both "
-                            "sides (a docker image rebuilds itself from the installed package)")
+        from openenv_gym import __version__  # noqa: PLC0415  (late: this module loads with the package)
+
+        theirs = f" (openenv-gym {spec['version']})" if "version" in spec else ""
+        raise ProtocolError(
+            f"the env server speaks protocol {spec.get('protocol')!r}{theirs} and this client "
+            f"protocol {PROTOCOL_VERSION} (openenv-gym {__version__}): run the same openenv-gym "
+            "version on both sides: restart a server started by hand (`openenv-gym serve`) with "
+            "this version; images built by the docker provider rebuild themselves, but a custom "
+            "image (provider_options['image']) must be rebuilt FROM the image `openenv-gym build "
+            "ENV` makes now")
     metadata = dict(spec.get("metadata", {}))
     metadata["render_modes"] = [m for m in metadata.get("render_modes", []) if m != "human"]
     metadata["openenv_env"] = spec["env"]
