@@ -30,7 +30,7 @@ import math
 import os
 import threading
 import weakref
-from typing import AbstractSet, Any, Callable, Sequence
+from typing import AbstractSet, Any, Callable, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -364,7 +364,15 @@ class RemoteVectorEnv(VectorEnv):
 
         Returns:
             The batched observations and infos.
+
+        Raises:
+            InvalidRequestError: ``options`` is not a mapping (a single env's worker refuses
+                it too), or a seed of an env being reset is negative or not an int.
         """
+        if options is not None and not isinstance(options, Mapping):
+            # dict() took a list of pairs as options, and failed on others with its own text.
+            raise InvalidRequestError(f"options must be a mapping (a dict) or None, got "
+                                      f"{type(options).__name__}; nothing was reset")
         self._discard_pending()
         if self.pool.inherited:
             if options and "reset_mask" in options and not _check_mask(options["reset_mask"],
@@ -441,11 +449,13 @@ class RemoteVectorEnv(VectorEnv):
         if len(seeds) != self.num_envs:
             raise ValueError(f"If seeds are passed as a list the length must match "
                              f"num_envs={self.num_envs} but got length={len(seeds)}.")
-        for i, s in enumerate(seeds):
-            if s is not None and not isinstance(s, (int, np.integer)):
+        for i in indices:  # that of an env reset_mask leaves out is ignored, as by SyncVectorEnv
+            if seeds[i] is not None and not isinstance(seeds[i], (int, np.integer)):
                 # int() would take 1.7 as 1 and "3" as 3, where Gymnasium refuses both.
-                raise InvalidRequestError(f"seed[{i}] must be an int or None, got {s!r}")
-        return _non_negative([None if s is None else int(s) for s in seeds], indices)
+                raise InvalidRequestError(f"seed[{i}] must be an int or None, got {seeds[i]!r}")
+        wanted = set(indices)
+        return _non_negative([int(s) if s is not None and i in wanted else None
+                              for i, s in enumerate(seeds)], indices)
 
     def _reset_envs(self, indices: list[int], seeds: list[int | None],
                     options: dict[str, Any] | None,
