@@ -325,6 +325,21 @@ class RemoteEnv(gym.Env):
             return ops.reset(None, self._seed_after_restart(seed), options, bound=bound)
         return ops.reset(self._sid, seed, options, bound=bound)
 
+    def _reset_call(self, seed: int | None, options: dict[str, Any] | None,
+                    fresh: bool) -> dict[str, Any]:
+        """Send the reset request (see :meth:`_reset_request`). One that creates a session,
+        cut short (Ctrl-C), leaves a session whose id only its late reply tells: it is
+        marked, and the next reset or close() ends it (see :func:`_learn_unknown_session`)."""
+        request = self._reset_request(seed, options, fresh)
+        try:
+            return self._request(request)
+        except BaseException:
+            # A bound one (a fork's copy's) ends with its connection; a marked reset that made
+            # no session (refused, never sent) costs nothing: the late reply tells no id.
+            if "sid" not in request and not request.get("bound"):
+                self._session.unknown = True
+            raise
+
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Start an episode in the worker (replacing a worker that died or hung first).
@@ -346,17 +361,20 @@ class RemoteEnv(gym.Env):
             self._replace_worker()
             fresh = True
         try:
-            out = self._request(self._reset_request(seed, options, fresh))
+            if self._session.unknown:  # a reset cut short made a session: end it first
+                _close_session(self._client, _learn_unknown_session(self._client, self._session,
+                                                                    self._client.timeout))
+            out = self._reset_call(seed, options, fresh)
         except SessionNotFoundError:
             fresh = True
-            out = self._request(self._reset_request(seed, options, fresh))
+            out = self._reset_call(seed, options, fresh)
         except (WorkerCrashedError, WorkerConnectionError) as exc:
             if not self._restart_if_dead():
                 if self._forked():
                     raise self._explained(exc) from exc  # why a fork's copy cannot go on
                 raise
             fresh = True
-            out = self._request(self._reset_request(seed, options, fresh))
+            out = self._reset_call(seed, options, fresh)
         except WorkerTimeoutError:
             self._stuck = True
             raise
@@ -569,7 +587,9 @@ class RemoteEnv(gym.Env):
             if client is not None:
                 if client.lock.acquire(blocking=False):
                     try:
-                        _end_session(client, self._session)  # not a fork's copy's
+                        # Not a fork's copy's. An attached server outlives this env: the
+                        # reset cut short is waited for, to end a session it made.
+                        _end_session(client, self._session, settle=5.0 if self._worker is None else 0.0)
                         client.close()
                     finally:
                         client.lock.release()
@@ -632,7 +652,7 @@ class ServedGenerator:
 class _Session:
     """The id of a RemoteEnv's session, shared with the finalizer that ends it."""
 
-    __slots__ = ("sid", "pid", "connection")
+    __slots__ = ("sid", "pid", "connection", "unknown")
 
     def __init__(self) -> None:
         self.sid: str | None = None
@@ -641,18 +661,47 @@ class _Session:
         #: A fork's session's connection (None: the owner's): the worker ends the session
         #: when it closes.
         self.connection: Any = None
+        #: Whether a reset that creates a session was cut short (Ctrl-C): the session it made
+        #: has an id only its late reply tells, and nobody else would end it.
+        self.unknown = False
 
 
-def _end_session(client: BinaryClient, session: _Session) -> None:
+def _end_session(client: BinaryClient, session: _Session, settle: float = 5.0) -> None:
+    """End ``session`` on the worker, and one a reset cut short made (waiting up to ``settle``
+    seconds for that reset to finish: see :func:`_learn_unknown_session`)."""
     # A fork's copy of the env lets go of the parent's session (still in use) and ends only
     # the one it opened itself.
-    if session.sid is None or os.getpid() != session.pid:
+    if os.getpid() != session.pid:
+        return
+    if session.unknown:
+        with contextlib.suppress(OpenEnvError, OSError):  # the worker hung or gone: closing must not fail
+            _close_session(client, _learn_unknown_session(client, session, settle))
+    _close_session(client, session.sid)
+    session.sid = None
+
+
+def _learn_unknown_session(client: BinaryClient, session: _Session, timeout: float) -> str | None:
+    """The id of the session a reset cut short made (``session.unknown``), from that reset's
+    late reply once its worker has finished it (waiting up to ``timeout`` seconds); None
+    when it made none or its reply cannot be had. Either way it is no longer looked for.
+
+    Raises:
+        WorkerTimeoutError: The worker did not finish that reset within ``timeout``.
+    """
+    session.unknown = False
+    reply = client.settle(timeout)
+    return reply.get("sid") if reply is not None and reply.get("ok") else None
+
+
+def _close_session(client: BinaryClient, sid: str | None) -> None:
+    """Close session ``sid`` (None: nothing to close) on ``client``'s worker."""
+    if sid is None:
         return
     try:
-        client.request(ops.close(session.sid), timeout=5.0)
+        # Unordered: a call cut short (Ctrl-C) need not finish first, it finds its session gone.
+        client.request(ops.close(sid), timeout=5.0, ordered=False)
     except (OpenEnvError, OSError):
         pass  # the worker may already be gone; closing must not fail
-    session.sid = None
 
 
 def not_replaceable_in_fork(what: str, owner_pid: int, instead: str) -> str:

@@ -33,11 +33,12 @@ from openenv_gym.errors import (
     SessionLimitError,
     WorkerConnectionError,
     WorkerCrashedError,
+    WorkerError,
     WorkerTimeoutError,
     error_from_wire,
 )
 from openenv_gym.protocol.sockets import FrameReader, available_cores, connect, poll_ms, send_frame
-from openenv_gym.protocol.wire import MAX_FRAME, decode, encode
+from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode, frame_length
 
 __all__ = ["BinaryClient", "settle_together"]
 
@@ -72,6 +73,11 @@ class BinaryClient:
         #: A connection let go of with a request still due (see :meth:`drop`), half-closed:
         #: the worker closes it once done with that request, and the next call waits for that.
         self._settling: socket.socket | None = None
+        #: The settling connection :meth:`interrupt` cut: the wait for it fails, not succeeds.
+        self._cut: socket.socket | None = None
+        #: What came on the settling connection (the late reply; None: none to be had), for
+        #: :meth:`settle`, until the next call connects.
+        self._late: bytearray | None = None
         #: Held by :meth:`request` from send to reply: calls from several threads take turns
         #: instead of reading each other's replies.
         self.lock = threading.RLock()
@@ -88,6 +94,7 @@ class BinaryClient:
         if self._sock is None:
             if ordered:
                 self._settle()
+                self._late = None  # a caller that wants the late reply asked settle() first
             sock = connect(self.address, timeout)
             # Blocking mode: send_frame and FrameReader keep the deadlines themselves (a
             # Python socket timeout would add a poll to every send, which here needs none).
@@ -95,18 +102,21 @@ class BinaryClient:
             self._sock, self._reader = sock, FrameReader(sock, self.max_frame, spin=self.spin)
         return self._sock
 
-    def send(self, message: Any, timeout: float | None = None, fds: tuple[int, ...] = ()) -> None:
+    def send(self, message: Any, timeout: float | None = None, fds: tuple[int, ...] = (),
+             ordered: bool = True) -> None:
         """Send a request without waiting; pair with :meth:`receive`.
 
         Args:
             message: The request.
             timeout: Seconds the call may take (default: the client's).
             fds: File descriptors to pass along (Unix sockets only; the caller keeps its copies).
+            ordered: Wait first for a call cut short earlier (see :meth:`send_frame`); False
+                for a request that only closes sessions.
 
         Raises:
             WorkerConnectionError: The worker cannot be reached.
         """
-        self.send_frame(encode(message), timeout, fds, ordered=not _ends_sessions(message))
+        self.send_frame(encode(message), timeout, fds, ordered)
 
     def send_frame(self, frame: bytes, timeout: float | None = None, fds: tuple[int, ...] = (),
                    ordered: bool = True) -> None:
@@ -172,27 +182,33 @@ class BinaryClient:
             raise error
         return reply
 
-    def request(self, message: Any, timeout: float | None = None, fds: tuple[int, ...] = ()) -> dict[str, Any]:
-        """Send a request and wait for its reply (see :meth:`receive`). Safe to call from
-        several threads: one call at a time goes over the connection."""
+    def request(self, message: Any, timeout: float | None = None, fds: tuple[int, ...] = (),
+                ordered: bool = True) -> dict[str, Any]:
+        """Send a request and wait for its reply (see :meth:`send` and :meth:`receive`). Safe
+        to call from several threads: one call at a time goes over the connection."""
         with self.lock:
-            self.send(message, timeout, fds)
+            self.send(message, timeout, fds, ordered)
             return self.receive()
 
     def interrupt(self) -> None:
         """Make a call in flight on another thread fail now, as if the worker had closed the
-        connection, without closing the descriptor under it (that thread drops it)."""
-        sock = self._sock
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        connection, without closing the descriptor under it (that thread drops it). A call
+        still waiting for one cut short earlier (see :meth:`_settle`) fails too, with
+        :class:`WorkerConnectionError`, instead of waiting on for a worker that is not ours
+        to stop (an attached server)."""
+        settling = self._settling
+        self._cut = settling  # before the shutdown, which wakes the waiting thread
+        for sock in (self._sock, settling):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def drop(self) -> None:
         """Close the connection; the next call reconnects. A request still due on it (a call
         cut short by Ctrl-C) is let finish: the next call first waits until the worker is
         done with it (see :meth:`_settle`), within that call's timeout. :meth:`close` lets
         go of that too (a worker replaced or stopped)."""
-        sock, owed = self._sock, self._owed
+        sock, owed, reader = self._sock, self._owed, self._reader
         if sock is None:
             # Let go of already (the call cut short dropped it, and its caller drops again,
             # as a vector env drops every worker it did not hear from): what is due stays due.
@@ -213,6 +229,9 @@ class BinaryClient:
         # latest call cut short is waited for.
         self._close_settling()
         self._settling = sock
+        # The reply's start, if the interrupted read had taken some of it (the reader keeps
+        # what it took before the payload; past that the reply is lost, which settle() tells).
+        self._late = bytearray(reader._rest if reader is not None else b"")
         _settling_clients.add(self)
 
     def close(self) -> None:
@@ -221,6 +240,7 @@ class BinaryClient:
         sock = self._sock
         self._sock = self._reader = None
         self._owed = False
+        self._late = None
         try:
             if sock is not None:
                 sock.close()
@@ -228,10 +248,31 @@ class BinaryClient:
             self._close_settling()
 
     def _close_settling(self) -> None:
-        sock, self._settling = self._settling, None
+        sock, self._settling, self._cut = self._settling, None, None
         _settling_clients.discard(self)
         if sock is not None:
             sock.close()
+
+    def settle(self, timeout: float) -> dict[str, Any] | None:
+        """Wait, as the next call would (see :meth:`drop`), up to ``timeout`` seconds, for the
+        worker to finish the call cut short last, and return that call's reply: what a caller
+        needs of an interrupted call (the id of a session it created).
+
+        Returns:
+            The late reply's fields (an error reply's too), or None: no call was cut short,
+            or its reply cannot be had (read in part before the cut, or none came).
+
+        Raises:
+            WorkerTimeoutError: The worker is still busy with it after ``timeout``.
+            WorkerConnectionError: :meth:`interrupt` ended the wait.
+        """
+        with self.lock:
+            if self._settling is None and self._late is None:
+                return None
+            self._deadline = time.monotonic() + timeout
+            self._settle()
+            late, self._late = self._late, None
+            return _late_reply(late, self.max_frame)
 
     def _settle(self) -> None:
         """Wait, until this call's deadline, for the worker to close the connection :meth:`drop`
@@ -240,9 +281,10 @@ class BinaryClient:
 
         Raises:
             WorkerTimeoutError: The worker is still busy with it at the deadline (hung).
+            WorkerConnectionError: :meth:`interrupt` ended the wait (a close on another thread).
         """
-        if self._settling is not None and _settle_all([self], [self._deadline]):
-            raise self._unsettled_error()
+        if self._settling is not None and (failed := _settle_all([self], [self._deadline])):
+            raise failed[self]
 
     def _unsettled_error(self) -> WorkerTimeoutError:
         return WorkerTimeoutError(
@@ -250,9 +292,14 @@ class BinaryClient:
             f"and did not finish it within the timeout; it may be stuck (raise "
             f"{self.timeout_name}=... if the env is slow)")
 
+    def _cut_error(self) -> WorkerConnectionError:
+        return WorkerConnectionError(
+            f"the call to worker at {self.address} was cut short (closed on another thread) "
+            f"while it waited for the worker to finish a call interrupted earlier")
+
 
 def settle_together(clients: list[BinaryClient], which: list[int],
-                    timeout: float | None = None) -> dict[int, WorkerTimeoutError]:
+                    timeout: float | None = None) -> dict[int, WorkerError]:
     """What each client's next call waits for first (see :meth:`BinaryClient.drop`), for
     several clients at once: their workers finish their interrupted calls side by side, so
     waiting for each in turn, a timeout each, would add the timeouts of hung ones up.
@@ -263,21 +310,24 @@ def settle_together(clients: list[BinaryClient], which: list[int],
         timeout: Seconds each may wait (default: each client's own).
 
     Returns:
-        Index -> the error of each whose worker had not finished by then; their interrupted
-        calls are let go of, so their next call does not wait for them again.
+        Index -> the error of each whose worker had not finished by then
+        (:class:`WorkerTimeoutError`), or whose wait :meth:`BinaryClient.interrupt` ended
+        (:class:`WorkerConnectionError`); their interrupted calls are let go of, so their
+        next call does not wait for them again.
     """
     if not _settling_clients:
         return {}  # every step of a vector env: nothing interrupted, nothing to wait for
     waiting = {i: clients[i] for i in which if clients[i]._settling is not None}
     now = time.monotonic()
-    late = _settle_all(list(waiting.values()),
-                       [now + (c.timeout if timeout is None else timeout) for c in waiting.values()])
-    return {i: c._unsettled_error() for i, c in waiting.items() if c in late}
+    failed = _settle_all(list(waiting.values()),
+                         [now + (c.timeout if timeout is None else timeout) for c in waiting.values()])
+    return {i: failed[c] for i, c in waiting.items() if c in failed}
 
 
-def _settle_all(clients: list[BinaryClient], deadlines: list[float]) -> list[BinaryClient]:
+def _settle_all(clients: list[BinaryClient], deadlines: list[float]) -> dict[BinaryClient, WorkerError]:
     """Wait for the worker of each client's settling connection to close it, each until its
-    deadline, then let go of it. Returns the clients whose deadline passed first."""
+    deadline, then let go of it. Returns the error of each client whose deadline passed
+    first, or whose wait :meth:`BinaryClient.interrupt` cut."""
     poller = select.poll()
     pending: dict[int, tuple[BinaryClient, float]] = {}
     for client, deadline in zip(clients, deadlines):
@@ -285,42 +335,58 @@ def _settle_all(clients: list[BinaryClient], deadlines: list[float]) -> list[Bin
         if sock is not None:
             poller.register(sock, select.POLLIN)
             pending[sock.fileno()] = (client, deadline)
-    late: list[BinaryClient] = []
+    failed: dict[BinaryClient, WorkerError] = {}
 
     def let_go(fd: int) -> BinaryClient:
         client = pending.pop(fd)[0]
         poller.unregister(fd)
+        if client._cut is client._settling:  # interrupted, not finished by its worker
+            failed[client] = client._cut_error()
         client._close_settling()
         return client
 
     while pending:
         soonest = min(deadline for _, deadline in pending.values())
         for fd, _ in poller.poll(poll_ms(soonest - time.monotonic())):
-            if _peer_closed(pending[fd][0]._settling):  # type: ignore[arg-type]
+            if _peer_closed(pending[fd][0]):
                 let_go(fd)
         now = time.monotonic()
-        late += [let_go(fd) for fd, (_, deadline) in list(pending.items()) if deadline <= now]
-    return late
+        for fd, (client, deadline) in list(pending.items()):
+            if deadline <= now:
+                let_go(fd)
+                failed.setdefault(client, client._unsettled_error())
+    return failed
 
 
-def _ends_sessions(message: Any) -> bool:
-    """Whether ``message`` only closes sessions (``close``, or a ``batch`` of them)."""
-    if not isinstance(message, dict):
-        return False
-    if message.get("op") == "batch":
-        calls = message.get("calls")
-        return bool(calls) and all(_ends_sessions(call) for call in calls)
-    return message.get("op") == "close"
-
-
-def _peer_closed(sock: socket.socket) -> bool:
-    """Read what came on readable ``sock``, unread; whether the peer has closed it (or reset it)."""
+def _peer_closed(client: BinaryClient) -> bool:
+    """Take what came on ``client``'s readable settling connection (its late reply); whether
+    the peer has closed it (or reset it)."""
     try:
-        return not sock.recv(1 << 16, socket.MSG_DONTWAIT)
+        data = client._settling.recv(1 << 16, socket.MSG_DONTWAIT)  # type: ignore[union-attr]
     except (BlockingIOError, InterruptedError):
         return False
     except OSError:
+        client._late = None
         return True  # reset: the worker is gone, so nothing of it runs on
+    late = client._late
+    if late is not None:
+        late += data
+        if len(late) > HEADER.size + client.max_frame:
+            client._late = None  # more than a reply: nothing to be had of it
+    return not data
+
+
+def _late_reply(data: bytearray | None, max_frame: int) -> dict[str, Any] | None:
+    """The reply in ``data``, all that came on a settling connection; None unless that is
+    exactly one whole frame of a reply (not one read in part before the cut)."""
+    if data is None or len(data) < HEADER.size:
+        return None
+    try:
+        length = frame_length(bytes(data[:HEADER.size]), max_frame)
+        reply = decode(memoryview(data)[HEADER.size:]) if len(data) == HEADER.size + length else None
+    except (ProtocolError, ValueError, TypeError):
+        return None
+    return reply if isinstance(reply, dict) else None
 
 
 #: The clients with a connection :meth:`BinaryClient.drop` let go of with a request due: none,

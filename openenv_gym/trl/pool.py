@@ -243,7 +243,7 @@ class Episode:
         """Close the session on the worker and the connection (safe to call twice)."""
         if self._sid is not None and self._generation == self.pool._generations[self.worker]:
             try:
-                self._client.request(ops.close(self._sid), timeout=5.0)
+                self._client.request(ops.close(self._sid), timeout=5.0, ordered=False)  # as RemoteEnv's
             except (OpenEnvError, OSError):
                 pass  # the worker may be gone; closing must not fail
         self._sid = None

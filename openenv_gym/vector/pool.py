@@ -184,8 +184,9 @@ class WorkerPool:
         for w, piece in enumerate(slices):
             if not piece.ended():
                 with contextlib.suppress(Exception):
+                    # Unordered: a call cut short need not finish first (it finds its session gone).
                     self.clients[w].request(ops.batch([ops.close(sid) for sid in piece.sids]),
-                                            timeout=5.0)
+                                            timeout=5.0, ordered=False)
 
     def _let_go(self, slices: list[RemoteSlice]) -> None:
         """Let go of the slices of an :meth:`open_slices` that failed part way: a fork's
