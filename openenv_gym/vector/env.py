@@ -70,6 +70,7 @@ from openenv_gym.providers.base import Worker
 from openenv_gym.spaces import exact_cast, from_wire, owned
 from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
+from openenv_gym.vector.slices import RemoteSlice
 
 __all__ = ["RemoteVectorEnv", "parse_autoreset_mode", "default_envs_per_worker"]
 
@@ -296,6 +297,8 @@ class RemoteVectorEnv(VectorEnv):
             self._action_check = action_checker(spec, single)
         self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
         self._bounds = [(g[0], g[-1] + 1) for g in self._pool.groups]
+        #: Every worker's index: the usual step goes to all (read only, shared by every step).
+        self._every_worker = list(range(len(self._pool.groups)))
         # Infos the env declares (``info_types``) come in columns: their values for every env,
         # which envs' last collected info is there, and which envs' last step info is.
         info_types: dict[str, str] = spec.get("info_types") or {}
@@ -500,7 +503,6 @@ class RemoteVectorEnv(VectorEnv):
         return out
 
     # -- step -------------------------------------------------------------------------
-    @_in_turn
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env with its action (``step_async`` then ``step_wait``).
 
@@ -510,6 +512,83 @@ class RemoteVectorEnv(VectorEnv):
         Returns:
             Batched observations, rewards, terminations, truncations and infos.
         """
+        with self._turns:
+            if self._pending is None and self._usual():
+                return self._usual_step(actions)
+            return self._step(actions)
+
+    def _usual(self) -> bool:
+        """Whether the next step is the usual one, which :meth:`_usual_step` runs: array
+        observations and actions, every env stepping (none to autoreset, lost or reseeded),
+        no time limit ending episodes in the same message, the envs this process's own."""
+        pool = self._pool
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+        return (pool is not None and self._flat_action and self._obs.flat
+                and self._reset_needed is None and not self._lost and not self._restart_seeds
+                and not pool.inherited
+                and (not same_step or self.max_episode_steps is None)
+                and (same_step or not self._autoreset_envs.any()))
+
+    def _usual_step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray,
+                                                  dict[str, Any]]:
+        """:meth:`_step` for the usual step (:meth:`_usual`), as one straight line: the same
+        checks and results without :meth:`_run`'s, :meth:`_collect`'s and :meth:`_gather`'s
+        branches for resets, skipped envs, per-env infos and time limits (measured: ~20 µs of
+        trainer CPU a step, ``benchmarks/bench_pong_floor.py``). Replies with anything more
+        than the columns (an error, inline infos, a final observation, a failed worker) are
+        taken from there by :meth:`_gather`, as any step's."""
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+        command = STEP_AUTORESET if same_step else STEP
+        cmd = self._step_cmd
+        cmd.fill(command)
+        acts = self._action_batch(actions)
+        self._refuse_out_of_space(acts, cmd)
+        acts = self._column_or_rows(acts)
+        pool = self.pool
+        slices = pool.slices
+        extras: dict[int, dict[str, Any]] = {}
+        for w, (lo, hi) in enumerate(self._bounds):
+            slices[w].write_commands(command, command)
+            if isinstance(acts, np.ndarray):
+                slices[w].columns["action"][...] = acts[lo:hi]
+            else:  # rows to travel in their own dtype (see _column_or_rows)
+                extras[w] = {"actions": acts[lo:hi]}
+        workers = self._every_worker
+        sent = False
+        try:
+            pool.send_slices(workers, extras)
+            sent = True
+            replies = pool.receive_slices(workers)
+        except BaseException as exc:
+            if sent:  # replies may be due on any connection: they would answer the next requests
+                pool._interrupted(workers)
+            elif isinstance(exc, (InvalidRequestError, TypeError)):
+                raise  # refused while encoding, before anything was sent: every env is as it was
+            self._out_of_sync()
+            raise
+        for w in workers:
+            if replies[w]:  # a failure, or a reply with more than the columns
+                self._pending = (cmd, workers, False)
+                self._gather(replies)
+                return self._batched()
+        for w, (lo, hi) in enumerate(self._bounds):
+            self._take_slice(slices[w], lo, hi)
+        # What _gather does after such a step: every env stepped, nothing came inline.
+        truncs = self._truncations
+        if self.max_episode_steps is not None:  # not with SAME_STEP (see _usual)
+            self._elapsed += 1
+            truncs |= self._elapsed >= self.max_episode_steps
+        if not same_step:
+            self._autoreset_envs = self._terminations | truncs
+        self._step_infos = {}
+        if self._info_values:
+            self._step_in_columns = self._info_ok.copy()
+        self.last_final = {}
+        return self._batched()
+
+    @_in_turn
+    def _step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Any step (:meth:`step`): ``step_async`` then ``step_wait``, minding an interrupt."""
         already = self._pending
         try:
             self.step_async(actions)
@@ -748,13 +827,14 @@ class RemoteVectorEnv(VectorEnv):
         """Env ``i``'s info as it came into the columns (the env's own dict, values as Python's)."""
         return {key: values[i].item() for key, values in self._info_values.items()}
 
-    def _gather(self) -> None:
-        """Read the step replies; per-env infos land in :attr:`last_env_infos`/:attr:`last_final`."""
+    def _gather(self, replies: dict[int, Any] | None = None) -> None:
+        """Read the step replies (or take ``replies``, read already); per-env infos land in
+        :attr:`last_env_infos`/:attr:`last_final`."""
         if self._pending is None:
             self._refuse_inherited()  # a fork's copy of a step pending at the fork: reset first
             raise gym.error.NoAsyncCallError("step_wait called without step_async", "step")
         cmd = self._pending[0]
-        done, env_infos, final, errors, failures = self._collect()
+        done, env_infos, final, errors, failures = self._collect(replies)
         # Envs without declared infos skip this per-step mask: nothing is ever in columns.
         in_columns = done & self._info_ok if self._info_values else self._step_in_columns
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
@@ -853,10 +933,7 @@ class RemoteVectorEnv(VectorEnv):
             piece = slices[w]
             columns = piece.columns
             # Slices keep their command column between steps: a run of plain steps writes it once.
-            if uniform is None or piece.uniform_cmd != uniform:
-                piece.uniform_cmd = None  # unknown until the write is done
-                columns["cmd"][:] = part
-                piece.uniform_cmd = uniform
+            piece.write_commands(part, uniform)
             extra: dict[str, Any] = {}
             if actions is not None:
                 if flat_action and isinstance(actions, np.ndarray):
@@ -879,9 +956,11 @@ class RemoteVectorEnv(VectorEnv):
         self._pending = (cmd, workers, any_skipped)
         self._pending_thread = threading.current_thread()
 
-    def _collect(self) -> tuple[np.ndarray, dict[int, Any], dict[int, tuple[Any, Any]],
-                                list[OpenEnvError], list[WorkerFailure]]:
-        """Gather the replies of :meth:`_run` and copy every env's results into the batch.
+    def _collect(self, replies: dict[int, Any] | None = None
+                 ) -> tuple[np.ndarray, dict[int, Any], dict[int, tuple[Any, Any]],
+                            list[OpenEnvError], list[WorkerFailure]]:
+        """Gather the replies of :meth:`_run` (unless given, read already) and copy every
+        env's results into the batch.
 
         Returns:
             Which envs ran their command, the non-empty infos and final (obs, info) pairs
@@ -890,11 +969,12 @@ class RemoteVectorEnv(VectorEnv):
         cmd, workers, any_skipped = self._pending  # type: ignore[misc]
         self._pending = None
         pool = self.pool
-        try:
-            replies = pool.receive_slices(workers)
-        except BaseException:
-            self._out_of_sync()
-            raise
+        if replies is None:
+            try:
+                replies = pool.receive_slices(workers)
+            except BaseException:
+                self._out_of_sync()
+                raise
         done = cmd != SKIP  # less the envs of failed workers and the envs that erred, below
         infos: dict[int, Any] = {}
         finals: dict[int, tuple[Any, Any]] = {}
@@ -919,15 +999,7 @@ class RemoteVectorEnv(VectorEnv):
                 errors.append(_env_error(lo + j, {"error": error}))
             if ran is None or ran.all():
                 ran = True
-                self._rewards[lo:hi] = cols["reward"]
-                self._terminations[lo:hi] = cols["terminated"]
-                self._truncations[lo:hi] = cols["truncated"]
-                if obs.flat:
-                    obs.array[lo:hi] = cols["obs"]
-                if info_values:
-                    info_ok[lo:hi] = cols["info_ok"]
-                    for key, column in piece.info_columns.items():
-                        info_values[key][lo:hi] = column
+                self._take_slice(piece, lo, hi)
             else:
                 idx = np.flatnonzero(ran)
                 self._rewards[lo + idx] = cols["reward"][idx]
@@ -949,6 +1021,20 @@ class RemoteVectorEnv(VectorEnv):
                 for j, (final_obs, final_info) in reply["finals"].items():
                     finals[lo + j] = (from_wire(final_obs, obs.space), owned(final_info))
         return done, infos, finals, errors, failures
+
+    def _take_slice(self, piece: RemoteSlice, lo: int, hi: int) -> None:
+        """Copy the results of every env of ``piece`` (envs ``lo``..``hi``) out of its columns
+        into the batch: rewards, episode ends, array observations, declared infos."""
+        cols = piece.columns
+        self._rewards[lo:hi] = cols["reward"]
+        self._terminations[lo:hi] = cols["terminated"]
+        self._truncations[lo:hi] = cols["truncated"]
+        if self._obs.flat:
+            self._obs.array[lo:hi] = cols["obs"]
+        if self._info_values:
+            self._info_ok[lo:hi] = cols["info_ok"]
+            for key, column in piece.info_columns.items():
+                self._info_values[key][lo:hi] = column
 
     def _out_of_sync(self) -> None:
         # Cut short (Ctrl-C) between sending and reading every reply: the pool dropped the
