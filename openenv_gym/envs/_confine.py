@@ -57,6 +57,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TypeVar
 
+from openenv_gym.envs._subreaper import prctl  # noqa: F401  (in __all__: callers import it from here too)
+
 __all__ = ["Confinement", "Ruleset", "abi", "system_roots", "python_roots", "site_folders", "prctl"]
 
 T = TypeVar("T")
@@ -671,11 +673,6 @@ def site_folders() -> tuple[str, ...]:
     import site
 
     return tuple(p for p in site.getsitepackages() if os.path.isdir(p))
-
-
-def prctl(option: int, arg: int) -> bool:
-    """``prctl(option, arg)`` on the calling thread; whether the kernel agreed."""
-    return _prctl(option, arg, 0, 0, 0) == 0
 
 
 def _existing(paths: Iterable[str]) -> tuple[str, ...]:

@@ -37,7 +37,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar
 
 from openenv_gym._numbers import is_finite, is_int
-from openenv_gym.envs._confine import prctl, site_folders
+from openenv_gym.envs._confine import site_folders
+from openenv_gym.envs._subreaper import PR_SET_CHILD_SUBREAPER, end_orphan, own_children, prctl
 
 if TYPE_CHECKING:
     from openenv_gym.envs._confine import Ruleset
@@ -597,7 +598,6 @@ _live: "weakref.WeakSet[Child]" = weakref.WeakSet()
 _spawn_lock = threading.Lock()
 #: Whether this process is the subreaper of its children's orphans (:func:`adopt_orphans`).
 _adopting = False
-PR_SET_CHILD_SUBREAPER = 36
 
 
 def adopt_orphans() -> bool:
@@ -648,31 +648,6 @@ def reap_orphans() -> int:
             last, stalled = found, now + 1.0
         elif now > stalled:
             return len(killed)
-
-
-def own_children() -> list[int]:
-    """The children of this process's main thread (where the kernel re-parents orphans to a
-    subreaper); [] where the kernel does not list them."""
-    me = os.getpid()
-    try:
-        with open(f"/proc/{me}/task/{me}/children", "rb") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
-
-
-def end_orphan(pid: int) -> None:
-    """SIGKILL an adopted orphan (a child not reaped yet: its pid names no other process), and
-    its group when it leads one (a step's session leader) other than this process's.
-
-    Raises:
-        ProcessLookupError: It is gone already.
-    """
-    group = os.getpgid(pid)
-    if group == pid and group != os.getpgrp():
-        os.killpg(group, signal.SIGKILL)
-    else:
-        os.kill(pid, signal.SIGKILL)
 
 
 def _sweep_orphans() -> set[int]:

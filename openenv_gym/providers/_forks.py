@@ -87,17 +87,19 @@ class ForkServer:
             raise OSError("the fork server did not start (its error is on stderr)")
         ours.settimeout(None)
 
-    def fork(self, argv: list[str], log: str, hold: bool = False) -> ForkedProcess:
+    def fork(self, argv: list[str], log: str, hold: bool = False, untrusted: bool = False) -> ForkedProcess:
         """A new worker running ``python -m openenv_gym.server *argv``, output appended to ``log``.
 
         With ``hold`` it runs no worker code until a ``release`` request (see :func:`spawn`).
+        With ``untrusted`` the server first loads what the worker of an env that runs child
+        processes needs for them (see :mod:`openenv_gym.server.forkserver`).
 
         Raises:
             OSError: The server is gone or refused (the caller spawns instead).
             ValueError: The request does not fit in one message (huge env kwargs).
         """
         reply, fds = self._call({"op": "fork", "argv": argv, "log": log, "cwd": os.getcwd(),
-                                 "hold": hold})
+                                 "hold": hold, "untrusted": untrusted})
         if "error" in reply or not fds:
             for fd in fds:
                 os.close(fd)
@@ -272,7 +274,8 @@ def available() -> bool:
 
 
 def spawn(argv: list[str], log: str, environ: dict[str, str],
-          before_run: Callable[[ForkedProcess], None] | None = None) -> ForkedProcess | None:
+          before_run: Callable[[ForkedProcess], None] | None = None,
+          untrusted: bool = False) -> ForkedProcess | None:
     """Fork a worker ``python -m openenv_gym.server *argv`` from the fork server for ``environ``.
 
     Args:
@@ -283,11 +286,13 @@ def spawn(argv: list[str], log: str, environ: dict[str, str],
         before_run: Called with the worker while it is held, before it runs any worker code
             (the process provider puts it in its cgroup here); if this raises, the worker is
             killed unrun.
+        untrusted: The worker serves an env that runs child processes (the catalog's
+            ``untrusted``): the fork server loads their helpers for it and later workers.
 
     Returns:
         The worker, or None where forking is not available (spawn it instead).
     """
-    proc = _fork(argv, log, environ, hold=before_run is not None)
+    proc = _fork(argv, log, environ, hold=before_run is not None, untrusted=untrusted)
     if proc is None or before_run is None:
         return proc
     try:
@@ -299,7 +304,8 @@ def spawn(argv: list[str], log: str, environ: dict[str, str],
     return proc
 
 
-def _fork(argv: list[str], log: str, environ: dict[str, str], hold: bool) -> ForkedProcess | None:
+def _fork(argv: list[str], log: str, environ: dict[str, str], hold: bool,
+          untrusted: bool) -> ForkedProcess | None:
     if not available():
         return None
     key = tuple(sorted(environ.items()))
@@ -319,7 +325,7 @@ def _fork(argv: list[str], log: str, environ: dict[str, str], hold: bool) -> For
                     return None
             _servers[key] = server  # now the most recently used
         try:
-            return server.fork(argv, log, hold)
+            return server.fork(argv, log, hold, untrusted)
         except ValueError:
             return None  # too large to ask for; the server is fine
         except OSError:

@@ -105,10 +105,11 @@ class ProcessWorker(Worker):
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)
         private_tmp, tmpdir = None, None
+        untrusted = get_env_info(self.env).untrusted
         if self.tmpfs:
             os.makedirs(self.tmp_path, mode=0o700, exist_ok=True)  # the mount point (empty here)
             private_tmp = (self.tmp_path, self.tmpfs)
-        elif get_env_info(self.env).untrusted:
+        elif untrusted:
             # No tmpfs (not root): the sandboxes still live in the worker's folder, not loose
             # in $TMPDIR, so a worker that dies without cleaning up (SIGKILL, the OOM killer,
             # a stop past its grace) leaves nothing that outlives its pool: stop() and the
@@ -123,7 +124,7 @@ class ProcessWorker(Worker):
         # Into its cgroup before it runs anything: a forked worker is held until then; a
         # spawned one spends that time starting Python.
         place = self.cgroup.place if self.cgroup is not None else None
-        self.proc = _forks.spawn(argv, self.log_path, environ, place) if self.fork else None
+        self.proc = _forks.spawn(argv, self.log_path, environ, place, untrusted) if self.fork else None
         if self.proc is None:
             with open(self.log_path, "ab") as log:
                 # A session of its own: Ctrl-C in the trainer's terminal does not kill workers

@@ -35,6 +35,10 @@ Requests and replies:
 - ``{"op": "fork", "argv": [...], "log": path, "cwd": path}`` → ``{"pid": N}`` with a pidfd
   of the child attached (``SCM_RIGHTS``), so the owner can signal and wait on it without
   racing a reused pid; or ``{"error": text}``.
+  With ``"untrusted": true`` (an env whose steps run child processes: Coding, Git) the
+  server first imports what such a worker needs for them (:mod:`openenv_gym.envs._exec`,
+  ~20 ms), once, so that this worker and every later one inherit it; the other workers
+  (Echo, Gym, Atari) never load it, nor pay for it on a trainer's first worker.
   With ``"hold": true`` the child waits, before running any worker code, until
   ``{"op": "release", "pid": N}``: the owner first puts it in its cgroup, so nothing the
   worker starts can begin outside.
@@ -200,9 +204,10 @@ class _Server:
         self.held: dict[int, int] = {}  # child pid -> the write end of the pipe it waits on
         # After the sentinel's double fork (a subreaper would adopt the sentinel): what a
         # killed worker's children become, orphans, is re-parented here and ended (see
-        # end_adopted), also where no cgroup holds the worker (a non-root trainer).
-        from openenv_gym.envs._confine import prctl
-        from openenv_gym.envs._exec import PR_SET_CHILD_SUBREAPER
+        # end_adopted), also where no cgroup holds the worker (a non-root trainer). The
+        # prctl, not _exec.adopt_orphans: that marks the subreaper in a module global, which
+        # the forked workers would inherit while the kernel does not carry the flag over.
+        from openenv_gym.envs._subreaper import PR_SET_CHILD_SUBREAPER, prctl
 
         self.adopting = prctl(PR_SET_CHILD_SUBREAPER, 1)
 
@@ -238,6 +243,8 @@ class _Server:
 
     def fork(self, request: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
         """A new child; its pidfd goes with the reply, so the owner never signals a reused pid."""
+        if request.get("untrusted"):
+            _load_child_helpers()
         gate = os.pipe() if request.get("hold") else None
         try:
             pid = _fork(self.sock, request["argv"], request["log"], request["cwd"], self.worker_main,
@@ -314,12 +321,21 @@ class _Server:
         own workers reach this server; its workers themselves are never touched."""
         if not self.adopting:
             return
-        from openenv_gym.envs._exec import end_orphan, own_children
+        from openenv_gym.envs._subreaper import end_orphan, own_children
 
         for pid in own_children():
             if pid not in self.forked:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     end_orphan(pid)
+
+
+def _load_child_helpers() -> None:
+    """Import what an untrusted env's worker uses to run, confine and reap its children
+    (:mod:`openenv_gym.envs._exec`, with :mod:`openenv_gym.envs._confine`), so the workers
+    forked from now on inherit it. It starts no thread. Not at the server's start: a trainer's
+    first worker would wait for it, and only these workers use it."""
+    with contextlib.suppress(ImportError):  # the worker's own import then says what is wrong
+        import openenv_gym.envs._exec  # noqa: F401
 
 
 def _fork(sock: socket.socket, argv: list[str], log: str, cwd: str,

@@ -196,7 +196,7 @@ def _not_traceable(env: str) -> None:
     except Exception:  # noqa: BLE001 - a Gymnasium id, not in the catalog: build_service says
         return
     if untrusted and sys.platform.startswith("linux"):
-        from openenv_gym.envs._confine import prctl
+        from openenv_gym.envs._subreaper import prctl
 
         prctl(_PR_SET_DUMPABLE, 0)
 
