@@ -393,7 +393,9 @@ def wait_ready(address: str, timeout: float, still_starting: Callable[[], bool],
                               f"provider_options={{'startup_timeout': {max(2 * timeout, 120):.0f}}}.\n"
                               f"{describe()}")
         time.sleep(delay)
-        delay = min(delay * 1.5, 0.05)
+        # Capped low: a forked worker is ready ~20-40 ms in, and a coarser poll added up to
+        # half its own step to every cold start; a refused connect costs microseconds.
+        delay = min(delay * 1.5, 0.01)
 
 
 def startup_error(what: str, log: str) -> OpenEnvError:
