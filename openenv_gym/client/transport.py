@@ -231,7 +231,7 @@ class BinaryClient:
         self._settling = sock
         # The reply's start, if the interrupted read had taken some of it (the reader keeps
         # what it took before the payload; past that the reply is lost, which settle() tells).
-        self._late = bytearray(reader._rest if reader is not None else b"")
+        self._late = bytearray(reader.unread if reader is not None else b"")
         _settling_clients.add(self)
 
     def close(self) -> None:

@@ -148,6 +148,12 @@ class FrameReader:
         #: Descriptors that came with the last frame read (the caller owns them).
         self.fds: list[int] = []
 
+    @property
+    def unread(self) -> bytes:
+        """What came on the connection that no read returned yet: past the last frame, or
+        the start of a frame whose read a deadline cut short."""
+        return self._rest
+
     def read(self, deadline: float | None = None, drain_oversized: bool = False) -> memoryview:
         """Read one frame's payload.
 
