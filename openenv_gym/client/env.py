@@ -24,7 +24,7 @@ import threading
 import time
 import urllib.parse
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -50,6 +50,8 @@ from openenv_gym.providers.base import Provider, Worker, stop_when_dropped
 from openenv_gym.spaces import from_wire, owned
 
 __all__ = ["RemoteEnv", "ServedGenerator", "attach_address", "check_render_mode", "not_copyable"]
+
+T = TypeVar("T")
 
 
 def attach_address(base_url: str, timeout: float = 10.0) -> str:
@@ -362,8 +364,8 @@ class RemoteEnv(gym.Env):
             fresh = True
         try:
             if self._session.unknown:  # a reset cut short made a session: end it first
-                _close_session(self._client, _learn_unknown_session(self._client, self._session,
-                                                                    self._client.timeout))
+                _close_session(self._client, self._unless_closed(
+                    _learn_unknown_session, self._client, self._session, self._client.timeout))
             out = self._reset_call(seed, options, fresh)
         except SessionNotFoundError:
             fresh = True
@@ -555,11 +557,14 @@ class RemoteEnv(gym.Env):
         return self._request(build(self._sid, *args))
 
     def _request(self, message: dict[str, Any]) -> dict[str, Any]:
-        """Send ``message`` (every call of this env goes through here); a call that
-        :meth:`close` on another thread ended raises ``ClosedEnvironmentError``, not a worker
-        error."""
+        """Send ``message`` (every call of this env goes through here; see :meth:`_unless_closed`)."""
+        return self._unless_closed(self._client.request, message)
+
+    def _unless_closed(self, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)``, talking to the worker; one that :meth:`close` on another thread
+        ended raises ``ClosedEnvironmentError``, not a worker error."""
         try:
-            return self._client.request(message)
+            return call(*args)
         except (WorkerCrashedError, WorkerConnectionError) as exc:
             if self._closed:  # close() ran meanwhile, on another thread
                 raise self._closed_error() from exc

@@ -106,3 +106,35 @@ def _held_elsewhere(lock: Any) -> bool:
         lock.release()
         return False
     return True
+
+
+def test_close_on_another_thread_ends_a_reset_recovering_an_interrupted_first_reset(served_echo: ServedEnv) -> None:
+    # The first reset is interrupted on a stopped server: the next reset first waits for it,
+    # to end the session it made (up to the 120 s timeout). A close() on another thread ends
+    # that wait too, and the reset says the env is closed, not that the worker failed.
+    env = gym.make("OpenEnv/Echo-v0", base_url=served_echo.http, timeout=120.0)
+    u = env.unwrapped
+    stop_process(served_echo.proc.pid)
+    outcome: dict[str, Any] = {}
+
+    def next_reset() -> None:
+        try:
+            outcome["reply"] = env.reset(seed=1)
+        except BaseException as exc:  # noqa: BLE001 (what the reset raised is the test's subject)
+            outcome["error"] = exc
+
+    try:
+        with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.5, when=lambda: u._client._owed):
+            env.reset(seed=0)
+        assert u._session.unknown
+        waiting = threading.Thread(target=next_reset)
+        waiting.start()
+        while not _held_elsewhere(u._client.lock) and waiting.is_alive():
+            waiting.join(0.01)  # until the reset waits (holding the client's lock)
+        env.close()
+        waiting.join(12.0)
+        assert not waiting.is_alive(), "close() did not end the reset's wait"
+    finally:
+        os.kill(served_echo.proc.pid, signal.SIGCONT)
+        env.close()
+    assert isinstance(outcome.get("error"), gym.error.ClosedEnvironmentError), outcome
