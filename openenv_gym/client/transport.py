@@ -84,6 +84,12 @@ class BinaryClient:
         _clients.add(self)
 
     @property
+    def owed(self) -> bool:
+        """Whether a reply is still due on the open connection (a request sent, its reply not
+        read): a connection without one is in frame, and need not be dropped."""
+        return self._owed and self._sock is not None
+
+    @property
     def connection(self) -> socket.socket | None:
         """The open connection (None between a :meth:`drop` and the next request); each
         reconnect makes a new one, so a holder can tell that what the worker bound to an

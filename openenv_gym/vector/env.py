@@ -504,7 +504,9 @@ class RemoteVectorEnv(VectorEnv):
 
     # -- step -------------------------------------------------------------------------
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Step every sub-env with its action (``step_async`` then ``step_wait``).
+        """Step every sub-env with its action, as ``step_async`` then ``step_wait`` would (the
+        usual step runs as one straight line that calls neither: a subclass that overrides
+        them should override ``step`` too).
 
         Args:
             actions: One action per sub-env, batched as :attr:`action_space` holds them.
@@ -560,8 +562,8 @@ class RemoteVectorEnv(VectorEnv):
             sent = True
             replies = pool.receive_slices(workers)
         except BaseException as exc:
-            if sent:  # replies may be due on any connection: they would answer the next requests
-                pool._interrupted(workers)
+            if sent:  # replies may be due: they would answer the next requests (only those
+                pool._interrupted(workers)  # still owed are dropped, not the ones read)
             elif isinstance(exc, (InvalidRequestError, TypeError)):
                 raise  # refused while encoding, before anything was sent: every env is as it was
             self._out_of_sync()
@@ -571,20 +573,26 @@ class RemoteVectorEnv(VectorEnv):
                 self._pending = (cmd, workers, False)
                 self._gather(replies)
                 return self._batched()
-        for w, (lo, hi) in enumerate(self._bounds):
-            self._take_slice(slices[w], lo, hi)
-        # What _gather does after such a step: every env stepped, nothing came inline.
-        truncs = self._truncations
-        if self.max_episode_steps is not None:  # not with SAME_STEP (see _usual)
-            self._elapsed += 1
-            truncs |= self._elapsed >= self.max_episode_steps
-        if not same_step:
-            self._autoreset_envs = self._terminations | truncs
-        self._step_infos = {}
-        if self._info_values:
-            self._step_in_columns = self._info_ok.copy()
-        self.last_final = {}
-        return self._batched()
+        try:
+            for w, (lo, hi) in enumerate(self._bounds):
+                self._take_slice(slices[w], lo, hi)
+            # What _gather does after such a step: every env stepped, nothing came inline.
+            truncs = self._truncations
+            if self.max_episode_steps is not None:  # not with SAME_STEP (see _usual)
+                self._elapsed += 1
+                truncs |= self._elapsed >= self.max_episode_steps
+            if not same_step:
+                self._autoreset_envs = self._terminations | truncs
+            self._step_infos = {}
+            if self._info_values:
+                self._step_in_columns = self._info_ok.copy()
+            self.last_final = {}
+            return self._batched()
+        except BaseException:
+            # Cut short (Ctrl-C) half way through: which envs' results and episode ends were
+            # taken is unknown, and the next step could step an ended env.
+            self._out_of_sync()
+            raise
 
     @_in_turn
     def _step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -967,12 +975,15 @@ class RemoteVectorEnv(VectorEnv):
             by env, the env errors, and the failed workers.
         """
         cmd, workers, any_skipped = self._pending  # type: ignore[misc]
+        pool = self.pool  # before the exchange is taken: an interrupt here leaves it pending
         self._pending = None
-        pool = self.pool
         if replies is None:
             try:
                 replies = pool.receive_slices(workers)
             except BaseException:
+                # receive_slices dropped those it had not read; one cut before it began
+                # reading (its first bytecodes) left every reply due.
+                pool._interrupted(workers)
                 self._out_of_sync()
                 raise
         done = cmd != SKIP  # less the envs of failed workers and the envs that erred, below

@@ -301,10 +301,13 @@ class WorkerPool:
     def _interrupted(self, workers: list[int]) -> None:
         """An exchange was cut short (Ctrl-C): the replies still due from ``workers`` would be
         read as answers to the next requests, so their connections are dropped (the next
-        request reconnects) and the exchange is forgotten."""
+        request reconnects) and the exchange is forgotten. A connection whose reply was read
+        already (or which nothing was sent on) is in frame and kept: dropping it would only
+        reconnect, and end a fork's bound slice there."""
         self._send_failed = {}
         for w in workers:
-            self.clients[w].drop()
+            if self.clients[w].owed:
+                self.clients[w].drop()
 
     def restart(self, worker: int) -> None:
         """Replace a failed worker with a fresh one; its sub-envs lose their sessions.
