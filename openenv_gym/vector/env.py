@@ -74,6 +74,10 @@ from openenv_gym.vector.slices import RemoteSlice
 
 __all__ = ["RemoteVectorEnv", "parse_autoreset_mode", "default_envs_per_worker"]
 
+#: A vector step's or reset's exchange, once read: each env's command, the workers it went
+#: to, whether any env was skipped, and each worker's reply (or failure).
+_Exchange = tuple[np.ndarray, list[int], bool, dict[int, Any]]
+
 
 def _in_turn(method: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``method`` holding the vector env's turn lock: calls from several threads take
@@ -297,8 +301,6 @@ class RemoteVectorEnv(VectorEnv):
             self._action_check = action_checker(spec, single)
         self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
         self._bounds = [(g[0], g[-1] + 1) for g in self._pool.groups]
-        #: Every worker's index: the usual step goes to all (read only, shared by every step).
-        self._every_worker = list(range(len(self._pool.groups)))
         # Infos the env declares (``info_types``) come in columns: their values for every env,
         # which envs' last collected info is there, and which envs' last step info is.
         info_types: dict[str, str] = spec.get("info_types") or {}
@@ -480,7 +482,7 @@ class RemoteVectorEnv(VectorEnv):
             self._run(cmd, seeds=seeds, options=options)
             if on_sent is not None and attempt == 0:
                 on_sent()
-            done, infos, _, errors, failures = self._collect()
+            done, infos, _, errors, failures = self._collect(self._receive())
             retry: list[int] = []
             for failure in failures:
                 if attempt == 1:
@@ -534,46 +536,31 @@ class RemoteVectorEnv(VectorEnv):
     def _usual_step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray,
                                                   dict[str, Any]]:
         """:meth:`_step` for the usual step (:meth:`_usual`), as one straight line: the same
-        checks and results without :meth:`_run`'s, :meth:`_collect`'s and :meth:`_gather`'s
-        branches for resets, skipped envs, per-env infos and time limits (measured: ~20 µs of
-        trainer CPU a step, ``benchmarks/bench_pong_floor.py``). Replies with anything more
-        than the columns (an error, inline infos, a final observation, a failed worker) are
-        taken from there by :meth:`_gather`, as any step's."""
+        checks, exchange and results without :meth:`_step_async`'s per-env commands and
+        :meth:`_collect`'s and :meth:`_gather`'s branches for resets, skipped envs, per-env
+        infos and time limits (measured: ~20 µs of trainer CPU a step,
+        ``benchmarks/bench_pong_floor.py``). Replies with anything more than the columns (an
+        error, inline infos, a final observation, a failed worker) are taken from there by
+        :meth:`_gather`, as any step's."""
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         command = STEP_AUTORESET if same_step else STEP
         cmd = self._step_cmd
         cmd.fill(command)
         acts = self._action_batch(actions)
         self._refuse_out_of_space(acts, cmd)
-        acts = self._column_or_rows(acts)
-        pool = self.pool
-        slices = pool.slices
-        extras: dict[int, dict[str, Any]] = {}
-        for w, (lo, hi) in enumerate(self._bounds):
-            slices[w].write_commands(command, command)
-            if isinstance(acts, np.ndarray):
-                slices[w].columns["action"][...] = acts[lo:hi]
-            else:  # rows to travel in their own dtype (see _column_or_rows)
-                extras[w] = {"actions": acts[lo:hi]}
-        workers = self._every_worker
-        sent = False
         try:
-            pool.send_slices(workers, extras)
-            sent = True
-            replies = pool.receive_slices(workers)
-        except BaseException as exc:
-            if sent:  # replies may be due: they would answer the next requests (only those
-                pool._interrupted(workers)  # still owed are dropped, not the ones read)
-            elif isinstance(exc, (InvalidRequestError, TypeError)):
-                raise  # refused while encoding, before anything was sent: every env is as it was
-            self._out_of_sync()
+            self._run(cmd, self._column_or_rows(acts), any_skipped=False, uniform=command)
+            exchange = self._receive()
+        except BaseException:
+            self._forget_sent()
             raise
-        for w in workers:
+        replies = exchange[3]
+        for w in exchange[1]:
             if replies[w]:  # a failure, or a reply with more than the columns
-                self._pending = (cmd, workers, False)
-                self._gather(replies)
+                self._gather(exchange)
                 return self._batched()
         try:
+            slices = self.pool.slices
             for w, (lo, hi) in enumerate(self._bounds):
                 self._take_slice(slices[w], lo, hi)
             # What _gather does after such a step: every env stepped, nothing came inline.
@@ -594,6 +581,13 @@ class RemoteVectorEnv(VectorEnv):
             self._out_of_sync()
             raise
 
+    def _forget_sent(self) -> None:
+        """A step was cut short (Ctrl-C) after sending, before its replies were taken: they
+        would answer the next requests. Forget it, as :meth:`_receive` would."""
+        if self._pending is not None:
+            self.pool._interrupted(self._pending[1])
+            self._out_of_sync()
+
     @_in_turn
     def _step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Any step (:meth:`step`): ``step_async`` then ``step_wait``, minding an interrupt."""
@@ -602,11 +596,8 @@ class RemoteVectorEnv(VectorEnv):
             self.step_async(actions)
             return self.step_wait()
         except BaseException:
-            if already is None and self._pending is not None:
-                # Cut short (Ctrl-C) after sending, before step_wait took the exchange: its
-                # replies would answer the next requests. Forget it, as step_wait would.
-                self.pool._interrupted(self._pending[1])
-                self._out_of_sync()
+            if already is None:  # not a step this call refused to send over
+                self._forget_sent()
             raise
 
     @_in_turn
@@ -835,14 +826,16 @@ class RemoteVectorEnv(VectorEnv):
         """Env ``i``'s info as it came into the columns (the env's own dict, values as Python's)."""
         return {key: values[i].item() for key, values in self._info_values.items()}
 
-    def _gather(self, replies: dict[int, Any] | None = None) -> None:
-        """Read the step replies (or take ``replies``, read already); per-env infos land in
-        :attr:`last_env_infos`/:attr:`last_final`."""
-        if self._pending is None:
-            self._refuse_inherited()  # a fork's copy of a step pending at the fork: reset first
-            raise gym.error.NoAsyncCallError("step_wait called without step_async", "step")
-        cmd = self._pending[0]
-        done, env_infos, final, errors, failures = self._collect(replies)
+    def _gather(self, exchange: _Exchange | None = None) -> None:
+        """Read the step replies (or take ``exchange``, read already by :meth:`_receive`);
+        per-env infos land in :attr:`last_env_infos`/:attr:`last_final`."""
+        if exchange is None:
+            if self._pending is None:
+                self._refuse_inherited()  # a fork's copy of a step pending at the fork: reset first
+                raise gym.error.NoAsyncCallError("step_wait called without step_async", "step")
+            exchange = self._receive()
+        cmd = exchange[0]
+        done, env_infos, final, errors, failures = self._collect(exchange)
         # Envs without declared infos skip this per-step mask: nothing is ever in columns.
         in_columns = done & self._info_ok if self._info_values else self._step_in_columns
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
@@ -964,28 +957,37 @@ class RemoteVectorEnv(VectorEnv):
         self._pending = (cmd, workers, any_skipped)
         self._pending_thread = threading.current_thread()
 
-    def _collect(self, replies: dict[int, Any] | None = None
-                 ) -> tuple[np.ndarray, dict[int, Any], dict[int, tuple[Any, Any]],
-                            list[OpenEnvError], list[WorkerFailure]]:
-        """Gather the replies of :meth:`_run` (unless given, read already) and copy every
-        env's results into the batch.
+    def _receive(self) -> _Exchange:
+        """Take the exchange :meth:`_run` sent and read its replies (results now in the slices'
+        columns); cut short (Ctrl-C), the connections still owing a reply are dropped and the
+        env is out of sync.
+
+        Returns:
+            The commands, the workers, whether any env was skipped, and each worker's reply.
+        """
+        cmd, workers, any_skipped = self._pending  # type: ignore[misc]
+        pool = self.pool  # before the exchange is taken: an interrupt here leaves it pending
+        self._pending = None
+        try:
+            replies = pool.receive_slices(workers)
+        except BaseException:
+            # receive_slices dropped those it had not read; one cut before it began
+            # reading (its first bytecodes) left every reply due.
+            pool._interrupted(workers)
+            self._out_of_sync()
+            raise
+        return cmd, workers, any_skipped, replies
+
+    def _collect(self, exchange: _Exchange) -> tuple[np.ndarray, dict[int, Any], dict[int, tuple[Any, Any]],
+                                                      list[OpenEnvError], list[WorkerFailure]]:
+        """Copy every env's results of ``exchange`` (:meth:`_receive`) into the batch.
 
         Returns:
             Which envs ran their command, the non-empty infos and final (obs, info) pairs
             by env, the env errors, and the failed workers.
         """
-        cmd, workers, any_skipped = self._pending  # type: ignore[misc]
-        pool = self.pool  # before the exchange is taken: an interrupt here leaves it pending
-        self._pending = None
-        if replies is None:
-            try:
-                replies = pool.receive_slices(workers)
-            except BaseException:
-                # receive_slices dropped those it had not read; one cut before it began
-                # reading (its first bytecodes) left every reply due.
-                pool._interrupted(workers)
-                self._out_of_sync()
-                raise
+        cmd, workers, any_skipped, replies = exchange
+        pool = self.pool
         done = cmd != SKIP  # less the envs of failed workers and the envs that erred, below
         infos: dict[int, Any] = {}
         finals: dict[int, tuple[Any, Any]] = {}
