@@ -57,9 +57,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TypeVar
 
-from openenv_gym.envs._subreaper import prctl  # noqa: F401  (in __all__: callers import it from here too)
-
-__all__ = ["Confinement", "Ruleset", "abi", "system_roots", "python_roots", "site_folders", "prctl"]
+__all__ = ["Confinement", "Ruleset", "abi", "system_roots", "python_roots", "site_folders"]
 
 T = TypeVar("T")
 
