@@ -415,20 +415,28 @@ class RemoteVectorEnv(VectorEnv):
                     self._restart_counts[i] = 0
                 self._restart_seeds.pop(i, None)
 
-        reset_infos = self._reset_envs(indices, seeds, options, on_sent=note_seeds)
-        for i, text in restarted.items():
-            reset_infos[i] = {**reset_infos.get(i, {}), "worker_restarted": True, "worker_error": text}
-        infos = batch_infos(self.num_envs, {i: reset_infos[i] for i in indices}, self._add_info)
-        self._step_infos = {i: info for i, info in reset_infos.items() if info}
-        self._step_in_columns[:] = False
-        for i in indices:
-            self._lost.pop(i, None)
-        self._terminations[mask] = False
-        self._truncations[mask] = False
-        self._autoreset_envs[mask] = False
-        self._elapsed[mask] = 0
-        self._reset_needed = None
-        return self._obs.batch(self.copy), infos
+        try:
+            reset_infos = self._reset_envs(indices, seeds, options, on_sent=note_seeds)
+            for i, text in restarted.items():
+                reset_infos[i] = {**reset_infos.get(i, {}), "worker_restarted": True, "worker_error": text}
+            infos = batch_infos(self.num_envs, {i: reset_infos[i] for i in indices}, self._add_info)
+            self._step_infos = {i: info for i, info in reset_infos.items() if info}
+            self._step_in_columns[:] = False
+            for i in indices:
+                self._lost.pop(i, None)
+            self._terminations[mask] = False
+            self._truncations[mask] = False
+            self._autoreset_envs[mask] = False
+            self._elapsed[mask] = 0
+            self._reset_needed = None
+            return self._obs.batch(self.copy), infos
+        except OpenEnvError:
+            raise  # refused or failed on purpose: it left the envs as it says
+        except BaseException:
+            # Cut (Ctrl-C) once the replies were read: some envs' resets are in the batch and
+            # the episode bookkeeping, some not; stepping on would mix them.
+            self._cut_while_taking()
+            raise
 
     def _seeds(self, seed: Any, indices: list[int]) -> list[int | None]:
         """Each env's seed from ``reset``'s ``seed``, checked as Gymnasium checks it.
@@ -576,10 +584,16 @@ class RemoteVectorEnv(VectorEnv):
             self.last_final = {}
             return self._batched()
         except BaseException:
-            # Cut short (Ctrl-C) half way through: which envs' results and episode ends were
-            # taken is unknown, and the next step could step an ended env.
-            self._out_of_sync()
+            self._cut_while_taking()
             raise
+
+    def _cut_while_taking(self) -> None:
+        """A step was cut short (Ctrl-C) after its replies were read, while they were taken
+        into the batch (:meth:`_usual_step`, :meth:`_gather`): which envs' results and episode
+        ends were taken is unknown, and the next step could step an ended env or return a
+        half-updated batch. The next step asks for a reset."""
+        self._forget_sent()  # a reset sent meanwhile (SAME_STEP, after a restart) and not read
+        self._out_of_sync()
 
     def _forget_sent(self) -> None:
         """A step was cut short (Ctrl-C) after sending, before its replies were taken: they
@@ -828,12 +842,27 @@ class RemoteVectorEnv(VectorEnv):
 
     def _gather(self, exchange: _Exchange | None = None) -> None:
         """Read the step replies (or take ``exchange``, read already by :meth:`_receive`);
-        per-env infos land in :attr:`last_env_infos`/:attr:`last_final`."""
+        per-env infos land in :attr:`last_env_infos`/:attr:`last_final`. Cut short (Ctrl-C)
+        once the replies are read, the next step asks for a reset, as :meth:`_usual_step`'s."""
         if exchange is None:
             if self._pending is None:
                 self._refuse_inherited()  # a fork's copy of a step pending at the fork: reset first
                 raise gym.error.NoAsyncCallError("step_wait called without step_async", "step")
             exchange = self._receive()
+        try:
+            self._settle(exchange)
+        except OpenEnvError:
+            # Raised on purpose, not a cut: an env's error (the others' results are taken), a
+            # worker's with on_worker_error="raise" (it asks for a reset itself), a restart
+            # that failed.
+            raise
+        except BaseException:
+            self._cut_while_taking()
+            raise
+
+    def _settle(self, exchange: _Exchange) -> None:
+        """Take the replies of ``exchange`` (read by :meth:`_receive`) into the batch and the
+        episode bookkeeping (:meth:`_gather`, which minds a cut)."""
         cmd = exchange[0]
         done, env_infos, final, errors, failures = self._collect(exchange)
         # Envs without declared infos skip this per-step mask: nothing is ever in columns.
@@ -1050,10 +1079,10 @@ class RemoteVectorEnv(VectorEnv):
                 self._info_values[key][lo:hi] = column
 
     def _out_of_sync(self) -> None:
-        # Cut short (Ctrl-C) between sending and reading every reply: the pool dropped the
+        # Cut short (Ctrl-C) between sending and taking in every reply: the pool dropped the
         # connections whose replies were due, and which envs stepped (or ended) is unknown.
         self._pending = None
-        self._reset_needed = ("the last step or reset was interrupted before every worker answered, so "
+        self._reset_needed = ("the last step or reset was interrupted before its results were all taken, so "
                               "which envs stepped is unknown: call reset()")
 
     # -- failures ---------------------------------------------------------------------
