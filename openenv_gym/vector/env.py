@@ -883,29 +883,29 @@ class RemoteVectorEnv(VectorEnv):
             texts = {f.worker: self.pool.describe(f.worker, f.error) for f in failures}
             self._failed_workers.update(texts)
             error = self._worker_error(failures[0], text=texts[failures[0].worker])
-            # The other workers' envs stepped, but their results are not returned.
-            if not same_step:
-                # Those that ended start over at their next step, as after a step that returned:
-                # a reset that leaves them out (reset_mask) must not step them past their end.
-                self._autoreset_envs = self._terminations | self._truncations
-            self._reset_needed = (f"the last step raised {type(error).__name__} and returned no "
-                                  "env's results; call reset(): it replaces the failed worker")
+            self._return_nothing(error, restarted, "call reset(): it replaces the failed worker")
             raise error
-        for failure in failures:
-            for i in self._handle_failure(failure):
-                restarted[i] = self._lost.pop(i)
-        for i, text in restarted.items():
-            env_infos[i] = {"worker_restarted": True, "worker_error": text}
-            seed = self._seed_after_restart(i)
-            if seed is not None:
-                self._restart_seeds[i] = seed
-            if same_step:
-                final[i] = (self._obs.get(i), dict(env_infos[i]))
-        if same_step and restarted:
-            # Their workers are fresh: start the next episodes now, as SAME_STEP promises.
-            seeds = [self._restart_seeds.pop(i, None) for i in range(self.num_envs)]
-            for i, info in self._reset_envs(sorted(restarted), seeds, None).items():
-                env_infos[i] = {**info, **env_infos[i]}
+        try:
+            self._replace_in_step(failures, restarted)
+            for i, text in restarted.items():
+                env_infos[i] = {"worker_restarted": True, "worker_error": text}
+                seed = self._seed_after_restart(i)
+                if seed is not None:
+                    self._restart_seeds[i] = seed
+                if same_step:
+                    final[i] = (self._obs.get(i), dict(env_infos[i]))
+            if same_step and restarted:
+                # Their workers are fresh: start the next episodes now, as SAME_STEP promises.
+                seeds = [self._restart_seeds.pop(i, None) for i in range(self.num_envs)]
+                for i, info in self._reset_envs(sorted(restarted), seeds, None).items():
+                    env_infos[i] = {**info, **env_infos[i]}
+        except OpenEnvError as error:
+            # A replacement that failed to start (or a fresh worker's reset, SAME_STEP): raised
+            # before this step's results are returned, as with on_worker_error="raise".
+            advice = ("call reset(): it starts the failed worker again" if self._owns_workers()
+                      else "its workers are the parent's to replace: make the child's own vector env")
+            self._return_nothing(error, restarted, advice, what="restarting a failed worker failed")
+            raise
         for i in restarted:
             self._rewards[i] = 0.0
             self._terminations[i], self._truncations[i] = False, True
@@ -917,6 +917,40 @@ class RemoteVectorEnv(VectorEnv):
         self.last_final = final
         if errors:
             raise errors[0]
+
+    def _replace_in_step(self, failures: list[WorkerFailure], restarted: dict[int, str]) -> None:
+        """Replace each failed worker of a step; its envs join ``restarted`` (env -> why).
+
+        Raises:
+            WorkerError | ProviderUnavailableError: The first replacement that failed to start,
+                once every failed worker was tried (:meth:`_replace` leaves those that did not
+                start to the next reset).
+        """
+        first: OpenEnvError | None = None
+        for failure in failures:
+            try:
+                lost = self._handle_failure(failure)
+            except (WorkerError, ProviderUnavailableError) as exc:
+                first = first or exc
+                continue
+            restarted.update((i, self._lost.pop(i)) for i in lost)
+        if first is not None:
+            raise first
+
+    def _return_nothing(self, error: OpenEnvError, restarted: dict[int, str], advice: str,
+                        what: str = "") -> None:
+        """A step raises ``error`` once the envs of the workers that answered stepped: their
+        results are not returned, and the next step refuses with ``advice`` (``what``: what
+        went wrong, if the error's type does not say it)."""
+        if self.autoreset_mode is not AutoresetMode.SAME_STEP:
+            # Those that ended start over at their next step, as after a step that returned: a
+            # reset that leaves them out (reset_mask) must not step them past their end.
+            self._autoreset_envs = self._terminations | self._truncations
+        # Restarted envs not reported yet: the reset (or the step after a partial one) says so.
+        self._lost.update(restarted)
+        why = f" ({what})" if what else ""
+        self._reset_needed = (f"the last step raised {type(error).__name__}{why} and returned no "
+                              f"env's results; {advice}")
 
     def _seed_after_restart(self, i: int) -> int | None:
         """The seed of env ``i``'s first episode on a fresh worker: derived from its last
@@ -1104,6 +1138,10 @@ class RemoteVectorEnv(VectorEnv):
                    "on_worker_error='restart' to replace failed workers and continue with "
                    "truncated episodes)")
 
+    def _owns_workers(self) -> bool:
+        """Whether this process made the workers, and so may replace them (not a fork's copy)."""
+        return os.getpid() == self.pool.owner_pid
+
     def _alive(self, worker: int) -> bool:
         try:
             return bool(self.pool.workers[worker].alive())
@@ -1125,10 +1163,22 @@ class RemoteVectorEnv(VectorEnv):
         lost (their next step reports the restart), and returned."""
         try:
             self.pool.restart(worker)
-        except ProviderUnavailableError:
-            raise  # nowhere to start one (Docker's engine or Ray gone): as a single env says
         except Exception as exc:
-            raise WorkerError(f"{text}\nand restarting it failed too: {exc}") from exc
+            if not self._owns_workers():  # a fork's copy: the text says to make its own env
+                raise WorkerError(f"{text}\nand restarting it failed too: {exc}") from exc
+            # Its envs have no session anywhere: until a reset starts the worker again, a step
+            # would step the others on as if nothing were missing.
+            self._failed_workers[worker] = text
+            envs = self.pool.groups[worker]
+            self._reset_needed = (f"restarting failed worker {worker} (envs {envs[0]}..{envs[-1]}) "
+                                  f"failed ({type(exc).__name__}); call reset(): it starts the worker again")
+            again = "\n(the next reset() starts the worker again)"
+            if isinstance(exc, ProviderUnavailableError):
+                # Nowhere to start one (Docker's engine or Ray gone): its own type, as a single env says.
+                exc.args = (f"{exc}{again}",)
+                raise
+            raise WorkerError(f"{text}\nand restarting it failed too: {exc}{again}") from exc
+        self._failed_workers.pop(worker, None)
         lost = [i for i in self.pool.groups[worker] if i not in reset_targets]
         for i in lost:
             self._lost[i] = text
@@ -1143,8 +1193,7 @@ class RemoteVectorEnv(VectorEnv):
         replaced: dict[int, str] = {}
         while self._failed_workers:
             worker, text = next(iter(self._failed_workers.items()))
-            self._replace(worker, text, reset_targets)
-            del self._failed_workers[worker]
+            self._replace(worker, text, reset_targets)  # takes it out of _failed_workers
             replaced.update((i, text) for i in self.pool.groups[worker] if i in reset_targets)
         return replaced
 
