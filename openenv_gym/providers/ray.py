@@ -27,13 +27,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import stat  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
-from typing import Any, Sequence  # noqa: E402
+from typing import Any, Iterator, Sequence  # noqa: E402
 
 try:
     import ray  # noqa: E402
@@ -63,6 +64,17 @@ logger = logging.getLogger("openenv_gym.ray")
 
 
 _ServerHostActor = ray.remote(ServerHost)
+#: ``ray.get`` and ``ray.kill`` without Ray's auto-init: after a ``ray.shutdown()`` (the user's,
+#: on another thread) they raise, where Ray's would silently start a new local cluster, with
+#: none of our actors, behind the user's back.
+def _without_auto_init(api: Any) -> Any:
+    # Ray wraps its public calls in auto_init_wrapper (around the Ray Client dispatch, kept).
+    code = getattr(api, "__code__", None)
+    return api.__wrapped__ if code is not None and code.co_name == "auto_init_wrapper" else api
+
+
+_get = _without_auto_init(ray.get)
+_ray_kill = _without_auto_init(ray.kill)
 
 
 class RayWorker(Worker):
@@ -108,15 +120,43 @@ class RayWorker(Worker):
         (every call to them raises a bare ``Exception``)."""
         return self.session is not None and ray_session() == self.session
 
+    def _shut_down_error(self) -> ProviderUnavailableError:
+        return ProviderUnavailableError(
+            f"Ray was shut down while worker {self.index} of {self.env!r} ran on it; make "
+            "the env again (after ray.init(), or let the provider start Ray)")
+
+    @contextlib.contextmanager
+    def _unless_ray_shut_down(self, grace: float = 5.0) -> Iterator[None]:
+        """Turn what Ray raises for a ``ray.shutdown()`` under a call into a typed error.
+
+        A ``ray.get`` under way when another thread (a signal handler, a UI callback) calls
+        ``ray.shutdown()`` raises ``SystemExit(0)``: unhandled, the trainer ended quietly with
+        status 0 in the middle of a restart. One made just after raises a ``RayError`` (Ray is
+        not started). ``ray.shutdown()`` disconnects before it stops the core worker, so the
+        session is gone by then (``grace`` covers a Ray that orders it otherwise); any other
+        ``SystemExit`` or ``RayError`` stands.
+        """
+        try:
+            yield
+        except SystemExit:
+            deadline = time.monotonic() + grace
+            while self._on_its_ray() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if self._on_its_ray():
+                raise
+            raise self._shut_down_error() from None
+        except RayError:
+            if self._on_its_ray():
+                raise
+            raise self._shut_down_error() from None
+
     def _place(self, restarting: bool = False) -> None:
         p = self.provider
         if not self._on_its_ray():
             # ray.shutdown() under live workers (a notebook cell, an RLlib teardown): Ray's
             # first .remote() would silently start a new local cluster with none of them,
             # and a Ray made anew since is not the one this env's provider holds.
-            raise ProviderUnavailableError(
-                f"Ray was shut down while worker {self.index} of {self.env!r} ran on it; make "
-                "the env again (after ray.init(), or let the provider start Ray)")
+            raise self._shut_down_error()
         dead = broken_ray()
         if dead:
             # Placing an actor would wait for a raylet or GCS that is gone (and Ray ends this
@@ -129,7 +169,9 @@ class RayWorker(Worker):
         if restarting and isinstance(strategy, PlacementGroupSchedulingStrategy):
             # Ray re-places a lost node's bundles by itself; a strict group it cannot re-place
             # (STRICT_SPREAD with too few nodes left) must not keep the worker down for good.
-            if not strategy.placement_group.wait(p.regroup_timeout):
+            with self._unless_ray_shut_down():
+                regrouped = strategy.placement_group.wait(p.regroup_timeout)
+            if not regrouped:
                 logger.warning("openenv-gym: placement group of pool %s cannot be re-placed "
                                "within %.0f s; placing worker %d freely (SPREAD)", self.pool,
                                p.regroup_timeout, self.index)
@@ -147,16 +189,17 @@ class RayWorker(Worker):
                                                            p.private_tmp, p.idle_timeout)
         self.actor = actor
         try:
-            info = ray.get(actor.start.remote(p.startup_timeout), timeout=p.placement_timeout)
+            with self._unless_ray_shut_down():
+                info = _get(actor.start.remote(p.startup_timeout), timeout=p.placement_timeout)
         except GetTimeoutError:
-            ray.kill(actor, no_restart=True)
+            _kill_actor(actor)
             # A restart places one worker; a pool's start places all of them.
             n = 1 if restarting else p._starting.get(self.pool, 1)
             raise WorkerError(
                 f"no Ray node took worker {self.index} of {self.env!r} within "
                 f"{p.placement_timeout:.0f} s: {p.shortfall(n)}") from None
         except RayError as exc:
-            ray.kill(actor, no_restart=True)
+            _kill_actor(actor)
             # Not named ``cause``: that would shadow the imported cause() used below.
             original = getattr(exc, "cause", None)
             if isinstance(original, OpenEnvError) and not isinstance(original, WorkerError):
@@ -174,9 +217,10 @@ class RayWorker(Worker):
         if self.actor is None or not self._on_its_ray():
             return False  # after ray.shutdown() its actors are gone (see _place)
         try:
-            return bool(ray.get(self.actor.alive.remote(), timeout=self.provider.alive_timeout))
-        except (RayError, GetTimeoutError):
-            return False  # a dead actor, a lost node, or one too slow to answer: replace it
+            with self._unless_ray_shut_down():
+                return bool(_get(self.actor.alive.remote(), timeout=self.provider.alive_timeout))
+        except (RayError, GetTimeoutError, ProviderUnavailableError):
+            return False  # a dead actor, a lost node, one too slow to answer, Ray shut down
 
     def restart(self) -> None:
         with self._lock:
@@ -185,24 +229,27 @@ class RayWorker(Worker):
             self._place(restarting=True)
 
     def _kill(self) -> None:
+        try:
+            with self._unless_ray_shut_down():
+                self._stop_actor()
+        except ProviderUnavailableError:
+            pass  # Ray was shut down meanwhile: the actor went with it
+        self.actor = None
+
+    def _stop_actor(self) -> None:
         if self.actor is None or not self._on_its_ray():
-            self.actor = None  # after ray.shutdown() nothing is left to kill
-            return
+            return  # after ray.shutdown() nothing is left to kill
         try:
             # A graceful stop lets the server close sessions; the kill covers a hung actor.
-            ray.get(self.actor.stop.remote(), timeout=5.0)
+            _get(self.actor.stop.remote(), timeout=5.0)
             hung = False
         except (RayError, GetTimeoutError):
             hung = True
-        try:
-            ray.kill(self.actor, no_restart=True)
-        except (RayError, ValueError):
-            pass
-        if hung:
+        _kill_actor(self.actor)
+        if hung and self._on_its_ray():
             # Ray force-kills a hung actor's process only seconds later, and holds its CPUs
             # until then: a last close would take them for other work and leave Ray running.
             self._wait_actor_gone()
-        self.actor = None
 
     def _wait_actor_gone(self, timeout: float = 15.0) -> None:
         """Wait (up to ``timeout``) for the actor's process to end, when it runs on this host."""
@@ -223,9 +270,20 @@ class RayWorker(Worker):
         if not self._on_its_ray():
             return "(logs unavailable: Ray was shut down, and the actor with it)"
         try:
-            return str(ray.get(self.actor.logs.remote(tail), timeout=5.0))
+            with self._unless_ray_shut_down():
+                return str(_get(self.actor.logs.remote(tail), timeout=5.0))
+        except ProviderUnavailableError:
+            return "(logs unavailable: Ray was shut down, and the actor with it)"
         except (RayError, GetTimeoutError) as exc:
             return f"(logs unavailable: the actor is gone: {type(exc).__name__})"
+
+
+def _kill_actor(actor: Any) -> None:
+    """Kill ``actor`` for good; quietly nothing when it, or the Ray it ran on, is gone."""
+    try:
+        _ray_kill(actor, no_restart=True)
+    except (RayError, ValueError):
+        pass
 
 
 def _on_this_host(address: str) -> bool:
