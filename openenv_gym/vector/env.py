@@ -902,7 +902,7 @@ class RemoteVectorEnv(VectorEnv):
         except OpenEnvError as error:
             # A replacement that failed to start (or a fresh worker's reset, SAME_STEP): raised
             # before this step's results are returned, as with on_worker_error="raise".
-            advice = ("call reset(): it starts the failed worker again" if self._owns_workers()
+            advice = ("call reset(): it tries to start the failed worker again" if self._owns_workers()
                       else "its workers are the parent's to replace: make the child's own vector env")
             self._return_nothing(error, restarted, advice, what="restarting a failed worker failed")
             raise
@@ -1171,8 +1171,8 @@ class RemoteVectorEnv(VectorEnv):
             self._failed_workers[worker] = text
             envs = self.pool.groups[worker]
             self._reset_needed = (f"restarting failed worker {worker} (envs {envs[0]}..{envs[-1]}) "
-                                  f"failed ({type(exc).__name__}); call reset(): it starts the worker again")
-            again = "\n(the next reset() starts the worker again)"
+                                  f"failed ({type(exc).__name__}); call reset(): it tries to start the worker again")
+            again = "\n(the next reset() tries to start the worker again)"
             if isinstance(exc, ProviderUnavailableError):
                 # Nowhere to start one (Docker's engine or Ray gone): its own type, as a single env says.
                 exc.args = (f"{exc}{again}",)

@@ -37,7 +37,7 @@ def _fail_restart_in_step(envs, failures: Path) -> None:
     envs.step(ACTIONS)
     failures.write_text(str(RESTART_ATTEMPTS))
     kill_worker(envs.unwrapped.workers[1])
-    with pytest.raises(WorkerError, match=r"(?s)restarting it failed too.*next reset\(\) starts the worker again"):
+    with pytest.raises(WorkerError, match=r"(?s)restarting it failed too.*next reset\(\) tries to start the worker again"):
         envs.step(ACTIONS)  # env 0's episode ended here, unreturned
     assert failures.read_text() == "0"  # every start was tried
 
