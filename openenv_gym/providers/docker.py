@@ -44,6 +44,9 @@ _SOCKET_NAME = "worker.sock"
 
 _reaped: list[bool] = []
 
+#: A container's exit code when its init (or the worker it waits for) ended by SIGKILL.
+_SIGKILL_EXIT = 128 + 9
+
 #: Trainer variables that pick numeric kernels or hashing: OpenBLAS's core type and threads,
 #: MKL's and OpenMP's, numpy's CPU features, Python's hash seed. A process worker inherits
 #: them with the trainer's environment; a container gets them too, or the same seed and
@@ -197,12 +200,22 @@ class DockerWorker(Worker):
             return ""
         if state.get("Paused") or status == "paused":  # a paused container keeps ExitCode 0
             return "paused (frozen by `docker pause`: it answers nothing)"
+        code = state.get("ExitCode")
+        # Docker's OOMKilled is sticky: any OOM kill in the container sets it, such as a
+        # Coding-v0 sandbox child's (made the OOM killer's first choice, the worker lives
+        # on). The worker itself died of it only if it ended by SIGKILL (137).
+        if state.get("OOMKilled") and code == _SIGKILL_EXIT:
+            return f"OOM-killed (exit {code}): raise container_options mem_limit"
+        if code is None:
+            return status
+        text = f"exited with code {code}" + (f" ({state['Error']})" if state.get("Error") else "")
+        if code == 0 and status == "exited":
+            # The server exits 0 only when told to (SIGTERM), and its owner removes rather
+            # than stops it: someone else stopped it.
+            text += " (stopped from outside: `docker stop`, or the Docker engine shutting down)"
         if state.get("OOMKilled"):
-            return f"OOM-killed (exit {state.get('ExitCode')}): raise container_options mem_limit"
-        if "ExitCode" in state:
-            return f"exited with code {state['ExitCode']}" + (
-                f" ({state['Error']})" if state.get("Error") else "")
-        return status
+            text += "; a process in it was OOM-killed earlier (at its mem_limit)"
+        return text
 
     def restart(self) -> None:
         with self._lock:

@@ -1,0 +1,106 @@
+"""Engine-level trouble with a live worker container: ``docker pause`` and ``docker stop``
+by the user, and Docker's sticky ``State.OOMKilled``.
+
+Docker sets ``OOMKilled`` on any OOM kill in a container, such as a Coding-v0 sandbox
+child's (the child is the OOM killer's first choice, so the worker lives on). A worker
+stopped later by ``docker stop`` (exit 0) was then reported "OOM-killed (exit 0): raise
+container_options mem_limit", sending the user after the wrong fix.
+"""
+
+from __future__ import annotations
+
+import os
+
+import docker
+import gymnasium as gym
+import pytest
+
+import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.errors import ResetNeededError, WorkerError, WorkerTimeoutError
+from openenv_gym.providers._docker_owner import LABEL_OWNER_PID
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+#: Coding-v0 code whose sandbox child grows past the container's memory limit.
+_GROW = "blocks = []\nwhile True:\n    blocks.append(bytearray(32 << 20))\n"
+
+
+def _ours(client: docker.DockerClient) -> list[str]:
+    """Ids of the worker containers this test process owns, in any state."""
+    mine = {"label": f"{LABEL_OWNER_PID}={os.getpid()}"}
+    return [c.id for c in client.containers.list(all=True, filters=mine)]
+
+
+def _gone(client: docker.DockerClient, container_id: str) -> bool:
+    try:
+        client.containers.get(container_id)
+    except docker.errors.NotFound:
+        return True
+    return False
+
+
+def test_a_paused_worker_times_out_and_is_removed_not_left_paused() -> None:
+    require_docker()
+    client = docker.from_env()
+    try:
+        env = gym.make("OpenEnv/Echo-v0", provider="docker", timeout=3)
+        try:
+            env.reset(seed=0)
+            worker = env.unwrapped._worker
+            paused = worker.container_id
+            client.containers.get(paused).pause()
+            with pytest.raises(WorkerTimeoutError):
+                env.step({"message": "frozen"})
+            with pytest.raises(ResetNeededError, match="replaces the worker"):
+                env.step({"message": "again"})
+            _, info = env.reset()
+            assert info["worker_restarted"] and worker.last_exit.startswith("paused"), worker.last_exit
+            assert _gone(client, paused)
+            assert env.step({"message": "thawed"})[0]["echo"] == "thawed"
+            client.containers.get(worker.container_id).pause()  # close() must not wait on it
+        finally:
+            env.close()
+        envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="docker", envs_per_worker=1,
+                            step_timeout=3, on_worker_error="restart")
+        try:
+            envs.reset(seed=0)
+            paused = envs.workers[0].container_id
+            client.containers.get(paused).pause()
+            _, _, _, truncated, infos = envs.step({"message": ("a", "b")})
+            assert truncated.tolist() == [True, False] and infos["worker_restarted"][0]
+            assert "paused" in infos["worker_error"][0]
+            assert _gone(client, paused)
+        finally:
+            envs.close()
+        assert _ours(client) == []
+    finally:
+        client.close()
+
+
+def test_a_worker_stopped_after_its_sandbox_child_was_oom_killed_is_not_called_oom_killed() -> None:
+    require_docker()
+    client = docker.from_env()
+    env = gym.make("OpenEnv/Coding-v0", provider="docker", timeout=30,
+                   provider_options={"container_options": {"mem_limit": "200m"}})
+    try:
+        env.reset(seed=0)
+        worker = env.unwrapped._worker
+        obs, *_ = env.step({"code": _GROW})
+        assert int(obs["exit_code"]) == -9 and worker.alive()  # the child went, not the worker
+        stopped = worker.container_id
+        client.containers.get(stopped).stop(timeout=10)
+        state = client.api.inspect_container(stopped)["State"]
+        assert state["OOMKilled"] and state["ExitCode"] == 0, state  # Docker's sticky flag
+        with pytest.raises(WorkerError) as failed:
+            env.step({"code": "print(1)"})
+        assert "stopped from outside" in str(failed.value), failed.value
+        assert "OOM-killed (exit" not in str(failed.value), failed.value
+        _, info = env.reset()
+        assert info["worker_restarted"] and _gone(client, stopped)
+        assert worker.last_exit.startswith("exited with code 0 (stopped from outside"), worker.last_exit
+        assert "OOM-killed earlier" in worker.last_exit
+    finally:
+        env.close()
+        client.close()
+    assert worker.restarts == 1
