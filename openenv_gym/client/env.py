@@ -46,7 +46,7 @@ from openenv_gym.errors import (
 )
 from openenv_gym.protocol import ops
 from openenv_gym.providers import get_provider, provider_options_dict
-from openenv_gym.providers.base import Provider, Worker, stop_when_dropped
+from openenv_gym.providers.base import RESTART_ATTEMPTS, Provider, Worker, stop_when_dropped
 from openenv_gym.spaces import from_wire, owned
 
 __all__ = ["RemoteEnv", "ServedGenerator", "attach_address", "check_render_mode", "not_copyable"]
@@ -153,6 +153,9 @@ class RemoteEnv(gym.Env):
         self._worker: Worker | None = None
         self._session = _Session()
         self._stuck = False
+        #: Why the last start of a replacement worker failed (None: none failed since the
+        #: last one started), which a step on the dead worker names.
+        self._replace_failure: str | None = None
         self._closed = False
         self._owner_pid = os.getpid()
         # Held while the worker is replaced or stopped: a close() on another thread during a
@@ -250,7 +253,9 @@ class RemoteEnv(gym.Env):
 
     def _explained(self, exc: WorkerError, grace: float = 0.5) -> WorkerError:
         """``exc`` with what is known of the worker: how it ended, its last log lines, and
-        that the next ``reset()`` starts a fresh one (what the vector env reports too)."""
+        that the next ``reset()`` tries to start a fresh one (what the vector env reports too):
+        only tries, as the provider may no longer start one (Ray shut down, Docker's engine
+        stopped), or its start may fail (then this says so)."""
         worker = self._worker
         if worker is None:  # attached to a server we do not own: nothing more to tell
             return exc
@@ -268,20 +273,52 @@ class RemoteEnv(gym.Env):
             text = f"{exc}. The worker {state}; " + not_replaceable_in_fork(
                 "it", self._owner_pid, "make the child's own env (gym.make(env.spec))")
         else:
-            text = f"{exc}. The worker {state}; the next reset() starts a fresh one."
+            text = f"{exc}. The worker {state}; {self._next_reset_hint()}"
         if tail:
             text += f"\nlast worker log lines:\n{tail}"
         return type(exc)(text)
+
+    def _next_reset_hint(self) -> str:
+        """What the next ``reset()`` does about a dead worker, for :meth:`_explained`."""
+        failure = self._replace_failure
+        if failure is None:
+            return "the next reset() tries to start a fresh one."
+        return f"the last reset() could not start a fresh one ({failure})."
 
     def _replace_worker(self) -> None:
         with self._lifecycle:
             if self._closed or self._worker is None:
                 raise self._closed_error()  # closed on another thread: nothing to replace
-            self._worker.replace()
+            try:
+                self._worker.replace()
+            except Exception as exc:
+                self._note_failed_replacement(exc)
+                raise
+            self._replace_failure = None
             self._client.close()  # with a call the old worker may still have been running
             self._client.address = self._worker.address
             self._sid = None
             self._stuck = False
+
+    def _note_failed_replacement(self, exc: Exception) -> None:
+        """Say in ``exc`` (raised by :meth:`Worker.replace`) that starting a replacement worker
+        failed and that the next ``reset()`` tries again, as the vector env does, and remember
+        it for the steps until then (they would otherwise promise a fresh worker)."""
+        if isinstance(exc, ProviderUnavailableError):
+            # Nowhere to start one (Ray shut down, Docker's engine stopped): its own text says
+            # what to do, and the type stays, as the vector env raises it.
+            self._replace_failure = str(exc)
+            return
+        first_line = next(iter(str(exc).splitlines()), type(exc).__name__)  # not its log tail
+        self._replace_failure = f"{first_line}; the next reset() tries again"
+        note = (f"(starting a replacement worker failed {RESTART_ATTEMPTS} times: the next "
+                "reset() tries to start one again)")
+        if isinstance(exc, OpenEnvError):
+            # Its own type (the env's error for a constructor that raised), so an `except`
+            # for it still catches it; only the text grows.
+            exc.args = (f"{exc}\n{note}",)
+        else:
+            exc.add_note(note)  # another's (an OSError's args carry its errno): left as it is
 
     @property
     def np_random(self) -> Any:

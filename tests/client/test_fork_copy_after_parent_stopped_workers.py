@@ -1,7 +1,7 @@
 """A forked child's copy of an env whose parent then stopped the workers (closed its env, or
 exited; or a worker died): the child may not start others (they would be the parent's), so
 its every call must fail with a typed error that says so, never an IndexError out of the
-vector env's empty slices, nor "the next reset() starts a fresh one" (it cannot). A reset
+vector env's empty slices, nor "the next reset() tries to start a fresh one" (it cannot). A reset
 that could open the child's sessions on some workers only must not leave them there."""
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def test_killed_worker_raises_clearly_within_timeout_then_reset_recovers(provide
         assert time.monotonic() - start < 5.0 + 1.0
         # It says what happened and what to do, as the vector env does.
         text = str(failure.value)
-        assert "The worker stopped" in text and "the next reset() starts a fresh one" in text, text
+        assert "The worker stopped" in text and "the next reset() tries to start a fresh one" in text, text
         if provider == "process":
             assert "killed by signal 9 (SIGKILL)" in text and "worker ready" in text, text  # + its log
         # The next reset replaces the dead worker and starts a fresh episode.
