@@ -127,15 +127,18 @@ class RayWorker(Worker):
 
     @contextlib.contextmanager
     def _unless_ray_shut_down(self, grace: float = 5.0) -> Iterator[None]:
-        """Turn what Ray raises for a ``ray.shutdown()`` under a call into a typed error.
+        """Turn a ``ray.shutdown()`` before or under a call into a typed error.
 
-        A ``ray.get`` under way when another thread (a signal handler, a UI callback) calls
+        Already shut down, the call is not made: its ``.remote()`` would go through Ray's
+        auto-init and start a new local cluster with none of this env's actors. A ``ray.get`` under way when another thread (a signal handler, a UI callback) calls
         ``ray.shutdown()`` raises ``SystemExit(0)``: unhandled, the trainer ended quietly with
         status 0 in the middle of a restart. One made just after raises a ``RayError`` (Ray is
         not started). ``ray.shutdown()`` disconnects before it stops the core worker, so the
         session is gone by then (``grace`` covers a Ray that orders it otherwise); any other
         ``SystemExit`` or ``RayError`` stands.
         """
+        if not self._on_its_ray():
+            raise self._shut_down_error()
         try:
             yield
         except SystemExit:
@@ -214,8 +217,8 @@ class RayWorker(Worker):
         self.container_id = info.get("container_id")
 
     def alive(self) -> bool:
-        if self.actor is None or not self._on_its_ray():
-            return False  # after ray.shutdown() its actors are gone (see _place)
+        if self.actor is None:
+            return False
         try:
             with self._unless_ray_shut_down():
                 return bool(_get(self.actor.alive.remote(), timeout=self.provider.alive_timeout))
@@ -233,12 +236,12 @@ class RayWorker(Worker):
             with self._unless_ray_shut_down():
                 self._stop_actor()
         except ProviderUnavailableError:
-            pass  # Ray was shut down meanwhile: the actor went with it
+            pass  # Ray was shut down (before or during the stop): the actor went with it
         self.actor = None
 
     def _stop_actor(self) -> None:
-        if self.actor is None or not self._on_its_ray():
-            return  # after ray.shutdown() nothing is left to kill
+        if self.actor is None:
+            return
         try:
             # A graceful stop lets the server close sessions; the kill covers a hung actor.
             _get(self.actor.stop.remote(), timeout=5.0)
@@ -267,8 +270,6 @@ class RayWorker(Worker):
     def logs(self, tail: int = 50) -> str:
         if self.actor is None:
             return ""
-        if not self._on_its_ray():
-            return "(logs unavailable: Ray was shut down, and the actor with it)"
         try:
             with self._unless_ray_shut_down():
                 return str(_get(self.actor.logs.remote(tail), timeout=5.0))
