@@ -128,7 +128,7 @@ class WorkerPool:
                     opened.append(self._open_slice(w))
             except WorkerError as exc:
                 self._let_go(opened)
-                if os.getpid() == self.owner_pid:
+                if self.owned:
                     raise
                 # A fork's copy, whose parent stopped the workers (closed its env, or exited):
                 # a bare "cannot connect" would not say that trying again cannot help.
@@ -145,6 +145,11 @@ class WorkerPool:
         """The process that opened :attr:`slices` (the owner's until they open; in a fork, the
         last process whose slices opened whole)."""
         return self._slices_pid
+
+    @property
+    def owned(self) -> bool:
+        """Whether this process made the workers (not a fork's copy): only it may replace them."""
+        return os.getpid() == self.owner_pid
 
     @property
     def inherited(self) -> bool:
