@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -30,7 +31,7 @@ import math
 import os
 import threading
 import weakref
-from typing import AbstractSet, Any, Callable, Mapping, Sequence
+from typing import AbstractSet, Any, Callable, Iterator, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -415,7 +416,7 @@ class RemoteVectorEnv(VectorEnv):
                     self._restart_counts[i] = 0
                 self._restart_seeds.pop(i, None)
 
-        try:
+        with self._taking():
             reset_infos = self._reset_envs(indices, seeds, options, on_sent=note_seeds)
             for i, text in restarted.items():
                 reset_infos[i] = {**reset_infos.get(i, {}), "worker_restarted": True, "worker_error": text}
@@ -430,13 +431,6 @@ class RemoteVectorEnv(VectorEnv):
             self._elapsed[mask] = 0
             self._reset_needed = None
             return self._obs.batch(self.copy), infos
-        except OpenEnvError:
-            raise  # refused or failed on purpose: it left the envs as it says
-        except BaseException:
-            # Cut (Ctrl-C) once the replies were read: some envs' resets are in the batch and
-            # the episode bookkeeping, some not; stepping on would mix them.
-            self._cut_while_taking()
-            raise
 
     def _seeds(self, seed: Any, indices: list[int]) -> list[int | None]:
         """Each env's seed from ``reset``'s ``seed``, checked as Gymnasium checks it.
@@ -588,12 +582,26 @@ class RemoteVectorEnv(VectorEnv):
             raise
 
     def _cut_while_taking(self) -> None:
-        """A step was cut short (Ctrl-C) after its replies were read, while they were taken
-        into the batch (:meth:`_usual_step`, :meth:`_gather`): which envs' results and episode
-        ends were taken is unknown, and the next step could step an ended env or return a
-        half-updated batch. The next step asks for a reset."""
+        """A step or reset was cut short (Ctrl-C) after its replies were read, while they were
+        taken into the batch (:meth:`_usual_step`, :meth:`_taking`): which envs' results and
+        episode ends were taken is unknown, and the next step could step an ended env or return
+        a half-updated batch. The next step asks for a reset."""
         self._forget_sent()  # a reset sent meanwhile (SAME_STEP, after a restart) and not read
         self._out_of_sync()
+
+    @contextlib.contextmanager
+    def _taking(self) -> Iterator[None]:
+        """Around taking a step's or reset's replies in (off the usual step, which has its own
+        ``try``): a cut marks the env out of sync (:meth:`_cut_while_taking`); an error raised
+        on purpose (an env's, a worker's in raise mode, a restart that failed) left the envs as
+        it says."""
+        try:
+            yield
+        except OpenEnvError:
+            raise
+        except BaseException:
+            self._cut_while_taking()
+            raise
 
     def _forget_sent(self) -> None:
         """A step was cut short (Ctrl-C) after sending, before its replies were taken: they
@@ -849,16 +857,8 @@ class RemoteVectorEnv(VectorEnv):
                 self._refuse_inherited()  # a fork's copy of a step pending at the fork: reset first
                 raise gym.error.NoAsyncCallError("step_wait called without step_async", "step")
             exchange = self._receive()
-        try:
+        with self._taking():
             self._settle(exchange)
-        except OpenEnvError:
-            # Raised on purpose, not a cut: an env's error (the others' results are taken), a
-            # worker's with on_worker_error="raise" (it asks for a reset itself), a restart
-            # that failed.
-            raise
-        except BaseException:
-            self._cut_while_taking()
-            raise
 
     def _settle(self, exchange: _Exchange) -> None:
         """Take the replies of ``exchange`` (read by :meth:`_receive`) into the batch and the
@@ -902,7 +902,7 @@ class RemoteVectorEnv(VectorEnv):
         except OpenEnvError as error:
             # A replacement that failed to start (or a fresh worker's reset, SAME_STEP): raised
             # before this step's results are returned, as with on_worker_error="raise".
-            advice = ("call reset(): it tries to start the failed worker again" if self._owns_workers()
+            advice = ("call reset(): it tries to start the failed worker again" if self.pool.owned
                       else "its workers are the parent's to replace: make the child's own vector env")
             self._return_nothing(error, restarted, advice, what="restarting a failed worker failed")
             raise
@@ -1138,10 +1138,6 @@ class RemoteVectorEnv(VectorEnv):
                    "on_worker_error='restart' to replace failed workers and continue with "
                    "truncated episodes)")
 
-    def _owns_workers(self) -> bool:
-        """Whether this process made the workers, and so may replace them (not a fork's copy)."""
-        return os.getpid() == self.pool.owner_pid
-
     def _alive(self, worker: int) -> bool:
         try:
             return bool(self.pool.workers[worker].alive())
@@ -1164,7 +1160,7 @@ class RemoteVectorEnv(VectorEnv):
         try:
             self.pool.restart(worker)
         except Exception as exc:
-            if not self._owns_workers():  # a fork's copy: the text says to make its own env
+            if not self.pool.owned:  # a fork's copy: the text says to make its own env
                 raise WorkerError(f"{text}\nand restarting it failed too: {exc}") from exc
             # Its envs have no session anywhere: until a reset starts the worker again, a step
             # would step the others on as if nothing were missing.
