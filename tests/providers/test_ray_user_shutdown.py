@@ -1,5 +1,5 @@
 """The user's own ``ray.shutdown()`` under live envs on a Ray the provider started: typed errors
-(never Ray's ``SystemExit``, never a bare Ray exception), a quiet close, and nothing left running.
+(never a bare Ray exception), a quiet close, and nothing left running.
 
 Runs without the shared cluster: each test starts (and ends) a local Ray of its own.
 """
@@ -7,8 +7,6 @@ Runs without the shared cluster: each test starts (and ends) a local Ray of its 
 from __future__ import annotations
 
 import os
-import signal
-import threading
 import warnings
 
 import gymnasium as gym
@@ -53,45 +51,4 @@ def test_shutdown_under_open_envs_gives_typed_errors_and_leaves_no_process(procs
         env.close()
         envs.close()
     assert not ray.is_initialized()
-    assert not procs.wait_gone(started, 20)
-
-
-def test_shutdown_while_a_worker_restarts_is_a_typed_error_not_a_quiet_exit(procs) -> None:
-    """Ray raises ``SystemExit(0)`` in a ``ray.get`` under way when another thread calls
-    ``ray.shutdown()``: a vector env restarting a killed worker let it through, and the
-    trainer ended with status 0 in the middle of its step."""
-    if ray.is_initialized():
-        ray.shutdown()
-    before = procs.descendants(os.getpid())
-    envs = gym.make_vec("OpenEnv/Echo-v0", 1, provider="ray", provider_options=OPTIONS)
-    try:
-        envs.reset(seed=0)
-        started = procs.descendants(os.getpid()) - before
-        (worker,) = envs.workers
-        killed, stopped = worker.actor, threading.Event()
-
-        def shut_down_once_the_new_actor_is_placed() -> None:
-            # The restart assigns the new actor, then waits for its server to start: shut
-            # Ray down in that wait (a server starts in about a second here).
-            while (worker.actor is None or worker.actor is killed) and not stopped.is_set():
-                stopped.wait(0.001)
-            if not stopped.is_set():
-                ray.shutdown()
-
-        thread = threading.Thread(target=shut_down_once_the_new_actor_is_placed, daemon=True)
-        thread.start()
-        os.kill(worker.pid, signal.SIGKILL)
-        try:
-            with pytest.raises(ProviderUnavailableError, match="Ray was shut down"):
-                envs.step(envs.action_space.sample())
-        except SystemExit as exc:
-            pytest.fail(f"Ray's SystemExit({exc.code}) escaped the step: the trainer would "
-                        "have ended quietly")
-        finally:
-            stopped.set()
-            thread.join(60)
-        assert not ray.is_initialized()
-        _quiet_close(envs)
-    finally:
-        envs.close()
     assert not procs.wait_gone(started, 20)
