@@ -885,27 +885,36 @@ class RemoteVectorEnv(VectorEnv):
             error = self._worker_error(failures[0], text=texts[failures[0].worker])
             self._return_nothing(error, restarted, "call reset(): it replaces the failed worker")
             raise error
+        # A replacement that failed to start, or (SAME_STEP) a fresh worker's reset that
+        # failed: raised before this step's results are returned, as with on_worker_error="raise".
         try:
             self._replace_in_step(failures, restarted)
-            for i, text in restarted.items():
-                env_infos[i] = {"worker_restarted": True, "worker_error": text}
-                seed = self._seed_after_restart(i)
-                if seed is not None:
-                    self._restart_seeds[i] = seed
-                if same_step:
-                    final[i] = (self._obs.get(i), dict(env_infos[i]))
-            if same_step and restarted:
-                # Their workers are fresh: start the next episodes now, as SAME_STEP promises.
-                seeds = [self._restart_seeds.pop(i, None) for i in range(self.num_envs)]
+        except OpenEnvError as error:
+            self._restart_went_wrong(error, restarted, "restarting a failed worker failed",
+                                     "it tries to start the failed worker again")
+            raise
+        for i, text in restarted.items():
+            env_infos[i] = {"worker_restarted": True, "worker_error": text}
+            seed = self._seed_after_restart(i)
+            if seed is not None:
+                self._restart_seeds[i] = seed
+            if same_step:
+                final[i] = (self._obs.get(i), dict(env_infos[i]))
+        if same_step and restarted:
+            # Their workers are fresh: start the next episodes now, as SAME_STEP promises.
+            seeds = [self._restart_seeds.pop(i, None) for i in range(self.num_envs)]
+            try:
                 for i, info in self._reset_envs(sorted(restarted), seeds, None).items():
                     env_infos[i] = {**info, **env_infos[i]}
-        except OpenEnvError as error:
-            # A replacement that failed to start (or a fresh worker's reset, SAME_STEP): raised
-            # before this step's results are returned, as with on_worker_error="raise".
-            advice = ("call reset(): it tries to start the failed worker again" if self.pool.owned
-                      else "its workers are the parent's to replace: make the child's own vector env")
-            self._return_nothing(error, restarted, advice, what="restarting a failed worker failed")
-            raise
+            except OpenEnvError as error:
+                # The restart worked: name the reset, and what it raised (the error type alone,
+                # _EnvServerRuntimeError, does not say), not a failed restart.
+                cause = next(iter(str(error).splitlines()), "")
+                self._restart_went_wrong(
+                    error, restarted,
+                    f"a failed worker's replacement started, but the first reset of its envs failed: {cause}",
+                    "it resets them again")
+                raise
         for i in restarted:
             self._rewards[i] = 0.0
             self._terminations[i], self._truncations[i] = False, True
@@ -936,6 +945,15 @@ class RemoteVectorEnv(VectorEnv):
             restarted.update((i, self._lost.pop(i)) for i in lost)
         if first is not None:
             raise first
+
+    def _restart_went_wrong(self, error: OpenEnvError, restarted: dict[int, str], what: str,
+                            retry: str) -> None:
+        """A step's replacement of a failed worker raises ``error`` (``what`` went wrong):
+        :meth:`_return_nothing`, the next step asking for the reset that ``retry``-s it (a
+        fork's copy: for the child's own vector env, as the workers are the parent's)."""
+        advice = (f"call reset(): {retry}" if self.pool.owned
+                  else "its workers are the parent's to replace: make the child's own vector env")
+        self._return_nothing(error, restarted, advice, what=what)
 
     def _return_nothing(self, error: OpenEnvError, restarted: dict[int, str], advice: str,
                         what: str = "") -> None:

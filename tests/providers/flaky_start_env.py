@@ -1,7 +1,9 @@
 """A Gym env whose start fails while a counter file says so, registered on import (workers
-import it by ``env_id="tests.providers.flaky_start_env:OpenEnvTest/FlakyStart-v0"``).
+import it by ``env_id="tests.providers.flaky_start_env:OpenEnvTest/FlakyStart-v0"``), and
+one whose reset fails likewise (``RESET_ENV_ID``).
 
-``failures_file`` holds how many of the next starts fail; each failing start counts one down.
+``failures_file`` holds how many of the next starts fail; each failing start counts one down
+(``reset_failures_file``: resets, likewise).
 """
 
 from __future__ import annotations
@@ -47,6 +49,22 @@ class FlakyStart(gym.Env):
         return np.zeros(1, np.float32), 1.0, False, False, {}
 
 
+class FlakyReset(FlakyStart):
+    """A :class:`FlakyStart` whose reset also fails while ``reset_failures_file`` counts."""
+
+    def __init__(self, failures_file: str, reset_failures_file: str) -> None:
+        super().__init__(failures_file)
+        self._reset_failures_file = reset_failures_file
+
+    def reset(self, *, seed=None, options=None):
+        if _take_one_failure(self._reset_failures_file):
+            raise RuntimeError("this reset fails on purpose (reset_failures_file counts it)")
+        return super().reset(seed=seed, options=options)
+
+
 ENV_ID = "OpenEnvTest/FlakyStart-v0"
+RESET_ENV_ID = "OpenEnvTest/FlakyReset-v0"
 if ENV_ID not in gym.registry:
     gym.register(ENV_ID, entry_point=FlakyStart)
+if RESET_ENV_ID not in gym.registry:
+    gym.register(RESET_ENV_ID, entry_point=FlakyReset)

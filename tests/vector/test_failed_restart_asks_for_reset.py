@@ -2,10 +2,13 @@
 "restart"``) raises from the step once the other envs stepped: their results (an episode that
 just ended) are not returned. The next step must ask for a reset naming the failed restart,
 not step on as if nothing were missing (it stepped an ended env, or missed its autoreset, and
-the fresh worker's envs reported no restart); ``reset()`` starts the worker again."""
+the fresh worker's envs reported no restart); ``reset()`` starts the worker again. With
+``autoreset_mode=SAME_STEP``, a replacement that starts but whose env's first reset raises is
+refused the same way, named as the failed reset it is, not as a failed restart."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import gymnasium as gym
@@ -13,9 +16,9 @@ import numpy as np
 import pytest
 
 import openenv_gym  # noqa: F401
-from openenv_gym.errors import ResetNeededError, WorkerError
+from openenv_gym.errors import OpenEnvError, ResetNeededError, WorkerError
 from openenv_gym.providers.base import RESTART_ATTEMPTS
-from tests.providers.flaky_start_env import ENV_ID
+from tests.providers.flaky_start_env import ENV_ID, RESET_ENV_ID
 from tests.vector.vector_helpers import kill_worker
 
 GYM_ID = f"tests.providers.flaky_start_env:{ENV_ID}"
@@ -28,6 +31,13 @@ def _vector(failures: Path, mode: str):
     return gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id=GYM_ID, failures_file=str(failures),
                         provider="process", envs_per_worker=1, max_episode_steps=2,
                         autoreset_mode=mode)
+
+
+def _fresh_episodes_everywhere(envs) -> None:
+    """Two full steps, the time limit ending both envs' episodes at the second."""
+    for ends in ([False, False], [True, True]):
+        _, rewards, terminated, truncated, _ = envs.step(ACTIONS)
+        assert rewards.tolist() == [1.0, 1.0] and truncated.tolist() == ends and not terminated.any()
 
 
 def _fail_restart_in_step(envs, failures: Path) -> None:
@@ -59,10 +69,37 @@ def test_a_failed_restart_asks_for_a_reset_which_starts_the_worker_again(tmp_pat
             envs.step(ACTIONS)
         _, infos = envs.reset(seed=1)
         assert infos["worker_restarted"].tolist() == [False, True]
-        # Fresh episodes everywhere: two full steps, the time limit ending both at the second.
-        for ends in ([False, False], [True, True]):
-            _, rewards, terminated, truncated, _ = envs.step(ACTIONS)
-            assert rewards.tolist() == [1.0, 1.0] and truncated.tolist() == ends and not terminated.any()
+        _fresh_episodes_everywhere(envs)
+    finally:
+        envs.close()
+
+
+def test_a_same_step_reset_failing_on_a_started_replacement_is_named_as_the_reset(tmp_path: Path) -> None:
+    starts, resets = tmp_path / "starts", tmp_path / "resets"
+    starts.write_text("0")
+    resets.write_text("0")
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id=f"tests.providers.flaky_start_env:{RESET_ENV_ID}",
+                        failures_file=str(starts), reset_failures_file=str(resets), provider="process",
+                        envs_per_worker=1, max_episode_steps=2, autoreset_mode="same_step")
+    try:
+        envs.reset(seed=0)
+        # In a step that ends no episode (env 0 is not reset, which would take the failure):
+        # the replacement starts, and its env's first reset raises.
+        resets.write_text("1")
+        kill_worker(envs.unwrapped.workers[1])
+        with pytest.raises(OpenEnvError, match="env 1: RuntimeError: this reset fails on purpose"):
+            envs.step(ACTIONS)
+        assert resets.read_text() == "0" and envs.unwrapped.workers[1].alive()
+        with pytest.raises(ResetNeededError) as refused:
+            envs.step(ACTIONS)
+        text = str(refused.value)
+        assert "restarting a failed worker failed" not in text, text
+        assert re.search(r"replacement started, but the first reset of its envs failed: env 1: RuntimeError: "
+                         r"this reset fails on purpose.*call reset\(\): it resets them again", text), text
+        # reset() tries that reset again, and reports the restart the failed step could not.
+        _, infos = envs.reset(seed=1)
+        assert infos["worker_restarted"].tolist() == [False, True]
+        _fresh_episodes_everywhere(envs)
     finally:
         envs.close()
 
