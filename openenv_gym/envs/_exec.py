@@ -47,12 +47,17 @@ T = TypeVar("T")
 
 __all__ = ["Limits", "step_timeouts", "ExecResult", "Child", "run", "kill_all", "adopt_orphans",
            "reap_orphans", "minimal_environ", "python_argv", "TRUNCATION_MARK", "NOTE_ROOM",
-           "check_output_limit", "OUTPUT_LIMIT", "MAX_OUTPUT_TEXT", "gate_line", "held_start"]
+           "check_output_limit", "OUTPUT_LIMIT", "MAX_OUTPUT_TEXT", "gate_line", "held_start",
+           "OOM_MARK"]
 
 #: Appended to a stream whose output went past the cap.
 TRUNCATION_MARK = "\n[... output truncated at {limit} bytes ...]\n"
 #: Appended when a child kept writing far past the cap and was killed for it.
 FLOOD_MARK = "\n[... process killed: it kept writing past the output cap ...]\n"
+#: Appended to stderr (stdout when merged) when the kernel's OOM killer ended the child: its
+#: memory cgroup (the worker's, a container's) reached its limit. A SIGKILL says nothing
+#: itself, and ``exit_code -9`` with empty output looked like a crash or a kill of ours.
+OOM_MARK = "\n[killed: out of memory at the sandbox's memory limit{limit}]\n"
 #: Characters the notes after capped output take at most (the marks above, with the limit).
 NOTE_ROOM = 1024
 #: Bytes of a stream's output kept by default (Coding's and Git's ``output_limit``).
@@ -213,6 +218,8 @@ class ExecResult:
         timed_out: Killed at the wall-clock deadline.
         wall_time: Seconds from start to exit.
         truncated: Some output went past the cap and was dropped.
+        oom_killed: The kernel's OOM killer ended it at its memory cgroup's limit (stderr,
+            or stdout when merged, ends with :data:`OOM_MARK`).
     """
 
     stdout: str = ""
@@ -221,6 +228,7 @@ class ExecResult:
     timed_out: bool = False
     wall_time: float = 0.0
     truncated: bool = False
+    oom_killed: bool = False
 
 
 @dataclass(eq=False)  # identity matters: selectors compare the data they hold
@@ -322,6 +330,41 @@ def _first_for_the_oom_killer(pid: int) -> None:
             f.write(b"1000")
     except OSError:
         pass
+
+
+class _OomWatch:
+    """The OOM kills of the memory cgroup this process (and so each child it starts) is in:
+    the worker's own on the process provider as root, the container's on the docker provider.
+
+    A child the OOM killer ends exits with SIGKILL, as one killed at its deadline does; only
+    the cgroup's count (v1 ``memory.oom_control``, v2 ``memory.events``: ``oom_kill``)
+    tells them apart. Where there is no such cgroup (no ``/sys/fs/cgroup``, v2's root) the
+    count stays 0 and no note is ever added.
+    """
+
+    #: A v1 limit at least this large is none (the kernel shows "no limit" as ~2**63).
+    _NO_LIMIT = 1 << 62
+
+    def __init__(self) -> None:
+        from openenv_gym.providers._cgroup import WorkerCgroup, own_folders
+
+        try:
+            folders = own_folders()
+        except OSError:
+            folders = {}
+        folder = folders.get("memory", folders.get(""))
+        self._group = WorkerCgroup("v2" if "" in folders else "v1", {"memory": folder}) if folder else None
+        self.before = self.count()
+
+    def count(self) -> int:
+        """OOM kills in the cgroup so far (0 without one)."""
+        return self._group.oom_kills() if self._group is not None else 0
+
+    def mark(self) -> str:
+        """:data:`OOM_MARK` with the cgroup's limit in MiB, where it has one."""
+        limit = self._group.limit("memory") if self._group is not None else None
+        known = limit is not None and limit < self._NO_LIMIT
+        return OOM_MARK.format(limit=f" ({limit >> 20} MiB)" if known else "")
 
 
 #: What :func:`held_start` writes to open a gate, and the status a held child exits with
@@ -426,6 +469,8 @@ class Child:
                  merge_stderr: bool = False, pass_fds: Sequence[int] = (),
                  confine: Ruleset | None = None, held: bool = False) -> None:
         self.output_limit = output_limit
+        self.merge_stderr = merge_stderr
+        self._oom = _OomWatch()  # counted before the child exists: its kill is after
         self.started = time.monotonic()
 
         def start(gate: int | None = None) -> subprocess.Popen:
@@ -493,6 +538,7 @@ class Child:
             elif key.fileobj is self.proc.stderr:
                 self._sel.modify(key.fileobj, selectors.EVENT_READ, self.err)
         self.flooded = False
+        self._oom.before = self._oom.count()  # an earlier request's OOM kill is not this one's
 
     def snapshot(self, exit_code: int = 0) -> ExecResult:
         """The output collected so far, for a child that keeps running."""
@@ -563,6 +609,7 @@ class Child:
         """Kill what is left of the group, reap the child and return the result (once)."""
         if self.result is not None:
             return self.result
+        ended_itself = self.exited()  # before our SIGKILL, which would pass for the OOM killer's
         self.kill()  # also stops background processes it left behind
         code = self.proc.wait()
         _live.discard(self)
@@ -578,10 +625,22 @@ class Child:
         for pipe in (self.proc.stdout, self.proc.stderr):
             if pipe is not None:
                 pipe.close()
-        stdout = self.out.text() + (FLOOD_MARK if self.flooded else "")
-        self.result = ExecResult(stdout=stdout, stderr=self.err.text(), exit_code=code,
+        stdout, stderr = self.out.text() + (FLOOD_MARK if self.flooded else ""), self.err.text()
+        # A SIGKILL none of ours (the deadline, a flood, the kill above), while the cgroup's
+        # OOM kill count rose. The count is the whole worker's: a child that SIGKILLed itself
+        # just as another session's child was OOM-killed would get the note too (no cgroup
+        # per child tells them apart).
+        oom_killed = (ended_itself and code == -signal.SIGKILL and not timed_out and not self.flooded
+                      and self._oom.count() > self._oom.before)
+        if oom_killed:
+            if self.merge_stderr:
+                stdout += self._oom.mark()
+            else:
+                stderr += self._oom.mark()
+        self.result = ExecResult(stdout=stdout, stderr=stderr, exit_code=code,
                                  timed_out=timed_out, wall_time=wall,
-                                 truncated=bool(self.out.dropped or self.err.dropped))
+                                 truncated=bool(self.out.dropped or self.err.dropped),
+                                 oom_killed=oom_killed)
         return self.result
 
 
