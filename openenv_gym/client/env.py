@@ -53,6 +53,9 @@ __all__ = ["RemoteEnv", "ServedGenerator", "attach_address", "check_render_mode"
 
 T = TypeVar("T")
 
+#: What the next ``reset()`` does about a worker whose last call timed out.
+_RESET_REPLACES = "call reset(), which replaces the worker"
+
 
 def attach_address(base_url: str, timeout: float = 10.0) -> str:
     """The binary address of a running server: asked of its HTTP front, or given directly.
@@ -278,12 +281,37 @@ class RemoteEnv(gym.Env):
             text += f"\nlast worker log lines:\n{tail}"
         return type(exc)(text)
 
-    def _next_reset_hint(self) -> str:
-        """What the next ``reset()`` does about a dead worker, for :meth:`_explained`."""
+    def _next_reset_hint(self, promise: str = "the next reset() tries to start a fresh one.") -> str:
+        """What the next ``reset()`` does about a dead or hung worker: ``promise``, unless the
+        last reset's replacement failed to start (then that failure, which a promise of a
+        fresh worker would hide)."""
         failure = self._replace_failure
         if failure is None:
-            return "the next reset() tries to start a fresh one."
+            return promise
         return f"the last reset() could not start a fresh one ({failure})."
+
+    def _worker_reason(self) -> str:
+        """The provider's word on why this env's own worker does not serve (``"paused (...)"``,
+        an exit), ``""`` while it runs, or when it cannot be had: one look at it (a ``docker
+        inspect``), which never raises (an engine that is down must not mask another error)."""
+        worker = self._worker
+        if worker is None or not self._owns_worker():
+            return ""
+        try:
+            return worker.exit_reason()
+        except (ProviderUnavailableError, OSError):
+            return ""
+
+    def _timed_out(self, exc: WorkerTimeoutError) -> WorkerTimeoutError:
+        """Mark the worker hung (the next reset() replaces it) and return ``exc`` with what its
+        provider tells of it (a paused container) and what to do: asked only now, the normal
+        path costs no engine call."""
+        self._stuck = True
+        if not self._owns_worker():
+            return exc  # a fork's copy replaces nothing (see reset())
+        reason = self._worker_reason()
+        state = f"the worker's state: {reason}; " if reason else ""
+        return type(exc)(f"{exc}; {state}{self._next_reset_hint(_RESET_REPLACES)}")
 
     def _replace_worker(self) -> None:
         with self._lifecycle:
@@ -414,9 +442,8 @@ class RemoteEnv(gym.Env):
                 raise
             fresh = True
             out = self._reset_call(seed, options, fresh)
-        except WorkerTimeoutError:
-            self._stuck = True
-            raise
+        except WorkerTimeoutError as exc:
+            raise self._timed_out(exc) from exc
         self._sid = out["sid"]
         self._stuck = False  # the worker answered: a fork's copy, which replaces none, steps on
         info = owned(out["info"])
@@ -452,12 +479,11 @@ class RemoteEnv(gym.Env):
             # The worker may still be busy with the call that timed out: a step would only
             # wait out its timeout again behind it.
             raise ResetNeededError("the last call timed out (the worker is hung, or still busy with "
-                                   "it); call reset(), which replaces the worker")
+                                   f"it); {self._next_reset_hint(_RESET_REPLACES)}")
         try:
             out = self._request(ops.step(self._sid, action))
-        except WorkerTimeoutError:
-            self._stuck = True  # the next reset() replaces the worker
-            raise
+        except WorkerTimeoutError as exc:
+            raise self._timed_out(exc) from exc
         except (WorkerCrashedError, WorkerConnectionError) as exc:
             raise self._explained(exc) from exc
         obs = from_wire(out["obs"], self.observation_space)
@@ -619,6 +645,15 @@ class RemoteEnv(gym.Env):
             # Its worker is stopped: a call would fail on a missing socket, or start nothing.
             raise self._closed_error()
 
+    def _session_endable(self) -> bool:
+        """Whether :meth:`close` ends the session by a request: there is one, and its worker
+        serves. A worker of ours that does not (paused, dead) cannot answer, and a paused one
+        would hold close() for the request's 5 s timeout; stopping it ends the session."""
+        session = self._session
+        if session.sid is None and not session.unknown:
+            return False  # nothing to end: the worker need not be looked at
+        return not self._worker_reason()
+
     def close(self) -> None:
         """Close the session and stop the worker this env started. Safe to call twice, and
         from another thread while a call is in flight (that call raises
@@ -629,9 +664,11 @@ class RemoteEnv(gym.Env):
             if client is not None:
                 if client.lock.acquire(blocking=False):
                     try:
-                        # Not a fork's copy's. An attached server outlives this env: the
-                        # reset cut short is waited for, to end a session it made.
-                        _end_session(client, self._session, settle=5.0 if self._worker is None else 0.0)
+                        if self._session_endable():
+                            # Not a fork's copy's. An attached server outlives this env: the
+                            # reset cut short is waited for, to end a session it made.
+                            _end_session(client, self._session,
+                                         settle=5.0 if self._worker is None else 0.0)
                         client.close()
                     finally:
                         client.lock.release()

@@ -208,7 +208,13 @@ class DockerWorker(Worker):
             return f"OOM-killed (exit {code}): raise container_options mem_limit"
         if code is None:
             return status
-        text = f"exited with code {code}" + (f" ({state['Error']})" if state.get("Error") else "")
+        if code == _SIGKILL_EXIT:
+            # Without Docker's OOMKilled flag: not at the container's own mem_limit.
+            text = (f"killed by SIGKILL (exit {code}: `docker kill`, or the host's OOM killer "
+                    "outside the container's limit)")
+        else:
+            text = f"exited with code {code}"
+        text += f" ({state['Error']})" if state.get("Error") else ""
         if code == 0 and status == "exited":
             # The server exits 0 only when told to (SIGTERM), and its owner removes rather
             # than stops it: someone else stopped it.

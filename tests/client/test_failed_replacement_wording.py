@@ -1,7 +1,9 @@
 """A single env whose worker died says its next reset() *tries* to start a fresh one: the start
 may fail. When the reset's replacement fails to start (every try), the reset's error says so
 and that the next reset() tries again, a step until then names that failure instead of
-promising a fresh worker, and a reset once starts succeed again runs on a fresh worker."""
+promising a fresh worker, and a reset once starts succeed again runs on a fresh worker. The
+same holds for a hung worker (its call timed out): the step that would say "call reset(), which
+replaces the worker" names the failed start instead."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401
-from openenv_gym.errors import EnvServerError, WorkerError
+from openenv_gym.errors import EnvServerError, ResetNeededError, WorkerError, WorkerTimeoutError
 from openenv_gym.providers.base import RESTART_ATTEMPTS
 from tests.providers.flaky_start_env import ENV_ID
-from tests.vector.vector_helpers import kill_worker
+from tests.vector.vector_helpers import freeze_worker, kill_worker
 
 GYM_ID = f"tests.providers.flaky_start_env:{ENV_ID}"
 
@@ -51,5 +53,34 @@ def test_a_failed_replacement_is_named_and_a_later_reset_starts_the_worker(tmp_p
         with pytest.raises(WorkerError) as again:
             env.step(0)
         assert "could not start" not in str(again.value), again.value
+    finally:
+        env.close()
+
+
+def test_a_failed_replacement_of_a_hung_worker_is_named_by_the_next_step(tmp_path: Path) -> None:
+    failures = tmp_path / "failures"
+    failures.write_text("0")
+    env = gym.make("OpenEnv/Gym-v0", env_id=GYM_ID, failures_file=str(failures), provider="process",
+                   timeout=2)
+    try:
+        env.reset(seed=0)
+        freeze_worker(env.unwrapped._worker)  # hung, not dead: the call times out
+        with pytest.raises(WorkerTimeoutError, match="call reset"):
+            env.step(0)
+
+        failures.write_text(str(RESTART_ATTEMPTS))  # every start of the replacement fails
+        with pytest.raises(EnvServerError, match="this start fails on purpose"):
+            env.reset(seed=1)
+
+        with pytest.raises(ResetNeededError) as stepped:
+            env.step(0)
+        text = str(stepped.value)
+        assert text.startswith("the last call timed out"), text
+        assert "the last reset() could not start a fresh one" in text, text
+        assert "this start fails on purpose" in text and "the next reset() tries again" in text, text
+
+        _, info = env.reset(seed=1)  # starts succeed again
+        assert info.get("worker_restarted")
+        assert env.step(0)[1] == 1.0
     finally:
         env.close()

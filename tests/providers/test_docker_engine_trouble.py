@@ -1,5 +1,8 @@
-"""Engine-level trouble with a live worker container: ``docker pause`` and ``docker stop``
-by the user, and Docker's sticky ``State.OOMKilled``.
+"""Engine-level trouble with a live worker container: ``docker pause``, ``docker kill`` and
+``docker stop`` by the user, and Docker's sticky ``State.OOMKilled``.
+
+A call to a paused worker times out naming the pause (learnt on the timeout only), and a
+``docker kill`` (exit 137 without ``OOMKilled``) is told as a SIGKILL, not a bare exit code.
 
 Docker sets ``OOMKilled`` on any OOM kill in a container, such as a Coding-v0 sandbox
 child's (the child is the OOM killer's first choice, so the worker lives on). A worker
@@ -50,8 +53,11 @@ def test_a_paused_worker_times_out_and_is_removed_not_left_paused() -> None:
             worker = env.unwrapped._worker
             paused = worker.container_id
             client.containers.get(paused).pause()
-            with pytest.raises(WorkerTimeoutError):
+            with pytest.raises(WorkerTimeoutError) as timed_out:
                 env.step({"message": "frozen"})
+            # What is known of the worker, learnt on the timeout, and what to do about it.
+            assert "the worker's state: paused (frozen by `docker pause`" in str(timed_out.value)
+            assert str(timed_out.value).endswith("call reset(), which replaces the worker")
             with pytest.raises(ResetNeededError, match="replaces the worker"):
                 env.step({"message": "again"})
             _, info = env.reset()
@@ -75,6 +81,26 @@ def test_a_paused_worker_times_out_and_is_removed_not_left_paused() -> None:
             envs.close()
         assert _ours(client) == []
     finally:
+        client.close()
+
+
+def test_a_killed_worker_is_said_to_be_killed_by_sigkill() -> None:
+    require_docker()
+    client = docker.from_env()
+    env = gym.make("OpenEnv/Echo-v0", provider="docker", timeout=30)
+    try:
+        env.reset(seed=0)
+        worker = env.unwrapped._worker
+        killed = worker.container_id
+        client.containers.get(killed).kill()  # SIGKILL, no OOM: Docker's OOMKilled stays false
+        assert not client.api.inspect_container(killed)["State"]["OOMKilled"]
+        with pytest.raises(WorkerError) as failed:
+            env.step({"message": "gone"})
+        assert "stopped: killed by SIGKILL (exit 137: `docker kill`" in str(failed.value), failed.value
+        _, info = env.reset()
+        assert info["worker_restarted"] and worker.last_exit.startswith("killed by SIGKILL"), worker.last_exit
+    finally:
+        env.close()
         client.close()
 
 
