@@ -902,7 +902,9 @@ class RemoteVectorEnv(VectorEnv):
                 final[i] = (self._obs.get(i), dict(env_infos[i]))
         if same_step and restarted:
             # Their workers are fresh: start the next episodes now, as SAME_STEP promises.
-            seeds = [self._restart_seeds.pop(i, None) for i in range(self.num_envs)]
+            # The seeds are kept until that reset worked: one that raises leaves them to the
+            # reset() the next step asks for, seeded as this one would have been.
+            seeds = [self._restart_seeds.get(i) for i in range(self.num_envs)]
             try:
                 for i, info in self._reset_envs(sorted(restarted), seeds, None).items():
                     env_infos[i] = {**info, **env_infos[i]}
@@ -915,6 +917,8 @@ class RemoteVectorEnv(VectorEnv):
                     f"a failed worker's replacement started, but the first reset of its envs failed: {cause}",
                     "it resets them again")
                 raise
+            for i in restarted:
+                self._restart_seeds.pop(i, None)
         for i in restarted:
             self._rewards[i] = 0.0
             self._terminations[i], self._truncations[i] = False, True

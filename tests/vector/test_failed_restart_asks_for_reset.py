@@ -74,7 +74,10 @@ def test_a_failed_restart_asks_for_a_reset_which_starts_the_worker_again(tmp_pat
         envs.close()
 
 
-def test_a_same_step_reset_failing_on_a_started_replacement_is_named_as_the_reset(tmp_path: Path) -> None:
+def _same_step_vector_replacing_worker_1(tmp_path: Path, reset_failures: int):
+    """A SAME_STEP vector env reset with ``seed=0`` whose worker 1 is killed, the first
+    ``reset_failures`` resets of its replacement's env failing (the next step replaces it)."""
+    tmp_path.mkdir(exist_ok=True)
     starts, resets = tmp_path / "starts", tmp_path / "resets"
     starts.write_text("0")
     resets.write_text("0")
@@ -83,13 +86,26 @@ def test_a_same_step_reset_failing_on_a_started_replacement_is_named_as_the_rese
                         envs_per_worker=1, max_episode_steps=2, autoreset_mode="same_step")
     try:
         envs.reset(seed=0)
-        # In a step that ends no episode (env 0 is not reset, which would take the failure):
-        # the replacement starts, and its env's first reset raises.
-        resets.write_text("1")
+        resets.write_text(str(reset_failures))
         kill_worker(envs.unwrapped.workers[1])
-        with pytest.raises(OpenEnvError, match="env 1: RuntimeError: this reset fails on purpose"):
-            envs.step(ACTIONS)
-        assert resets.read_text() == "0" and envs.unwrapped.workers[1].alive()
+    except BaseException:
+        envs.close()
+        raise
+    return envs, resets
+
+
+def _fail_the_replacements_reset_in_step(envs, resets: Path) -> None:
+    """Step once, in a step that ends no episode (env 0 is not reset, which would take the
+    failure): the replacement starts, and its env's first reset raises."""
+    with pytest.raises(OpenEnvError, match="env 1: RuntimeError: this reset fails on purpose"):
+        envs.step(ACTIONS)
+    assert resets.read_text() == "0" and envs.unwrapped.workers[1].alive()
+
+
+def test_a_same_step_reset_failing_on_a_started_replacement_is_named_as_the_reset(tmp_path: Path) -> None:
+    envs, resets = _same_step_vector_replacing_worker_1(tmp_path, reset_failures=1)
+    try:
+        _fail_the_replacements_reset_in_step(envs, resets)
         with pytest.raises(ResetNeededError) as refused:
             envs.step(ACTIONS)
         text = str(refused.value)
@@ -100,6 +116,25 @@ def test_a_same_step_reset_failing_on_a_started_replacement_is_named_as_the_rese
         _, infos = envs.reset(seed=1)
         assert infos["worker_restarted"].tolist() == [False, True]
         _fresh_episodes_everywhere(envs)
+    finally:
+        envs.close()
+
+
+def test_a_same_step_reset_failing_on_a_started_replacement_keeps_its_seed_for_the_reset(tmp_path: Path) -> None:
+    # Unfailed, the step's reset seeds the restarted env from its last seed (reproducible).
+    envs, _ = _same_step_vector_replacing_worker_1(tmp_path / "unfailed", reset_failures=0)
+    try:
+        envs.step(ACTIONS)
+        unfailed = envs.unwrapped.np_random_seed[1]
+    finally:
+        envs.close()
+    # Failed, the reset() the next step asks for (without a seed) seeds it the same way.
+    envs, resets = _same_step_vector_replacing_worker_1(tmp_path / "failed", reset_failures=1)
+    try:
+        _fail_the_replacements_reset_in_step(envs, resets)
+        _, infos = envs.reset()
+        assert infos["worker_restarted"].tolist() == [False, True]
+        assert envs.unwrapped.np_random_seed[1] == unfailed
     finally:
         envs.close()
 
