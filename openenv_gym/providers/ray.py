@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import concurrent.futures  # noqa: E402
 import contextlib  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
@@ -64,17 +65,18 @@ logger = logging.getLogger("openenv_gym.ray")
 
 
 _ServerHostActor = ray.remote(ServerHost)
-#: ``ray.get`` and ``ray.kill`` without Ray's auto-init: after a ``ray.shutdown()`` (the user's,
-#: on another thread) they raise, where Ray's would silently start a new local cluster, with
-#: none of our actors, behind the user's back.
+#: ``ray.kill`` without Ray's auto-init: after a ``ray.shutdown()`` (the user's, on another
+#: thread) it raises, where Ray's would silently start a new local cluster, with none of our
+#: actors, behind the user's back. (Replies are read through :meth:`RayWorker._get`.)
 def _without_auto_init(api: Any) -> Any:
     # Ray wraps its public calls in auto_init_wrapper (around the Ray Client dispatch, kept).
     code = getattr(api, "__code__", None)
     return api.__wrapped__ if code is not None and code.co_name == "auto_init_wrapper" else api
 
 
-_get = _without_auto_init(ray.get)
 _ray_kill = _without_auto_init(ray.kill)
+#: How often a wait for an actor's reply checks that Ray is still up (:meth:`RayWorker._get`).
+_POLL_SECONDS = 0.2
 
 
 class RayWorker(Worker):
@@ -153,6 +155,32 @@ class RayWorker(Worker):
                 raise
             raise self._shut_down_error() from None
 
+    def _get(self, ref: Any, timeout: float) -> Any:
+        """``ray.get(ref, timeout=timeout)``, without waiting inside Ray's own get.
+
+        A ``ray.get`` under way when another thread calls ``ray.shutdown()`` can block in
+        Ray's C code for good, its timeout unheeded. So the reply comes through Ray's
+        callback (``ref.future()``) and this thread waits on that future in short slices,
+        checking between them that Ray is still up: a shutdown is then a typed error
+        within a slice. The actor's errors and a timeout raise as ``ray.get``'s would.
+
+        Raises:
+            ProviderUnavailableError: Ray was shut down before or during the wait.
+            GetTimeoutError: No reply within ``timeout`` seconds.
+        """
+        future = ref.future()  # a RayError when Ray is already shut down
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return future.result(timeout=max(0.0, min(_POLL_SECONDS, left)))
+            except concurrent.futures.TimeoutError:
+                if not self._on_its_ray():
+                    raise self._shut_down_error() from None
+                if left <= _POLL_SECONDS:
+                    raise GetTimeoutError(f"no reply from worker {self.index} of "
+                                          f"{self.env!r} within {timeout:g} s") from None
+
     def _place(self, restarting: bool = False) -> None:
         p = self.provider
         if not self._on_its_ray():
@@ -193,7 +221,7 @@ class RayWorker(Worker):
         self.actor = actor
         try:
             with self._unless_ray_shut_down():
-                info = _get(actor.start.remote(p.startup_timeout), timeout=p.placement_timeout)
+                info = self._get(actor.start.remote(p.startup_timeout), timeout=p.placement_timeout)
         except GetTimeoutError:
             _kill_actor(actor)
             # A restart places one worker; a pool's start places all of them.
@@ -221,7 +249,7 @@ class RayWorker(Worker):
             return False
         try:
             with self._unless_ray_shut_down():
-                return bool(_get(self.actor.alive.remote(), timeout=self.provider.alive_timeout))
+                return bool(self._get(self.actor.alive.remote(), timeout=self.provider.alive_timeout))
         except (RayError, GetTimeoutError, ProviderUnavailableError):
             return False  # a dead actor, a lost node, one too slow to answer, Ray shut down
 
@@ -244,7 +272,7 @@ class RayWorker(Worker):
             return
         try:
             # A graceful stop lets the server close sessions; the kill covers a hung actor.
-            _get(self.actor.stop.remote(), timeout=5.0)
+            self._get(self.actor.stop.remote(), timeout=5.0)
             hung = False
         except (RayError, GetTimeoutError):
             hung = True
@@ -272,7 +300,7 @@ class RayWorker(Worker):
             return ""
         try:
             with self._unless_ray_shut_down():
-                return str(_get(self.actor.logs.remote(tail), timeout=5.0))
+                return str(self._get(self.actor.logs.remote(tail), timeout=5.0))
         except ProviderUnavailableError:
             return "(logs unavailable: Ray was shut down, and the actor with it)"
         except (RayError, GetTimeoutError) as exc:
