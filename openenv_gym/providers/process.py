@@ -45,6 +45,23 @@ from openenv_gym.providers.base import (
 
 __all__ = ["ProcessProvider", "ProcessWorker"]
 
+#: What a worker in these ``/proc/<pid>/stat`` states is: alive, but running nothing (so
+#: answering nothing) until resumed.
+_FROZEN = {
+    "T": "stopped (SIGSTOP: frozen, it answers nothing)",
+    "t": "stopped by a debugger (ptrace: frozen, it answers nothing)",
+}
+
+
+def _process_state(pid: int) -> str:
+    """The state letter of ``pid`` in ``/proc/<pid>/stat`` (``"R"``, ``"S"``, ``"T"``...), or
+    ``""`` when it cannot be read (gone, no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            # The command name in parentheses may hold spaces and ")": split after the last.
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return ""
 
 
 class ProcessWorker(Worker):
@@ -146,10 +163,18 @@ class ProcessWorker(Worker):
         return self.proc is not None and self.proc.poll() is None
 
     def exit_reason(self) -> str:
-        code = self.proc.poll() if self.proc is not None else None
-        if code is None:
+        """Why the worker stopped (``"killed by signal 9 (SIGKILL)"``), or why it answers
+        nothing while it still runs (``"stopped (SIGSTOP: ...)"``); ``""`` while it serves."""
+        proc = self.proc
+        if proc is None:
             return ""
-        if getattr(self.proc, "status_lost", False):
+        # Read before the poll: a process still there after the read was the one read (its
+        # pid cannot have been reused), so the state cannot be a newcomer's.
+        state = _process_state(proc.pid)
+        code = proc.poll()
+        if code is None:
+            return _FROZEN.get(state, "")
+        if getattr(proc, "status_lost", False):
             return "exited (its exit status was lost with the fork server that started it)"
         if code < 0:
             try:
@@ -167,6 +192,10 @@ class ProcessWorker(Worker):
     def _terminate(self) -> None:
         try:
             if self.proc is not None:
+                # A stopped worker (SIGSTOP) would act on the SIGTERM only once resumed: the
+                # grace would pass and SIGKILL end it uncleanly. Resumed, it stops as a running
+                # one does. To a running worker SIGCONT is nothing (the kernel drops it).
+                self.proc.send_signal(signal.SIGCONT)
                 terminate(self.proc)
         finally:  # also when interrupted: the worker got its SIGKILL, clear what it leaves
             if self.cgroup is not None:

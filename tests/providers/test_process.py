@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import shutil
@@ -23,8 +22,9 @@ from openenv_gym.errors import InvalidRequestError, WorkerError
 from openenv_gym.providers import base
 from openenv_gym.providers._runtime import OWNER_FILE, runtime_dir
 from openenv_gym.providers.process import ProcessProvider
-from tests.conftest import ctrl_c_after, stop_process
+from tests.conftest import ctrl_c_after
 from tests.providers.conftest import descendants, running, wait_gone
+from tests.providers.ignore_term_env import ENV_ID as IGNORE_TERM
 from tests.security.helpers import fork_servers_of, wait_until, workers_of
 
 
@@ -160,21 +160,19 @@ def test_sandboxes_of_a_worker_killed_without_a_tmpfs_go_with_its_pool(tmp_path,
 
 @pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
 def test_ctrl_c_while_stop_waits_for_a_stuck_worker_still_kills_it(fork: bool) -> None:
-    # close() on a worker that ignores SIGTERM (a deadlocked env; here: stopped) waits its
-    # grace, then SIGKILLs it. A user who presses Ctrl-C during that wait must not be left
-    # with a worker no close() will ever stop again (the finalizer ran), nor its folder.
+    # close() on a worker that ignores SIGTERM (a deadlocked env) waits its grace, then
+    # SIGKILLs it. A user who presses Ctrl-C during that wait must not be left with a worker
+    # no close() will ever stop again (the finalizer ran), nor its folder. (A SIGSTOPped
+    # worker no longer stands in: a stop resumes it, and it ends within the grace.)
     provider = ProcessProvider(fork=fork)
-    [worker] = provider.start("echo")
+    [worker] = provider.start("gym", 1, {"env_id": f"tests.providers.ignore_term_env:{IGNORE_TERM}"})
     pid, folder = worker.pid, worker.folder
-    stop_process(pid)
     try:
         with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.5):
             provider.stop_all([worker])  # grace: 2 s
         assert not wait_gone({pid}, 10), "the stuck worker still runs after an interrupted stop"
         assert not os.path.exists(folder)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGCONT)
         worker.stop()
 
 
