@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from pathlib import Path
 from typing import Callable
 
 import gymnasium as gym
@@ -14,16 +15,7 @@ import pytest
 
 from openenv_gym.trl import EnvPool, EpisodeJob
 from openenv_gym.trl.outcome import EpisodeOutcome
-from tests.conftest import stop_process
-
-_SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
-
-
-def _sigterm_pending(pid: int) -> bool:
-    """Whether ``pid`` (stopped) holds a SIGTERM it has not handled: close() is stopping it."""
-    with open(f"/proc/{pid}/status") as f:
-        fields = dict(line.split(":", 1) for line in f if ":" in line)
-    return bool(int(fields["ShdPnd"], 16) & _SIGTERM_BIT)
+from tests.providers.ignore_term_env import ENV_ID as IGNORE_TERM
 
 
 def _wait_for(check: Callable[[], bool]) -> bool:
@@ -36,24 +28,24 @@ def _wait_for(check: Callable[[], bool]) -> bool:
     return False
 
 
-def test_close_from_another_thread_leaves_no_worker_behind_a_failing_episode() -> None:
-    pool = EnvPool("echo", num_workers=2, provider="process", step_timeout=60)
+def test_close_from_another_thread_leaves_no_worker_behind_a_failing_episode(tmp_path: Path) -> None:
+    # Both workers hang and ignore SIGTERM (a deadlocked env): close() then waits out each
+    # one's grace, the idle worker's keeping it busy while the stepping episode fails.
+    noted = tmp_path / "sigterms"
+    pool = EnvPool("gym", num_workers=2, provider="process", step_timeout=60,
+                   env_id=f"tests.providers.ignore_term_env:{IGNORE_TERM}", noted=str(noted))
     stepped, idle = pool.workers
     [episode, _] = pool.open(2)  # round-robin: the first is on worker 0
     assert episode.worker == 0
     closer = threading.Thread(target=pool.close, daemon=True)
     try:
         episode.reset(seed=0)
-        # Both workers hang: close() then waits out each one's SIGTERM grace, the idle
-        # worker's keeping it busy while the stepping episode fails.
-        stop_process(stepped.pid)
-        stop_process(idle.pid)
         stepped_pid = stepped.pid
         outcome: list[EpisodeOutcome | BaseException] = []
 
         def run() -> None:
             try:
-                outcome.append(episode.step({"message": "hi"}))
+                outcome.append(episode.step(1))  # hangs
             except BaseException as exc:  # noqa: BLE001
                 outcome.append(exc)
 
@@ -61,7 +53,7 @@ def test_close_from_another_thread_leaves_no_worker_behind_a_failing_episode() -
         thread.start()
         closer.start()
         # Once close() is stopping the stepping worker, it dies under the step in flight.
-        assert _wait_for(lambda: _sigterm_pending(stepped_pid))
+        assert _wait_for(lambda: noted.exists() and str(stepped_pid) in noted.read_text().split())
         os.kill(stepped_pid, signal.SIGKILL)
         thread.join(60)
         closer.join(60)
