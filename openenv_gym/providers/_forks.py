@@ -44,6 +44,9 @@ __all__ = ["ForkedProcess", "available", "spawn", "shutdown"]
 
 #: Seconds a fork server may take to import the worker code.
 START_TIMEOUT = 60.0
+#: Seconds a fork server interrupted while it starts may take to finish its imports and
+#: read the goodbye, before it is killed.
+GOODBYE_TIMEOUT = 5.0
 #: Bytes the server's command line reserves for each worker's (see ``--room``).
 COMMAND_LINE_ROOM = 4096
 #: ``returncode`` of a worker whose exit status was lost with its fork server.
@@ -80,7 +83,7 @@ class ForkServer:
             # Interrupted (Ctrl-C) while it starts: it has forked nothing, so it ends now. The
             # socket alone would not end it: the traceback holds it open, and a notebook keeps
             # the last traceback (and so this server) until the next error.
-            self._end_now()
+            self._end_unserved()
             raise
         if not hello:
             self.close()
@@ -136,11 +139,34 @@ class ForkServer:
         """Whether the server still runs."""
         return self.proc.poll() is None
 
-    def _end_now(self) -> None:
-        """Kill a server that never served (it has no workers), and reap it."""
-        self._sock.close()
-        self.proc.kill()
-        self.proc.wait()
+    def _end_unserved(self) -> None:
+        """End a server that never served (it has forked nothing).
+
+        Told goodbye, it tells its sentinel there is nothing to do: killed, it would leave the
+        sentinel waiting for this process to exit (one more process per interrupted start in
+        a notebook). It reads the goodbye once its imports are done: a thread waits for that,
+        so the interrupt goes on at once (another Ctrl-C cannot cut the goodbye short), and
+        kills it if it takes longer than :data:`GOODBYE_TIMEOUT`.
+        """
+        try:
+            with contextlib.suppress(OSError):
+                self._sock.send(b'{"op": "bye"}')
+            threading.Thread(target=self._reap_after_goodbye, name="openenv-gym-fork-server-goodbye",
+                             daemon=True).start()
+        except BaseException:  # no thread (interpreter exit), or interrupted again: kill it
+            self._sock.close()
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def _reap_after_goodbye(self) -> None:
+        try:
+            self.proc.wait(GOODBYE_TIMEOUT)  # the socket stays open meanwhile: its hello must not fail
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        finally:
+            self._sock.close()
 
     def close(self) -> None:
         """Stop the server: it exits on seeing its socket closed. Workers it forked run on."""

@@ -220,13 +220,21 @@ class Provider(abc.ABC):
         except BaseException:
             # Interrupted (Ctrl-C): the starts not begun are dropped, those in flight run on;
             # wait for them and stop every worker, or they would live on unowned until this
-            # process exits.
+            # process exits. A thread does it: a second Ctrl-C (the wait takes a start's
+            # time) ends only this wait, and the workers are still stopped once started.
             with cond:
                 aborted = True
-                while running:
-                    cond.wait()
             ex.shutdown(wait=False)
-            self.stop_all(list(started.values()))
+
+            def stop_started() -> None:
+                with cond:
+                    while running:
+                        cond.wait()
+                self.stop_all(list(started.values()))
+
+            cleanup = threading.Thread(target=stop_started, name="openenv-gym-stop-interrupted")
+            cleanup.start()
+            cleanup.join()
             raise
         if errors:
             self.stop_all(list(started.values()))

@@ -163,6 +163,13 @@ class DockerWorker(Worker):
             # docker-py's own checks of a value, before anything reaches the engine.
             raise InvalidRequestError(f"provider_options['container_options'] has a value the "
                                       f"Docker SDK refuses: {exc}") from None
+        except BaseException:
+            # Interrupted (Ctrl-C) while the engine made it: a notebook lives on, and so would
+            # a container this object never learnt of (its owner's watchdog waits for it to
+            # exit). A thread removes it: the interrupt goes on at once.
+            threading.Thread(target=self._remove_unknown, name="openenv-gym-remove-interrupted",
+                             daemon=True).start()
+            raise
         try:
             self.container.start()
             wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
@@ -250,6 +257,25 @@ class DockerWorker(Worker):
         if os.path.exists(self.socket_path):
             os.chmod(self.folder, 0o700)  # closed to writes while it served (see _spawn)
             os.unlink(self.socket_path)
+
+    def _remove_unknown(self, timeout: float = 2.0) -> None:
+        """Remove the container of this worker's name that a create cut short may have made,
+        or may still be making (the engine ends a create whose caller left): retried until
+        removed or ``timeout`` seconds pass."""
+        import docker.errors
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.client.api.remove_container(self.name, force=True)
+                return
+            except docker.errors.NotFound:
+                if time.monotonic() > deadline:
+                    return  # never made
+            except docker.errors.APIError as exc:
+                if "already in progress" in str(exc) or time.monotonic() > deadline:
+                    return
+            time.sleep(0.1)
 
     def _wait_removed(self, timeout: float = 30.0) -> None:
         """Wait until the engine no longer knows the current container (a removal another
