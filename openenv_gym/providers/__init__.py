@@ -7,12 +7,12 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from openenv_gym._lazy import import_or_undo
 from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 from openenv_gym.providers.base import Provider, Worker
 
@@ -39,7 +39,8 @@ def provider_class(name: str) -> type[Provider]:
         raise InvalidRequestError(f"unknown provider {name!r}; use one of auto, {', '.join(PROVIDERS)}")
     module, _, attr = PROVIDERS[name].partition(":")
     try:
-        return getattr(importlib.import_module(module), attr)
+        # import_or_undo: a Ctrl-C during ray's first import must not break the next try.
+        return getattr(import_or_undo(module), attr)
     except ImportError as exc:
         raise ProviderUnavailableError(
             f"provider {name!r} needs an extra: pip install 'openenv-gym[{name}]' ({exc})"

@@ -25,6 +25,7 @@ import threading
 import time
 from typing import Any, Mapping, Sequence
 
+from openenv_gym._lazy import import_or_undo
 from openenv_gym.catalog import EnvInfo, get_env_info
 from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 from openenv_gym.protocol.startup import server_argv
@@ -341,7 +342,7 @@ class DockerProvider(Provider):
     def __init__(self, auto_build: bool = True, image: str | None = None,
                  container_options: Mapping[str, Any] | None = None,
                  startup_timeout: float = 60.0) -> None:
-        import docker
+        docker = import_or_undo("docker")
 
         self.auto_build = auto_build
         self.image = image
@@ -354,7 +355,7 @@ class DockerProvider(Provider):
     @classmethod
     def available(cls) -> tuple[bool, str]:
         try:
-            import docker
+            docker = import_or_undo("docker")  # a Ctrl-C here must not break the next try
         except ImportError:
             return False, "the docker SDK is not installed: pip install 'openenv-gym[docker]'"
         where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
