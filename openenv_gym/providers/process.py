@@ -204,13 +204,23 @@ class ProcessWorker(Worker):
                 os.unlink(self.socket_path)
 
     def stop(self) -> None:
-        with self._lock:
-            self._terminate()  # the cgroup emptied too
-            self.proc = None
-            if self.cgroup is not None:
-                self.cgroup.remove()
-                self.cgroup = None
-        untrack(self)
+        try:
+            with self._lock:
+                self._terminate()  # the cgroup emptied too
+                self.proc = None
+                if self.cgroup is not None:
+                    self.cgroup.remove()
+                    self.cgroup = None
+        finally:
+            # Also when interrupted (Ctrl-C in the SIGTERM grace: terminate() SIGKILLed the
+            # worker then): a worker that is gone leaves the at-exit list. The wait only
+            # reaps a just-killed one; a worker that still runs (not signalled) stays listed.
+            try:
+                if self.proc is not None:
+                    self.proc.wait(1.0)
+                untrack(self)
+            except subprocess.TimeoutExpired:
+                pass
 
     def logs(self, tail: int = 50) -> str:
         try:
