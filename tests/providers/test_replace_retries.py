@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import openenv_gym  # noqa: F401
-from openenv_gym.errors import EnvServerError, WorkerCrashedError, WorkerError
+from openenv_gym.errors import EnvServerError, WorkerConnectionError, WorkerCrashedError, WorkerError
 from openenv_gym.providers.base import RESTART_ATTEMPTS
 from tests.providers.flaky_start_env import ENV_ID
 from tests.vector.vector_helpers import kill_worker
@@ -73,7 +73,8 @@ def test_a_single_envs_reset_starts_its_replacement_again(tmp_path: Path) -> Non
         env.reset(seed=0)
         worker = env.unwrapped._worker
         kill_worker(worker)
-        with pytest.raises(WorkerCrashedError):
+        # Which one depends on whether the request was still sent before the socket closed.
+        with pytest.raises((WorkerCrashedError, WorkerConnectionError)):
             env.step(0)
         failures.write_text("1")
         _, info = env.reset()
