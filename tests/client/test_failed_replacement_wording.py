@@ -9,22 +9,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import EnvServerError, ResetNeededError, WorkerError, WorkerTimeoutError
 from openenv_gym.providers.base import RESTART_ATTEMPTS
-from tests.providers.flaky_start_env import ENV_ID
+from tests.providers.flaky_start_env import single_env
 from tests.vector.vector_helpers import freeze_worker, kill_worker
-
-GYM_ID = f"tests.providers.flaky_start_env:{ENV_ID}"
 
 
 def test_a_failed_replacement_is_named_and_a_later_reset_starts_the_worker(tmp_path: Path) -> None:
     failures = tmp_path / "failures"
-    failures.write_text("0")
-    env = gym.make("OpenEnv/Gym-v0", env_id=GYM_ID, failures_file=str(failures), provider="process")
+    env = single_env(failures)
     try:
         env.reset(seed=0)
         kill_worker(env.unwrapped._worker)
@@ -59,9 +55,7 @@ def test_a_failed_replacement_is_named_and_a_later_reset_starts_the_worker(tmp_p
 
 def test_a_failed_replacement_of_a_hung_worker_is_named_by_the_next_step(tmp_path: Path) -> None:
     failures = tmp_path / "failures"
-    failures.write_text("0")
-    env = gym.make("OpenEnv/Gym-v0", env_id=GYM_ID, failures_file=str(failures), provider="process",
-                   timeout=2)
+    env = single_env(failures, timeout=2)
     try:
         env.reset(seed=0)
         freeze_worker(env.unwrapped._worker)  # hung, not dead: the call times out

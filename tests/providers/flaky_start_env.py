@@ -64,6 +64,19 @@ class FlakyReset(FlakyStart):
 
 ENV_ID = "OpenEnvTest/FlakyStart-v0"
 RESET_ENV_ID = "OpenEnvTest/FlakyReset-v0"
+#: ``ENV_ID`` as Gym-v0's ``env_id`` (the worker imports this module first).
+GYM_ID = f"tests.providers.flaky_start_env:{ENV_ID}"
+
+
+def single_env(failures_file: str | os.PathLike, **kwargs) -> gym.Env:
+    """``gym.make`` of a :class:`FlakyStart` on a process worker, its ``failures_file`` set to
+    0 (every start succeeds until a test writes a count); ``kwargs`` go to ``gym.make``."""
+    with open(failures_file, "w") as f:
+        f.write("0")
+    return gym.make("OpenEnv/Gym-v0", env_id=GYM_ID, failures_file=str(failures_file),
+                    provider="process", **kwargs)
+
+
 if ENV_ID not in gym.registry:
     gym.register(ENV_ID, entry_point=FlakyStart)
 if RESET_ENV_ID not in gym.registry:

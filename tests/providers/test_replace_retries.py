@@ -13,10 +13,9 @@ import pytest
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import EnvServerError, WorkerConnectionError, WorkerCrashedError, WorkerError
 from openenv_gym.providers.base import RESTART_ATTEMPTS
-from tests.providers.flaky_start_env import ENV_ID
+from tests.providers.flaky_start_env import GYM_ID, single_env
 from tests.vector.vector_helpers import kill_worker
 
-GYM_ID = f"tests.providers.flaky_start_env:{ENV_ID}"
 
 
 def _vector(failures_file: Path):
@@ -67,8 +66,7 @@ def test_a_replacement_that_never_starts_ends_the_step_naming_the_tries(tmp_path
 
 def test_a_single_envs_reset_starts_its_replacement_again(tmp_path: Path) -> None:
     failures = tmp_path / "failures"
-    failures.write_text("0")
-    env = gym.make("OpenEnv/Gym-v0", env_id=GYM_ID, failures_file=str(failures), provider="process")
+    env = single_env(failures)
     try:
         env.reset(seed=0)
         worker = env.unwrapped._worker

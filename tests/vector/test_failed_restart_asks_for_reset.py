@@ -18,10 +18,9 @@ import pytest
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import OpenEnvError, ResetNeededError, WorkerError
 from openenv_gym.providers.base import RESTART_ATTEMPTS
-from tests.providers.flaky_start_env import ENV_ID, RESET_ENV_ID
+from tests.providers.flaky_start_env import GYM_ID, RESET_ENV_ID
 from tests.vector.vector_helpers import kill_worker
 
-GYM_ID = f"tests.providers.flaky_start_env:{ENV_ID}"
 ACTIONS = np.zeros(2, dtype=np.int64)
 
 
