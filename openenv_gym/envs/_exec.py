@@ -42,6 +42,7 @@ from openenv_gym.envs._subreaper import PR_SET_CHILD_SUBREAPER, end_orphan, own_
 
 if TYPE_CHECKING:
     from openenv_gym.envs._confine import Ruleset
+    from openenv_gym.providers._cgroup import WorkerCgroup
 
 T = TypeVar("T")
 
@@ -332,6 +333,21 @@ def _first_for_the_oom_killer(pid: int) -> None:
         pass
 
 
+@functools.cache
+def _memory_cgroup(pid: int) -> "WorkerCgroup | None":
+    """The memory cgroup process ``pid`` (this one: the key only tells a fork apart) is in, or
+    None. Looked up once per process: a worker is put in its cgroup before it runs anything,
+    and its sandbox children inherit it."""
+    from openenv_gym.providers._cgroup import WorkerCgroup, own_folders
+
+    try:
+        folders = own_folders()
+    except OSError:
+        return None
+    folder = folders.get("memory", folders.get(""))
+    return WorkerCgroup("v2" if "" in folders else "v1", {"memory": folder}) if folder else None
+
+
 class _OomWatch:
     """The OOM kills of the memory cgroup this process (and so each child it starts) is in:
     the worker's own on the process provider as root, the container's on the docker provider.
@@ -342,18 +358,8 @@ class _OomWatch:
     count stays 0 and no note is ever added.
     """
 
-    #: A v1 limit at least this large is none (the kernel shows "no limit" as ~2**63).
-    _NO_LIMIT = 1 << 62
-
     def __init__(self) -> None:
-        from openenv_gym.providers._cgroup import WorkerCgroup, own_folders
-
-        try:
-            folders = own_folders()
-        except OSError:
-            folders = {}
-        folder = folders.get("memory", folders.get(""))
-        self._group = WorkerCgroup("v2" if "" in folders else "v1", {"memory": folder}) if folder else None
+        self._group = _memory_cgroup(os.getpid())
         self.before = self.count()
 
     def count(self) -> int:
@@ -363,8 +369,7 @@ class _OomWatch:
     def mark(self) -> str:
         """:data:`OOM_MARK` with the cgroup's limit in MiB, where it has one."""
         limit = self._group.limit("memory") if self._group is not None else None
-        known = limit is not None and limit < self._NO_LIMIT
-        return OOM_MARK.format(limit=f" ({limit >> 20} MiB)" if known else "")
+        return OOM_MARK.format(limit=f" ({limit >> 20} MiB)" if limit is not None else "")
 
 
 #: What :func:`held_start` writes to open a gate, and the status a held child exits with

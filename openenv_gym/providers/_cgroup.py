@@ -37,6 +37,8 @@ from openenv_gym.providers._docker_owner import pid_namespace
 __all__ = ["own_folders", "PREFIX", "WorkerCgroup", "for_env", "leave", "limits", "reap_stale", "support"]
 
 _ROOT = "/sys/fs/cgroup"
+#: A v1 ``memory.limit_in_bytes`` at least this large is no limit.
+_V1_NO_LIMIT = 1 << 62
 
 #: Every cgroup the project makes is named ``openenv-gym-<owner pid>@<owner's PID namespace>-<name>``
 #: (``openenv-gym-<owner pid>-<name>`` before the namespace was named): the cgroup tree is shared
@@ -287,7 +289,10 @@ class WorkerCgroup:
                 text = f.read().strip()
         except OSError:
             return None
-        return None if text == "max" else int(text)
+        if text == "max":
+            return None
+        # v1 shows "no memory limit" as a number near 2**63 (the largest page count, in bytes).
+        return None if int(text) >= _V1_NO_LIMIT else int(text)
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed in this cgroup at its memory limit."""
