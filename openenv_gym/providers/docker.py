@@ -268,13 +268,10 @@ class DockerWorker(Worker):
         deadline = time.monotonic() + timeout
         while True:
             try:
-                self.client.api.remove_container(self.name, force=True)
+                owner.remove(self.client.containers.get(self.name))  # False: gone or going already
                 return
-            except docker.errors.NotFound:
+            except docker.errors.APIError:  # not made (yet: NotFound), or the engine busy with it
                 if time.monotonic() > deadline:
-                    return  # never made
-            except docker.errors.APIError as exc:
-                if "already in progress" in str(exc) or time.monotonic() > deadline:
                     return
             time.sleep(0.1)
 
