@@ -132,7 +132,9 @@ class RayWorker(Worker):
         """Turn a ``ray.shutdown()`` before or under a call into a typed error.
 
         Already shut down, the call is not made: its ``.remote()`` would go through Ray's
-        auto-init and start a new local cluster with none of this env's actors. A ``ray.get`` under way when another thread (a signal handler, a UI callback) calls
+        auto-init and start a new local cluster with none of this env's actors. A Ray wait
+        under way (our :meth:`_get` polls instead; ``placement_group.wait`` and ``_reserve``'s
+        ``ray.get`` do not) when another thread (a signal handler, a UI callback) calls
         ``ray.shutdown()`` raises ``SystemExit(0)``: unhandled, the trainer ended quietly with
         status 0 in the middle of a restart. One made just after raises a ``RayError`` (Ray is
         not started). ``ray.shutdown()`` disconnects before it stops the core worker, so the
