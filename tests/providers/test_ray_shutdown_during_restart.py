@@ -11,6 +11,7 @@ slices that Ray is still up, so no thread of ours sits in Ray's get for a shutdo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -21,6 +22,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.security.helpers import cmdline, pids
 
 ray = pytest.importorskip("ray")
 
@@ -74,14 +77,11 @@ SCRIPT = textwrap.dedent("""
 
 def _kill_leftovers(temp_dir: Path) -> None:
     """End every process of the child's own Ray (they name its temp folder)."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if str(temp_dir).encode() in f.read():
-                        os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                pass
+    mark = str(temp_dir).encode()
+    for pid in pids():
+        if any(mark in arg for arg in cmdline(pid)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_shutdown_while_a_restart_waits_is_a_typed_error_not_a_hang() -> None:
