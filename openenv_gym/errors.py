@@ -39,6 +39,7 @@ __all__ = [
     "env_error",
     "error_from_wire",
     "error_to_wire",
+    "headline",
 ]
 
 
@@ -268,6 +269,23 @@ def _builtin_of(exc: BaseException) -> str | None:
         if cls in _BUILTINS:
             return cls.__name__
     return None
+
+
+def headline(exc: BaseException) -> str:
+    r"""The first line of ``exc``'s message, or its type's name when it has none: what a longer
+    message quotes of it, without the worker log lines a :class:`WorkerError` ends with.
+
+    Args:
+        exc: The error to quote.
+
+    Returns:
+        Its message's first line.
+
+    Example:
+        >>> headline(WorkerCrashedError("worker 0 died\nlast worker log lines:\n..."))
+        'worker 0 died'
+    """
+    return next(iter(str(exc).splitlines()), type(exc).__name__)
 
 
 def env_error(exc: BaseException, context: str = "") -> EnvServerError:

@@ -43,6 +43,7 @@ from openenv_gym.errors import (
     WorkerCrashedError,
     WorkerError,
     WorkerTimeoutError,
+    headline,
 )
 from openenv_gym.protocol import ops
 from openenv_gym.providers import get_provider, provider_options_dict
@@ -337,8 +338,7 @@ class RemoteEnv(gym.Env):
             # what to do, and the type stays, as the vector env raises it.
             self._replace_failure = str(exc)
             return
-        first_line = next(iter(str(exc).splitlines()), type(exc).__name__)  # not its log tail
-        self._replace_failure = f"{first_line}; the next reset() tries again"
+        self._replace_failure = f"{headline(exc)}; the next reset() tries again"
         note = (f"(starting a replacement worker failed {RESTART_ATTEMPTS} times: the next "
                 "reset() tries to start one again)")
         if isinstance(exc, OpenEnvError):

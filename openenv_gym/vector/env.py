@@ -54,6 +54,7 @@ from openenv_gym.errors import (
     WorkerError,
     WorkerTimeoutError,
     error_from_wire,
+    headline,
 )
 from openenv_gym.protocol import ops
 from openenv_gym.protocol.sockets import available_cores
@@ -911,10 +912,10 @@ class RemoteVectorEnv(VectorEnv):
             except OpenEnvError as error:
                 # The restart worked: name the reset, and what it raised (the error type alone,
                 # _EnvServerRuntimeError, does not say), not a failed restart.
-                cause = next(iter(str(error).splitlines()), "")
                 self._restart_went_wrong(
                     error, restarted,
-                    f"a failed worker's replacement started, but the first reset of its envs failed: {cause}",
+                    "a failed worker's replacement started, but the first reset of its envs failed: "
+                    + headline(error),
                     "it resets them again")
                 raise
             for i in restarted:
