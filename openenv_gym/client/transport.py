@@ -253,6 +253,15 @@ class BinaryClient:
         finally:
             self._close_settling()
 
+    def __del__(self) -> None:
+        # A client let go of unclosed (an env dropped or left at exit without close(), whose
+        # worker its own finalizer stops) closes its connections: each left to the socket's
+        # finalizer would warn "unclosed socket", an error where warnings are (-W error).
+        # Module globals may be gone at interpreter exit: only the sockets' own close is used.
+        for sock in (getattr(self, "_sock", None), getattr(self, "_settling", None)):
+            if sock is not None:
+                sock.close()
+
     def _close_settling(self) -> None:
         sock, self._settling, self._cut = self._settling, None, None
         _settling_clients.discard(self)
