@@ -165,9 +165,16 @@ def ensure_watchdog() -> None:
 
         cmd = [sys.executable, os.path.abspath(__file__), str(pid), process_start(pid), host_id(),
                runtime_dir()]
-        # A session of its own, so the signal that kills the owner's group spares it.
-        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        # A session of its own, so the signal that kills the owner's group spares it. It
+        # leaves the watch to a child of its own and exits once started (the end of this
+        # file); reaped off the caller's path (its interpreter start is ~0.3 s), so the owner
+        # holds no child it never waited for, which Python warns of at exit ("subprocess N is
+        # still running", an error under -W error).
+        starter = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True,
+                                   close_fds=True)
+        threading.Thread(target=starter.wait, name="openenv-gym-watchdog-start",
+                         daemon=True).start()
         _watchdog_for[:] = [pid]
 
 
@@ -200,4 +207,6 @@ if __name__ == "__main__":
     # provider) would shadow the docker SDK.
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    if os.fork():
+        os._exit(0)  # the owner reaps this one only: the watchdog is nobody's child
     watch(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
