@@ -96,6 +96,10 @@ class _Slots:
     def give_back(self, key: str) -> None:
         with self._lock:
             self._held[key] -= 1
+            if not self._held[key]:
+                # Every env's folder is a key of its own, and a worker outlives thousands of
+                # envs (a session per rollout): a count kept at 0 was an entry per env, forever.
+                del self._held[key]
 
 
 class _Handler(BaseHTTPRequestHandler):
