@@ -61,6 +61,7 @@ CODES = [
 
 
 def timed(kind: str, fn: Callable[[], Any]) -> Any:
+    """``fn()``, its latency noted under ``kind`` for the next sample."""
     t = time.perf_counter()
     out = fn()
     with LAT_LOCK:
@@ -70,6 +71,7 @@ def timed(kind: str, fn: Callable[[], Any]) -> Any:
 
 
 def guard(name: str, body: Callable[[], None]) -> Callable[[], None]:
+    """``body`` for a loop's thread: an exception is noted as an error and stops every loop."""
     def run() -> None:
         try:
             body()
@@ -80,6 +82,7 @@ def guard(name: str, body: Callable[[], None]) -> Callable[[], None]:
 
 
 def coding_loop(provider: str) -> None:
+    """One-shot Coding episodes of 0–3 steps of mixed code; passing code must score 1."""
     env = gym.make("OpenEnv/Coding-v0", provider=provider, env_kwargs={"step_timeout": 5.0})
     WORKERS["coding"] = lambda: [env.unwrapped._worker]
     rng = random.Random(0)
@@ -96,6 +99,7 @@ def coding_loop(provider: str) -> None:
 
 
 def coding_persistent_loop(provider: str) -> None:
+    """Persistent (REPL) Coding episodes: state, then mixed code."""
     env = gym.make("OpenEnv/Coding-v0", provider=provider, persistent=True, env_kwargs={"step_timeout": 5.0})
     WORKERS["coding_repl"] = lambda: [env.unwrapped._worker]
     rng = random.Random(1)
@@ -110,6 +114,7 @@ def coding_persistent_loop(provider: str) -> None:
 
 
 def coding_task_loop(provider: str) -> None:
+    """HumanEval episodes: a wrong answer, then the canonical one, which must score 1."""
     env = gym.make("OpenEnv/Coding-v0", provider=provider, task="humaneval", max_attempts=2)
     WORKERS["coding_task"] = lambda: [env.unwrapped._worker]
     i = 0
@@ -140,6 +145,7 @@ GIT_CMDS = [
 
 
 def git_loop(provider: str) -> None:
+    """Git-v0 over its task suite: four commands of :data:`GIT_CMDS` per episode."""
     env = gym.make("OpenEnv/Git-v0", provider=provider, task="suite")
     WORKERS["git"] = lambda: [env.unwrapped._worker]
     rng = random.Random(2)
@@ -153,6 +159,7 @@ def git_loop(provider: str) -> None:
 
 
 def pool_loop(provider: str) -> None:
+    """The TRL pool: ``run()`` of 4 jobs, then 4 leased episodes as a GRPO rollout drives them."""
     pool = EnvPool("coding", num_workers=2, provider=provider, episode_timeout=60)
     WORKERS["pool"] = lambda: list(pool.workers)
     rng = random.Random(3)
@@ -175,6 +182,7 @@ def pool_loop(provider: str) -> None:
 
 
 def vec_loop(provider: str) -> None:
+    """A vector env of 4 Coding envs: steps of mixed code, a reset every third step."""
     envs = gym.make_vec("OpenEnv/Coding-v0", num_envs=4, provider=provider, env_kwargs={"step_timeout": 5.0})
     WORKERS["vec"] = lambda: list(envs.unwrapped.workers if hasattr(envs, "unwrapped") else envs.workers)
     rng = random.Random(4)
@@ -182,7 +190,8 @@ def vec_loop(provider: str) -> None:
         envs.reset(seed=0)
         k = 0
         while not STOP.is_set():
-            _, _, _, trunc, infos = timed("vec.step", lambda: envs.step({"code": [rng.choice(CODES) for _ in range(4)]}))
+            codes = [rng.choice(CODES) for _ in range(4)]
+            _, _, _, trunc, infos = timed("vec.step", lambda: envs.step({"code": codes}))
             if "worker_restarted" in infos:
                 ERRORS.append(f"vec: worker restarted: {infos.get('worker_error')}")
             k += 1
@@ -195,6 +204,7 @@ def vec_loop(provider: str) -> None:
 # ------------------------------------------------------------------ sampling
 
 def memfds(pid: int) -> int:
+    """How many memfds ``pid`` holds open (-1: it is gone)."""
     n = 0
     try:
         for fd in os.listdir(f"/proc/{pid}/fd"):
@@ -222,6 +232,7 @@ def tree_usage(root: str) -> tuple[int, int]:
 
 
 def zombies_under(root: int) -> int:
+    """Zombies whose parent is ``root`` or below it."""
     n = 0
     for pid in helpers.pids():
         st = helpers.proc_status(pid)
@@ -244,6 +255,7 @@ def worker_view(worker: Any, provider: str, docker_client: Any) -> dict[str, Any
 
 
 def sample(provider: str, t0: float, docker_client: Any) -> dict[str, Any]:
+    """One sample: the trainer, every loop's workers, latency medians since the last one."""
     row: dict[str, Any] = {"t": round(time.monotonic() - t0, 1)}
     row["trainer"] = {"rss_kib": helpers.rss_kib(ME), "fds": helpers.fd_count(ME), "threads": helpers.threads(ME)}
     with LAT_LOCK:
@@ -289,12 +301,14 @@ def sample(provider: str, t0: float, docker_client: Any) -> dict[str, Any]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--provider", default="process")
-    ap.add_argument("--seconds", type=float, default=180)
-    ap.add_argument("--every", type=float, default=10)
-    ap.add_argument("--out", default="-")
-    ap.add_argument("--only", default="coding,coding_repl,coding_task,git,pool,vec")
+    """Run the loops, print a sample every ``--every`` s and a summary; 1 on any error."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--provider", default="process", choices=("process", "docker"))
+    ap.add_argument("--seconds", type=float, default=180, help="how long the loops run")
+    ap.add_argument("--every", type=float, default=10, help="seconds between samples")
+    ap.add_argument("--out", default="-", help="JSON lines file (-: stdout)")
+    ap.add_argument("--only", default="coding,coding_repl,coding_task,git,pool,vec",
+                    help="comma-separated loops to run")
     args = ap.parse_args()
     loops = {"coding": coding_loop, "coding_repl": coding_persistent_loop, "coding_task": coding_task_loop,
              "git": git_loop, "pool": pool_loop, "vec": vec_loop}
@@ -320,6 +334,8 @@ def main() -> int:
            "owned_containers_after": len(helpers.our_containers(docker_client, ME)) if docker_client else None,
            "trainer": {"rss_kib": helpers.rss_kib(ME), "fds": helpers.fd_count(ME), "threads": helpers.threads(ME)}}
     print(json.dumps(end), file=out, flush=True)
+    if out is not sys.stdout:
+        out.close()
     return 1 if ERRORS else 0
 
 
