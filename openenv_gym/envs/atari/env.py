@@ -6,7 +6,8 @@ settings: same seed and actions give the same frames, rewards and flags. With
 :class:`~gymnasium.wrappers.AtariPreprocessing` (noop starts, max-pooled frame skip, 84×84
 grayscale or color, optionally scaled to [0, 1], terminal on life loss), optional reward
 clipping and :class:`~gymnasium.wrappers.FrameStackObservation`, so only the small frames
-cross the wire.
+cross the wire; its steps make the wrappers' calls straight on the emulator
+(:class:`_PreprocessedStep`), with the same results.
 
 Example:
     >>> env = AtariEnv(game="pong", preprocess=True, frame_stack=4)
