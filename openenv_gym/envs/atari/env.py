@@ -193,10 +193,10 @@ class _PreprocessedStep:
     then reward clipping and frame stacking if asked) as one call straight on the emulator.
 
     Each wrapper's step goes through ale-py's ``AtariEnv.step`` once per skipped frame (its
-    checks, a RAM copy, an info dict) and the frame stack deep-copies its output: measured
-    ~100 µs of Python per Pong step beside ~450 µs of emulation. This runs the same calls in
-    the same order on the same state (the wrappers' own buffers, lives and frame queue, so
-    their ``reset`` still applies), and gives exactly their result
+    checks, a RAM copy, an info dict) and the frame stack deep-copies its output: 16–20 µs
+    of a ~470 µs Pong step (``benchmarks/RESULTS.md``, ``finrl-atari`` notes). This runs the
+    same calls in the same order on the same state (the wrappers' own buffers, lives and
+    frame queue, so their ``reset`` still applies), and gives exactly their result
     (``tests/envs/test_atari_fast_step.py``). Discrete actions only: continuous ones keep the
     wrappers' path.
     """
