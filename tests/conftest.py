@@ -15,6 +15,17 @@ import pytest
 REQUIRE_DOCKER = os.environ.get("OPENENV_GYM_REQUIRE_DOCKER") == "1"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Let the Ctrl-C tests' SIGINT raise KeyboardInterrupt even in a suite started with
+    SIGINT ignored (bash ignores it for a ``cmd &`` run without job control, and Python then
+    installs no handler): they stand for a user at an interactive Python, which always has
+    one. Children started with ``exec`` get back the default disposition too."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 #: Child-side Python that sends SIGKILL (``tgkill``, x86-64) to every thread of process ``$W``
 #: (else its parent) it can reach and prints ``reached=N``. One line of statements without
 #: double quotes, so that it also goes into a shell's ``python3 -c "..."``.
