@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from typing import Iterator
 
@@ -83,3 +84,30 @@ def test_descriptors_sent_with_a_frame_reach_the_reader(pair) -> None:
     finally:
         for f in (r, w):
             os.close(f)
+
+
+def test_a_spin_that_times_out_stops_the_next_and_a_short_wait_starts_them_again(pair) -> None:
+    # A worker whose trainer computes between steps (a policy's forward pass) must not keep
+    # a core busy with spins that cannot succeed; a trainer that steps in a tight loop again
+    # gets them back at its next short wait.
+    a, b = pair
+    reader = FrameReader(b, spin=True)
+    reader.spin = 0.002  # a 2 ms window, whatever OPENENV_GYM_SPIN_US says
+    assert reader.spinning
+
+    def late(n: int) -> dict[str, int]:
+        timer = threading.Timer(0.05, a.sendall, [encode({"n": n})])
+        timer.start()
+        try:
+            return decode(reader.read(deadline=time.monotonic() + 5))
+        finally:
+            timer.join()
+
+    assert late(1) == {"n": 1}
+    assert not reader.spinning  # the spin timed out: the next wait sleeps at once
+    assert late(2) == {"n": 2}
+    assert not reader.spinning  # a long wait, timed without spinning, keeps it off
+    a.sendall(encode({"n": 3}))
+    assert decode(reader.read()) == {"n": 3}
+    assert reader.spinning  # a short wait: spins again
+    assert not FrameReader(b, spin=False).spinning
