@@ -3,14 +3,19 @@
 - FinRL: steps/s of one remote env vs the same env in-process; vectorized steps/s of
   ``gym.make_vec`` (8 envs on 2 workers) vs Gymnasium's ``AsyncVectorEnv`` (8 processes);
   reset latency (target ≤ 5 ms median).
-- Pong, n=2: ours vs ``AsyncVectorEnv`` on raw ALE/Pong-v5 (210×160×3, frameskip 4), and
+- Pong, n=2: ours vs ``AsyncVectorEnv`` and ALE's ``AtariVectorEnv`` set to the same settings
+  on raw ALE/Pong-v5 (210×160×3, frameskip 4, sticky actions), and
   preprocessed (84×84 gray, 4-stack, noop 30, sticky actions off) ours vs ``AsyncVectorEnv``
   with the same Gymnasium wrappers vs ALE's own ``AtariVectorEnv`` (C++ threads).
-  Targets: ≥ 1.0× AsyncVectorEnv, ≥ 0.9× AtariVectorEnv.
+  Targets: ≥ 1.0× AsyncVectorEnv, ≥ 0.9× AtariVectorEnv. And, with no target, the
+  preprocessed pair again with a CNN policy's forward pass choosing each batch of actions,
+  as in training: what the environments' gap is worth once a policy runs beside them.
 - Bytes per step on the wire (the encoded step reply) with and without preprocessing.
 
 Random actions, construction and reset excluded; each configuration is stepped for
-``--seconds`` and the median of ``--runs`` is reported.
+``--seconds`` and the median of ``--runs`` is reported. The runs of the configurations
+compared in a row alternate (ours, reference, ours, ...), so that the machine's drift over
+minutes (2 shared cores) falls on both sides of a ratio alike.
 
 Run:
     python benchmarks/bench_finrl_atari.py            # prints a Markdown section
@@ -35,6 +40,11 @@ from _results import write_section  # benchmarks/_results.py
 
 TICKERS = None  # all 20 stocks
 PONG_PRE = dict(preprocess=True, frame_stack=4, noop_max=30, repeat_action_probability=0.0)
+#: ALE's vector env set to ALE/Pong-v5's own settings (full RGB frames, frameskip 4, sticky
+#: actions, no preprocessing): it then gives ALE/Pong-v5's frames, so the same work as ours.
+ALE_V5_RAW = dict(img_height=210, img_width=160, grayscale=False, stack_num=1, maxpool=False,
+                  noop_max=0, repeat_action_probability=0.25, reward_clipping=False,
+                  use_fire_reset=False)
 
 
 def _rate(step: Callable[[], Any], per_step: int, seconds: float) -> float:
@@ -74,8 +84,37 @@ def vector_rate(make: Callable[[], gym.vector.VectorEnv], seconds: float) -> flo
         envs.close()
 
 
-def median(runs: int, fn: Callable[[], float]) -> float:
-    return statistics.median(fn() for _ in range(runs))
+def policy_rate(make: Callable[[], gym.vector.VectorEnv], seconds: float) -> float:
+    """Env-steps/s of a loop that picks each batch of actions with a CNN policy's forward pass
+    (SB3's ``NatureCNN`` and a linear head, torch's default threads), as a PPO rollout does."""
+    import torch
+    from stable_baselines3.common.torch_layers import NatureCNN
+
+    envs = make()
+    try:
+        obs, _ = envs.reset(seed=0)
+        torch.manual_seed(0)
+        cnn = NatureCNN(gym.spaces.Box(0, 255, obs.shape[1:], np.uint8))
+        head = torch.nn.Linear(cnn.features_dim, int(envs.single_action_space.n))
+
+        def step() -> None:
+            nonlocal obs
+            with torch.no_grad():
+                logits = head(cnn(torch.as_tensor(obs).float() / 255))
+            obs = envs.step(torch.distributions.Categorical(logits=logits).sample().numpy())[0]
+
+        return _rate(step, envs.num_envs, seconds)
+    finally:
+        envs.close()
+
+
+def alternated(runs: int, measures: list[Callable[[], float]]) -> list[float]:
+    """The median of ``runs`` runs of each measure, the measures run in turn in each round."""
+    results: list[list[float]] = [[] for _ in measures]
+    for _ in range(runs):
+        for out, measure in zip(results, measures):
+            out.append(measure())
+    return [statistics.median(out) for out in results]
 
 
 def reset_ms(env: gym.Env, n: int = 200) -> float:
@@ -105,13 +144,15 @@ def finrl_rows(args: argparse.Namespace) -> list[tuple[str, float, float, str]]:
     from openenv_gym.envs.finrl.env import FinRLEnv
 
     kw = dict(split="train")
-    local = median(args.runs, lambda: single_rate(lambda: FinRLEnv(**kw), args.seconds))
-    remote = median(args.runs, lambda: single_rate(
-        lambda: gym.make("OpenEnv/FinRL-v0", provider=args.provider, **kw), args.seconds))
-    ours_vec = median(args.runs, lambda: vector_rate(lambda: gym.make_vec(
-        "OpenEnv/FinRL-v0", num_envs=8, provider=args.provider, **kw), args.seconds))
-    async_vec = median(args.runs, lambda: vector_rate(
-        lambda: gym.vector.AsyncVectorEnv([lambda: FinRLEnv(**kw)] * 8), args.seconds))
+    local, remote, ours_vec, async_vec = alternated(args.runs, [
+        lambda: single_rate(lambda: FinRLEnv(**kw), args.seconds),
+        lambda: single_rate(lambda: gym.make("OpenEnv/FinRL-v0", provider=args.provider, **kw),
+                            args.seconds),
+        lambda: vector_rate(lambda: gym.make_vec("OpenEnv/FinRL-v0", num_envs=8,
+                                                 provider=args.provider, **kw), args.seconds),
+        lambda: vector_rate(lambda: gym.vector.AsyncVectorEnv([lambda: FinRLEnv(**kw)] * 8),
+                            args.seconds),
+    ])
     r_local = reset_ms(FinRLEnv(**kw))
     r_remote = reset_ms(gym.make("OpenEnv/FinRL-v0", provider=args.provider, **kw))
     return [
@@ -142,17 +183,33 @@ def pong_rows(args: argparse.Namespace) -> list[tuple[str, float, float, str]]:
         return ale_py.AtariVectorEnv("pong", 2, repeat_action_probability=0.0, reward_clipping=False,
                                      use_fire_reset=False)
 
-    raw_ours = median(args.runs, lambda: vector_rate(ours(), args.seconds))
-    raw_async = median(args.runs, lambda: vector_rate(
-        lambda: gym.make_vec("ALE/Pong-v5", 2, vectorization_mode="async"), args.seconds))
-    pre_ours = median(args.runs, lambda: vector_rate(ours(**PONG_PRE), args.seconds))
-    pre_async = median(args.runs, lambda: vector_rate(async_pre, args.seconds))
-    pre_ale = median(args.runs, lambda: vector_rate(ale_vector, args.seconds))
+    def ale_raw() -> gym.vector.VectorEnv:
+        return ale_py.AtariVectorEnv("pong", 2, **ALE_V5_RAW)
+
+    raw_ours, raw_async, raw_ale = alternated(args.runs, [
+        lambda: vector_rate(ours(), args.seconds),
+        lambda: vector_rate(lambda: gym.make_vec("ALE/Pong-v5", 2, vectorization_mode="async"),
+                            args.seconds),
+        lambda: vector_rate(ale_raw, args.seconds),
+    ])
+    pre_ours, pre_async, pre_ale = alternated(args.runs, [
+        lambda: vector_rate(ours(**PONG_PRE), args.seconds),
+        lambda: vector_rate(async_pre, args.seconds),
+        lambda: vector_rate(ale_vector, args.seconds),
+    ])
+    policy_ours, policy_ale = alternated(args.runs, [
+        lambda: policy_rate(ours(**PONG_PRE), args.seconds),
+        lambda: policy_rate(ale_vector, args.seconds),
+    ])
     return [
         ("Pong n=2 raw RGB, env-steps/s: ours vs AsyncVectorEnv", raw_ours, raw_async, "≥ 1.0×"),
+        ("Pong n=2 raw RGB, env-steps/s: ours vs ALE AtariVectorEnv (ALE/Pong-v5's settings)",
+         raw_ours, raw_ale, "≥ 0.9×"),
         ("Pong n=2 preprocessed, env-steps/s: ours vs AsyncVectorEnv (same wrappers)", pre_ours,
          pre_async, "≥ 1.0×"),
         ("Pong n=2 preprocessed, env-steps/s: ours vs ALE AtariVectorEnv", pre_ours, pre_ale, "≥ 0.9×"),
+        ("Pong n=2 preprocessed, a CNN policy (SB3's NatureCNN) choosing each action, env-steps/s: "
+         "ours vs ALE AtariVectorEnv", policy_ours, policy_ale, ""),
     ]
 
 
@@ -190,6 +247,11 @@ def byte_rows() -> list[tuple[str, int]]:
     ]
 
 
+def _figure(value: float) -> str:
+    """A rate with one decimal; a sub-millisecond latency with two significant digits."""
+    return f"{value:,.1f}" if value >= 1 else f"{value:.2g}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=4.0)
@@ -204,7 +266,7 @@ def main() -> None:
              f"cores, 1-min load {load:.1f} at start).", "",
              "| measure | ours | reference | ours / reference | target |", "|---|---|---|---|---|"]
     for name, ours_v, ref_v, target in rows:
-        lines.append(f"| {name} | {ours_v:,.1f} | {ref_v:,.1f} | {ours_v / ref_v:.2f}× | {target} |")
+        lines.append(f"| {name} | {_figure(ours_v)} | {_figure(ref_v)} | {ours_v / ref_v:.2f}× | {target} |")
     lines += ["", "| step on the wire (single env: the reply; vector: both ways) | bytes |", "|---|---|"]
     lines += [f"| {name} | {size:,} |" for name, size in byte_rows()]
     text = "\n".join(lines)

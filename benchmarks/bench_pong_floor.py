@@ -24,7 +24,10 @@ On 2 cores that time is not free: the trainer runs on the core of a worker that 
 for its next action (``perf sched timehist``), so the step takes about one worker's
 compute plus the trainer's time.
 
-Run: ``python benchmarks/bench_pong_floor.py [--blocks 20] [--write]``.
+With ``--raw`` the same for raw ALE/Pong-v5 frames (210×160×3, sticky actions, Atari-v0's
+defaults), ALE's vector env set to the same settings.
+
+Run: ``python benchmarks/bench_pong_floor.py [--blocks 20] [--raw] [--write]``.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ from openenv_gym.protocol.slices import STEP
 from openenv_gym.protocol.wire import decode
 
 from _results import write_section  # benchmarks/_results.py
+from bench_finrl_atari import ALE_V5_RAW, PONG_PRE
 
-PONG_PRE = dict(preprocess=True, frame_stack=4, noop_max=30, repeat_action_probability=0.0)
 STEPS_PER_BLOCK = 150
 
 
@@ -126,12 +129,14 @@ def block(step: Callable[[np.ndarray], Any], actions: list[np.ndarray]) -> tuple
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--blocks", type=int, default=20)
+    parser.add_argument("--raw", action="store_true", help="raw ALE/Pong-v5 frames, not preprocessed")
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    ours = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider="process", game="pong", **PONG_PRE)
-    ale = ale_py.AtariVectorEnv("pong", 2, repeat_action_probability=0.0, reward_clipping=False,
-                                use_fire_reset=False)
+    ours = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider="process", game="pong",
+                        **({} if args.raw else PONG_PRE))
+    ale = ale_py.AtariVectorEnv("pong", 2, **(ALE_V5_RAW if args.raw else dict(
+        repeat_action_probability=0.0, reward_clipping=False, use_fire_reset=False)))
     try:
         ours.reset(seed=0)
         ale.reset(seed=0)
@@ -153,10 +158,12 @@ def main() -> None:
         ours.close()
         ale.close()
     ale_wall = [wall for wall, _ in times["ALE AtariVectorEnv (C++ threads)"]]
-    lines = [f"Command: `python benchmarks/bench_pong_floor.py{' --write' if args.write else ''}` "
+    flags = (" --raw" if args.raw else "") + (" --write" if args.write else "")
+    config = "raw RGB (ALE/Pong-v5)" if args.raw else "preprocessed"
+    lines = [f"Command: `python benchmarks/bench_pong_floor.py{flags}` "
              f"({args.blocks} interleaved blocks of {STEPS_PER_BLOCK} vector steps, medians; "
              f"2 shared cores, 1-min load {load:.1f} at start).", "",
-             "| Pong n=2, preprocessed | env-steps/s | vs ALE (median of block ratios) "
+             f"| Pong n=2, {config} | env-steps/s | vs ALE (median of block ratios) "
              "| µs per vector step | trainer CPU µs per vector step |", "|---|---|---|---|---|"]
     for name, rows in times.items():
         wall = [w for w, _ in rows]
@@ -166,8 +173,9 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        write_section("pong-floor", "## Pong n=2: RemoteVectorEnv, a bare loop over the same workers, "
-                      f"ALE (issue 6)\n\n{text}", after="finrl-atari-notes")
+        section, after = ("pong-floor-raw", "pong-floor") if args.raw else ("pong-floor", "finrl-atari-notes")
+        write_section(section, f"## Pong n=2, {config}: RemoteVectorEnv, a bare loop over the same "
+                      f"workers, ALE (issue 6)\n\n{text}", after=after)
 
 
 if __name__ == "__main__":
