@@ -40,6 +40,9 @@ from _results import write_section  # benchmarks/_results.py
 
 TICKERS = None  # all 20 stocks
 PONG_PRE = dict(preprocess=True, frame_stack=4, noop_max=30, repeat_action_probability=0.0)
+#: ALE's vector env set to PONG_PRE's settings (its defaults are the rest: 84×84 gray, 4-stack,
+#: noop 30, max-pooled frameskip 4).
+ALE_PRE = dict(repeat_action_probability=0.0, reward_clipping=False, use_fire_reset=False)
 #: ALE's vector env set to ALE/Pong-v5's own settings (full RGB frames, frameskip 4, sticky
 #: actions, no preprocessing): it then gives ALE/Pong-v5's frames, so the same work as ours.
 ALE_V5_RAW = dict(img_height=210, img_width=160, grayscale=False, stack_num=1, maxpool=False,
@@ -179,27 +182,23 @@ def pong_rows(args: argparse.Namespace) -> list[tuple[str, float, float, str]]:
             return gym.wrappers.FrameStackObservation(gym.wrappers.AtariPreprocessing(env, noop_max=30), 4)
         return gym.vector.AsyncVectorEnv([make] * 2)
 
-    def ale_vector() -> gym.vector.VectorEnv:
-        return ale_py.AtariVectorEnv("pong", 2, repeat_action_probability=0.0, reward_clipping=False,
-                                     use_fire_reset=False)
-
-    def ale_raw() -> gym.vector.VectorEnv:
-        return ale_py.AtariVectorEnv("pong", 2, **ALE_V5_RAW)
+    def ale(settings: dict[str, Any]) -> Callable[[], gym.vector.VectorEnv]:
+        return lambda: ale_py.AtariVectorEnv("pong", 2, **settings)
 
     raw_ours, raw_async, raw_ale = alternated(args.runs, [
         lambda: vector_rate(ours(), args.seconds),
         lambda: vector_rate(lambda: gym.make_vec("ALE/Pong-v5", 2, vectorization_mode="async"),
                             args.seconds),
-        lambda: vector_rate(ale_raw, args.seconds),
+        lambda: vector_rate(ale(ALE_V5_RAW), args.seconds),
     ])
     pre_ours, pre_async, pre_ale = alternated(args.runs, [
         lambda: vector_rate(ours(**PONG_PRE), args.seconds),
         lambda: vector_rate(async_pre, args.seconds),
-        lambda: vector_rate(ale_vector, args.seconds),
+        lambda: vector_rate(ale(ALE_PRE), args.seconds),
     ])
     policy_ours, policy_ale = alternated(args.runs, [
         lambda: policy_rate(ours(**PONG_PRE), args.seconds),
-        lambda: policy_rate(ale_vector, args.seconds),
+        lambda: policy_rate(ale(ALE_PRE), args.seconds),
     ])
     return [
         ("Pong n=2 raw RGB, env-steps/s: ours vs AsyncVectorEnv", raw_ours, raw_async, "≥ 1.0×"),

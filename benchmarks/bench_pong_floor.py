@@ -47,7 +47,7 @@ from openenv_gym.protocol.slices import STEP
 from openenv_gym.protocol.wire import decode
 
 from _results import write_section  # benchmarks/_results.py
-from bench_finrl_atari import ALE_V5_RAW, PONG_PRE
+from bench_finrl_atari import ALE_PRE, ALE_V5_RAW, PONG_PRE
 
 STEPS_PER_BLOCK = 150
 
@@ -135,8 +135,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     ours = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider="process", game="pong",
                         **({} if args.raw else PONG_PRE))
-    ale = ale_py.AtariVectorEnv("pong", 2, **(ALE_V5_RAW if args.raw else dict(
-        repeat_action_probability=0.0, reward_clipping=False, use_fire_reset=False)))
+    ale = ale_py.AtariVectorEnv("pong", 2, **(ALE_V5_RAW if args.raw else ALE_PRE))
     try:
         ours.reset(seed=0)
         ale.reset(seed=0)
