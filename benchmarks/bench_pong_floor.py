@@ -38,7 +38,6 @@ import statistics
 import time
 from typing import Any, Callable
 
-import ale_py
 import gymnasium as gym
 import numpy as np
 
@@ -47,7 +46,7 @@ from openenv_gym.protocol.slices import STEP
 from openenv_gym.protocol.wire import decode
 
 from _results import write_section  # benchmarks/_results.py
-from bench_finrl_atari import ALE_PRE, ALE_V5_RAW, PONG_PRE
+from bench_finrl_atari import ALE_PRE, ALE_V5_RAW, PONG_PRE, ale_pong
 
 STEPS_PER_BLOCK = 150
 
@@ -135,7 +134,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     ours = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider="process", game="pong",
                         **({} if args.raw else PONG_PRE))
-    ale = ale_py.AtariVectorEnv("pong", 2, **(ALE_V5_RAW if args.raw else ALE_PRE))
+    ale = ale_pong(ALE_V5_RAW if args.raw else ALE_PRE)()
     try:
         ours.reset(seed=0)
         ale.reset(seed=0)
