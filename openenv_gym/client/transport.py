@@ -90,6 +90,11 @@ class BinaryClient:
         return self._owed and self._sock is not None
 
     @property
+    def waited(self) -> bool:
+        """Whether the last :meth:`receive` had to wait: its reply had not come when asked for."""
+        return self._reader is not None and self._reader.waited
+
+    @property
     def connection(self) -> socket.socket | None:
         """The open connection (None between a :meth:`drop` and the next request); each
         reconnect makes a new one, so a holder can tell that what the worker bound to an

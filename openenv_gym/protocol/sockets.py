@@ -150,6 +150,8 @@ class FrameReader:
         self._poller: select.poll | None = None
         #: Descriptors that came with the last frame read (the caller owns them).
         self.fds: list[int] = []
+        #: Whether the last :meth:`read` had to wait for its frame: none of it had come yet.
+        self.waited = False
 
     @property
     def spinning(self) -> bool:
@@ -180,6 +182,7 @@ class FrameReader:
             socket.timeout: The deadline passed.
         """
         self.fds = []
+        self.waited = False
         data = self._rest
         while len(data) < HEADER.size:
             data += self._recv(_CHUNK, deadline)
@@ -214,7 +217,20 @@ class FrameReader:
         return decode(self.read(deadline))
 
     def _recv(self, n: int, deadline: float | None) -> bytes:
-        data, started = None, 0.0
+        try:
+            data = self._recv_once(n, socket.MSG_DONTWAIT)  # what came already
+        except BlockingIOError:
+            self.waited = True
+            data = self._wait(n, deadline)
+        else:
+            self._spin_pays = True  # no wait is a short one
+        if not data:
+            raise ConnectionResetError("connection closed by peer")
+        return data
+
+    def _wait(self, n: int, deadline: float | None) -> bytes:
+        """``recv(n)`` once something comes (nothing had): after a spin, or sleeping."""
+        started = 0.0
         if self.spin:
             # Spin only while waits are short: a peer that computes between messages (a
             # policy's forward pass between steps) would find a core taken by a spin that
@@ -222,26 +238,26 @@ class FrameReader:
             if self._spin_pays:
                 data = self._spin(n)
                 self._spin_pays = data is not None
+                if data is not None:
+                    return data
             else:
                 started = time.perf_counter()
-        if data is None:
-            data = self._recv_once(n) if deadline is None else self._bounded(n, deadline)
-            if started:
-                self._spin_pays = time.perf_counter() - started < self.spin
-        if not data:
-            raise ConnectionResetError("connection closed by peer")
+        data = self._recv_once(n) if deadline is None else self._bounded(n, deadline)
+        if started:
+            self._spin_pays = time.perf_counter() - started < self.spin
         return data
 
     def _spin(self, n: int) -> bytes | None:
-        """Poll without sleeping for up to :data:`SPIN_SECONDS`; None when nothing came."""
+        """Poll without sleeping for up to :data:`SPIN_SECONDS` (nothing had come when
+        :meth:`_recv` looked); None when nothing came."""
         end = time.perf_counter() + self.spin
         while True:
+            os.sched_yield()
             try:
                 return self._recv_once(n, socket.MSG_DONTWAIT)
             except BlockingIOError:
                 if time.perf_counter() > end:
                     return None
-                os.sched_yield()
 
     def _recv_into(self, view: memoryview, deadline: float | None) -> int:
         if deadline is None:

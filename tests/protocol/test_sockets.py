@@ -111,3 +111,22 @@ def test_a_spin_that_times_out_stops_the_next_and_a_short_wait_starts_them_again
     assert decode(reader.read()) == {"n": 3}
     assert reader.spinning  # a short wait: spins again
     assert not FrameReader(b, spin=False).spinning
+
+
+@pytest.mark.parametrize("spin", [True, False])
+def test_a_read_tells_whether_it_waited_for_its_frame(pair, spin: bool) -> None:
+    # A vector env reads first the worker whose reply had not come: this is how it knows.
+    a, b = pair
+    reader = FrameReader(b, spin=spin)
+    a.sendall(encode({"n": 1}))
+    assert decode(reader.read(deadline=time.monotonic() + 5)) == {"n": 1}
+    assert not reader.waited
+    timer = threading.Timer(0.05, a.sendall, [encode({"n": 2}) + encode({"n": 3})])
+    timer.start()
+    try:
+        assert decode(reader.read(deadline=time.monotonic() + 5)) == {"n": 2}
+    finally:
+        timer.join()
+    assert reader.waited
+    assert decode(reader.read()) == {"n": 3}  # it came with the last one: no wait
+    assert not reader.waited
