@@ -259,11 +259,13 @@ class WorkerPool:
         The reply read first is that of the worker which answered last the step before, so
         the wait for it usually ends with every other reply there: the trainer sleeps once a
         step instead of being woken by each reply in turn, on a core where a worker may still
-        be computing (2 workers on 2 cores: Pong 9% faster, ``benchmarks/RESULTS.md``). A
-        reply that had not come when it was read marks its worker as the last.
+        be computing (2 workers on 2 cores: Pong 4-9% faster where the late worker was not the
+        first read, ``benchmarks/RESULTS.md``). A reply that had not come when it was read
+        marks its worker as the last.
         """
-        first = self._last if self._last in workers else workers[0]
-        order = [first, *(w for w in workers if w != first)]
+        last = self._last
+        order = [last, *(w for w in workers if w != last)] if last in workers else list(workers)
+        first = order[0] if order else None
 
         def read(w: int) -> dict[str, Any]:
             piece = self.slices[w]

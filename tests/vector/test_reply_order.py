@@ -42,5 +42,6 @@ def test_the_worker_that_answered_last_is_read_first_next_step() -> None:
             # Read in either order, each env's results land in its own row.
             want = np.stack([local[0].step(0)[0], local[1].step(1)[0]])
             np.testing.assert_array_equal(obs, want)
+        assert pool.receive_slices([]) == {}  # nothing sent, nothing to read (nor to order)
     finally:
         envs.close()
