@@ -114,6 +114,12 @@ def ray_cluster() -> Iterator[RayTestCluster]:
         ray.shutdown()
     before = descendants(os.getpid())
     client_port = _free_port()
+    # gRPC >= 1.81 restarts its epoll poller in a forked child that has closed the poller's
+    # fd (grpc/grpc#43055): the Ray Client proxy forks, with a preexec_fn, the per-client
+    # server, which then dies before exec now and then (3 connects in 40 on a busy machine
+    # here; none in 85 with fork support off). The cluster's processes inherit this.
+    fork_support = os.environ.get("GRPC_ENABLE_FORK_SUPPORT")
+    os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
     cluster = Cluster(initialize_head=True, shutdown_at_exit=True,
                       head_node_args={"num_cpus": 4, "resources": {"head": 1},
                                       "include_dashboard": False, "ray_client_server_port": client_port})
@@ -126,5 +132,9 @@ def ray_cluster() -> Iterator[RayTestCluster]:
     finally:
         ray.shutdown()
         cluster.shutdown()
+        if fork_support is None:
+            os.environ.pop("GRPC_ENABLE_FORK_SUPPORT", None)
+        else:
+            os.environ["GRPC_ENABLE_FORK_SUPPORT"] = fork_support
     leftover = wait_gone(descendants(os.getpid()) - before)
     assert not leftover, f"processes left after the cluster shut down: {sorted(leftover)}"
