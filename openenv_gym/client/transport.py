@@ -201,6 +201,25 @@ class BinaryClient:
             self.send(message, timeout, fds, ordered)
             return self.receive()
 
+    def discard_arrived_reply(self) -> bool:
+        """Read and drop the reply to the last request if all of it has come, without waiting
+        for more: the connection is then in frame again, and kept (a vector step cut short
+        while it waited on another worker, read before this one).
+
+        Returns:
+            Whether no reply is due any more on the open connection.
+        """
+        reader = self._reader
+        if not self._owed or reader is None:
+            return not self._owed
+        try:
+            reader.read(deadline=time.monotonic())  # what came; a wait ends at once
+        except (socket.timeout, OSError, ProtocolError):
+            return False  # not all of it yet (the reader keeps what came), or broken: drop()
+        reader.close_fds()
+        self._owed = False
+        return True
+
     def interrupt(self) -> None:
         """Make a call in flight on another thread fail now, as if the worker had closed the
         connection, without closing the descriptor under it (that thread drops it). A call

@@ -328,12 +328,20 @@ class WorkerPool:
         """An exchange was cut short (Ctrl-C): the replies still due from ``workers`` would be
         read as answers to the next requests, so their connections are dropped (the next
         request reconnects) and the exchange is forgotten. A connection whose reply was read
-        already (or which nothing was sent on) is in frame and kept: dropping it would only
-        reconnect, and end a fork's bound slice there."""
+        already, or has come whole (it is read and dropped here), or which nothing was sent on,
+        is in frame and kept: dropping it would only reconnect, and end a fork's bound slice
+        there."""
         self._send_failed = {}
-        for w in workers:
-            if self.clients[w].owed:
-                self.clients[w].drop()
+        due = [w for w in workers if self.clients[w].owed]
+        try:
+            # A reply that came while the step waited on another worker (read before it) is
+            # there whole: taking it keeps that connection too.
+            for w in due:
+                self.clients[w].discard_arrived_reply()
+        finally:
+            for w in due:
+                if self.clients[w].owed:
+                    self.clients[w].drop()
 
     def restart(self, worker: int) -> None:
         """Replace a failed worker with a fresh one; its sub-envs lose their sessions.

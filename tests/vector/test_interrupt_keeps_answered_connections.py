@@ -7,8 +7,12 @@ made the next call reconnect (and, in a fork, ended the slice bound to it). The 
 
 from __future__ import annotations
 
+import array
+import fcntl
 import os
 import signal
+import termios
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,8 +23,21 @@ from tests.conftest import ctrl_c_after, stop_process
 pytestmark = pytest.mark.timeout(180)
 
 
+def _replied(client: Any) -> bool:
+    """Whether ``client``'s reply was read, or has come and waits unread on its connection."""
+    if not client._owed:
+        return True
+    queued = array.array("i", [0])
+    try:
+        fcntl.ioctl(client.connection.fileno(), termios.FIONREAD, queued)
+    except (AttributeError, OSError):
+        return False
+    return queued[0] > 0
+
+
+@pytest.mark.parametrize("first", [0, 2], ids=["answered-read-first", "hung-read-first"])
 @pytest.mark.parametrize("how", ["step", "step_async+step_wait"])
-def test_ctrl_c_keeps_the_connections_of_workers_that_answered(how: str) -> None:
+def test_ctrl_c_keeps_the_connections_of_workers_that_answered(how: str, first: int) -> None:
     envs = RemoteVectorEnv(3, "gym", env_id="CartPole-v1", provider="process", envs_per_worker=1,
                            step_timeout=30.0)
     pool = envs._pool
@@ -30,8 +47,11 @@ def test_ctrl_c_keeps_the_connections_of_workers_that_answered(how: str) -> None
         envs.step(np.zeros(3, dtype=np.int64))  # a usual step: the fast path is warm
         before = [c.connection for c in pool.clients]
         stop_process(frozen)
+        # The pool reads first the worker that answered last the step before: the hung one
+        # read first leaves the others' replies unread when the interrupt comes.
+        pool._last = first
         # Once workers 0 and 1 have answered and only worker 2's reply is due.
-        answered = lambda: not pool.clients[0]._owed and not pool.clients[1]._owed and pool.clients[2]._owed
+        answered = lambda: _replied(pool.clients[0]) and _replied(pool.clients[1]) and pool.clients[2]._owed
         try:
             with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.0, when=answered):
                 if how == "step":
