@@ -172,20 +172,35 @@ def stop_process(pid: int, timeout: float = 30.0) -> None:
     raise AssertionError(f"process {pid} did not stop within {timeout} s of SIGSTOP")
 
 
+def _queued(client: Any, request: int) -> int:
+    """Bytes queued on ``client``'s connection, as the ``ioctl`` ``request`` counts them
+    (0 without a connection, yet or any more)."""
+    import array
+    import fcntl
+
+    queued = array.array("i", [0])
+    try:
+        fcntl.ioctl(client.connection.fileno(), request, queued)
+    except (AttributeError, OSError):
+        return 0
+    return queued[0]
+
+
 def request_unread(client: Any) -> bool:
     """Whether a request sits on ``client``'s connection unread by its (stopped) worker. A test
     interrupting a call to a stopped worker waits for this too: on a loaded machine the main
     thread may not have sent the request yet, and then there is no call in flight to cut short."""
-    import array
-    import fcntl
     import termios
 
-    queued = array.array("i", [0])
-    try:
-        fcntl.ioctl(client.connection.fileno(), termios.TIOCOUTQ, queued)  # bytes the peer has not read
-    except (AttributeError, OSError):
-        return False  # no connection (yet, or any more)
-    return queued[0] > 0
+    return _queued(client, termios.TIOCOUTQ) > 0  # bytes the peer has not read
+
+
+def replied(client: Any) -> bool:
+    """Whether the reply to ``client``'s last request was read, or has come and waits unread
+    on its connection (a vector step reading another worker first)."""
+    import termios
+
+    return not client.owed or _queued(client, termios.FIONREAD) > 0
 
 
 @contextlib.contextmanager

@@ -7,32 +7,16 @@ made the next call reconnect (and, in a fork, ended the slice bound to it). The 
 
 from __future__ import annotations
 
-import array
-import fcntl
 import os
 import signal
-import termios
-from typing import Any
 
 import numpy as np
 import pytest
 
 from openenv_gym.vector import RemoteVectorEnv
-from tests.conftest import ctrl_c_after, stop_process
+from tests.conftest import ctrl_c_after, replied, stop_process
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def _replied(client: Any) -> bool:
-    """Whether ``client``'s reply was read, or has come and waits unread on its connection."""
-    if not client._owed:
-        return True
-    queued = array.array("i", [0])
-    try:
-        fcntl.ioctl(client.connection.fileno(), termios.FIONREAD, queued)
-    except (AttributeError, OSError):
-        return False
-    return queued[0] > 0
 
 
 @pytest.mark.parametrize("first", [0, 2], ids=["answered-read-first", "hung-read-first"])
@@ -51,7 +35,7 @@ def test_ctrl_c_keeps_the_connections_of_workers_that_answered(how: str, first: 
         # read first leaves the others' replies unread when the interrupt comes.
         pool._last = first
         # Once workers 0 and 1 have answered and only worker 2's reply is due.
-        answered = lambda: _replied(pool.clients[0]) and _replied(pool.clients[1]) and pool.clients[2]._owed
+        answered = lambda: replied(pool.clients[0]) and replied(pool.clients[1]) and pool.clients[2]._owed
         try:
             with pytest.raises(KeyboardInterrupt), ctrl_c_after(0.0, when=answered):
                 if how == "step":
