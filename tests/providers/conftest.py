@@ -118,8 +118,8 @@ def ray_cluster() -> Iterator[RayTestCluster]:
     # fd (grpc/grpc#43055): the Ray Client proxy forks, with a preexec_fn, the per-client
     # server, which then dies before exec now and then (3 connects in 40 on a busy machine
     # here; none in 85 with fork support off). The cluster's processes inherit this.
-    fork_support = os.environ.get("GRPC_ENABLE_FORK_SUPPORT")
-    os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
+    env = pytest.MonkeyPatch()
+    env.setenv("GRPC_ENABLE_FORK_SUPPORT", "false")
     cluster = Cluster(initialize_head=True, shutdown_at_exit=True,
                       head_node_args={"num_cpus": 4, "resources": {"head": 1},
                                       "include_dashboard": False, "ray_client_server_port": client_port})
@@ -132,9 +132,6 @@ def ray_cluster() -> Iterator[RayTestCluster]:
     finally:
         ray.shutdown()
         cluster.shutdown()
-        if fork_support is None:
-            os.environ.pop("GRPC_ENABLE_FORK_SUPPORT", None)
-        else:
-            os.environ["GRPC_ENABLE_FORK_SUPPORT"] = fork_support
+        env.undo()
     leftover = wait_gone(descendants(os.getpid()) - before)
     assert not leftover, f"processes left after the cluster shut down: {sorted(leftover)}"
