@@ -160,26 +160,13 @@ class BinaryClient:
             WorkerTimeoutError: No reply before the deadline.
             WorkerCrashedError: The connection closed mid-call (the worker died).
         """
-        reader = self._reader
-        if self._sock is None or reader is None:
-            raise WorkerConnectionError(f"no request in flight to {self.address}")
+        reader = self._in_flight()
         try:
             reply = decode(reader.read(self._deadline))
-        except socket.timeout:
-            self.close()  # hung: waiting on its late reply would only time out again
-            raise WorkerTimeoutError(
-                f"worker at {self.address} did not answer within its timeout; it may be stuck "
-                f"or overloaded (raise {self.timeout_name}=... if the env is slow)"
-            ) from None
-        except (ConnectionError, OSError) as exc:
-            self.close()
-            raise WorkerCrashedError(f"worker at {self.address} closed the connection mid-call "
-                                     f"(it died or was killed): {exc}") from None
-        except BaseException:
-            # A protocol error, or an interrupt (Ctrl-C) while the reply is on its way: that
-            # reply would otherwise be read as the answer to the next request.
-            self.drop()
-            raise
+        except BaseException as exc:
+            if (error := self._read_failed(exc)) is None:
+                raise
+            raise error from None
         self._owed = False
         if not isinstance(reply, dict) or "ok" not in reply:
             self.drop()
@@ -192,6 +179,49 @@ class BinaryClient:
                 self.close()
             raise error
         return reply
+
+    def receive_if(self, expected: bytes) -> bool:
+        """Take the reply to the last :meth:`send` if it is exactly the frame ``expected``
+        (a successful reply known in advance: the usual vector step's); any other is left for
+        :meth:`receive`. Waits and fails as :meth:`receive` does.
+
+        Returns:
+            Whether the reply was ``expected`` (and is taken).
+        """
+        reader = self._in_flight()
+        try:
+            taken = reader.take_if(expected, self._deadline)
+        except BaseException as exc:
+            if (error := self._read_failed(exc)) is None:
+                raise
+            raise error from None
+        if taken:
+            self._owed = False
+        return taken
+
+    def _in_flight(self) -> FrameReader:
+        """The reader of the connection a reply is awaited on."""
+        if self._sock is None or self._reader is None:
+            raise WorkerConnectionError(f"no request in flight to {self.address}")
+        return self._reader
+
+    def _read_failed(self, exc: BaseException) -> WorkerError | None:
+        """The typed error a reply's read that raised ``exc`` raises instead, once the
+        connection is dealt with: closed (a timeout, a crash), or dropped (anything else, which
+        is raised as it is: None)."""
+        if isinstance(exc, socket.timeout):
+            self.close()  # hung: waiting on its late reply would only time out again
+            return WorkerTimeoutError(
+                f"worker at {self.address} did not answer within its timeout; it may be stuck "
+                f"or overloaded (raise {self.timeout_name}=... if the env is slow)")
+        if isinstance(exc, (ConnectionError, OSError)):
+            self.close()
+            return WorkerCrashedError(f"worker at {self.address} closed the connection mid-call "
+                                      f"(it died or was killed): {exc}")
+        # A protocol error, or an interrupt (Ctrl-C) while the reply is on its way: that
+        # reply would otherwise be read as the answer to the next request.
+        self.drop()
+        return None
 
     def request(self, message: Any, timeout: float | None = None, fds: tuple[int, ...] = (),
                 ordered: bool = True) -> dict[str, Any]:

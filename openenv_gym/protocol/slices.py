@@ -39,7 +39,9 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
-__all__ = ["STEP", "STEP_AUTORESET", "STEP_THEN_RESET", "RESET", "SKIP", "INFO_TYPES", "SliceLayout",
+from openenv_gym.protocol.wire import encode
+
+__all__ = ["STEP", "STEP_AUTORESET", "STEP_THEN_RESET", "RESET", "SKIP", "INFO_TYPES", "PLAIN_REPLY", "SliceLayout",
            "is_flat", "check_info_types", "create_shared", "map_shared", "valid_rows"]
 
 #: Step the env.
@@ -52,6 +54,10 @@ STEP_THEN_RESET = 2
 RESET = 3
 #: Leave the env alone. (Commands below RESET step the env.)
 SKIP = 4
+
+#: The frame of a ``slice_step`` reply with nothing outside the columns (the usual step's,
+#: in shared memory): a client compares the frame it reads with it instead of decoding it.
+PLAIN_REPLY = encode({"ok": True})
 
 #: Info value types that get a column: the name an env declares, the Python type its
 #: value must have, and the column's dtype (the one Gymnasium's ``_add_info`` batches it in).

@@ -216,6 +216,31 @@ class FrameReader:
         """Read and decode one frame (see :meth:`read`)."""
         return decode(self.read(deadline))
 
+    def take_if(self, expected: bytes, deadline: float | None = None) -> bool:
+        """Take the next frame if it is exactly ``expected`` (header and payload) and nothing
+        came after it, waiting for it as :meth:`read` does; otherwise leave what came for
+        :meth:`read`. A reply known in advance (the usual vector step's) is then compared,
+        not parsed and decoded.
+
+        Returns:
+            Whether the frame was ``expected`` and is taken (always False for a reader that
+            accepts descriptors: those come back with :meth:`read`'s frame).
+
+        Raises:
+            ConnectionResetError: The peer closed the connection.
+            socket.timeout: The deadline passed.
+        """
+        if self.accept_fds:
+            return False
+        self.fds = []
+        self.waited = False
+        data = self._rest or self._recv(_CHUNK, deadline)
+        if data == expected:
+            self._rest = b""
+            return True
+        self._rest = data
+        return False
+
     def _recv(self, n: int, deadline: float | None) -> bytes:
         try:
             data = self._recv_once(n, socket.MSG_DONTWAIT)  # what came already

@@ -1124,16 +1124,21 @@ class RemoteVectorEnv(VectorEnv):
     def _take_slice(self, piece: RemoteSlice, lo: int, hi: int) -> None:
         """Copy the results of every env of ``piece`` (envs ``lo``..``hi``) out of its columns
         into the batch: rewards, episode ends, array observations, declared infos."""
-        cols = piece.columns
-        self._rewards[lo:hi] = cols["reward"]
-        self._terminations[lo:hi] = cols["terminated"]
-        self._truncations[lo:hi] = cols["truncated"]
-        if self._obs.flat:
-            self._obs.array[lo:hi] = cols["obs"]
-        if self._info_values:
-            self._info_ok[lo:hi] = cols["info_ok"]
-            for key, column in piece.info_columns.items():
-                self._info_values[key][lo:hi] = column
+        targets = piece.targets
+        if targets is None:  # the slice's first results (each step: the views made once)
+            cols = piece.columns
+            targets = [(self._rewards[lo:hi], cols["reward"]),
+                       (self._terminations[lo:hi], cols["terminated"]),
+                       (self._truncations[lo:hi], cols["truncated"])]
+            if self._obs.flat:
+                targets.append((self._obs.array[lo:hi], cols["obs"]))
+            if self._info_values:
+                targets.append((self._info_ok[lo:hi], cols["info_ok"]))
+                targets += [(self._info_values[key][lo:hi], column)
+                            for key, column in piece.info_columns.items()]
+            piece.targets = targets
+        for batch, column in targets:
+            batch[...] = column
 
     def _out_of_sync(self) -> None:
         # Cut short (Ctrl-C) between sending and taking in every reply: the pool dropped the

@@ -32,7 +32,7 @@ from gymnasium import spaces
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import ProtocolError
 from openenv_gym.protocol import ops
-from openenv_gym.protocol.slices import SliceLayout, create_shared
+from openenv_gym.protocol.slices import PLAIN_REPLY, SliceLayout, create_shared
 from openenv_gym.protocol.wire import encode
 
 __all__ = ["RemoteSlice"]
@@ -79,10 +79,16 @@ class RemoteSlice:
         self.columns: dict[str, np.ndarray] = self.layout.views(self._buffer)
         #: The declared infos' columns (a subset of :attr:`columns`), by info key.
         self.info_columns: dict[str, np.ndarray] = self.layout.info_views(self.columns)
+        #: Where the owner copies each result column to, as (destination, column) pairs
+        #: (:meth:`RemoteVectorEnv._take_slice` makes them once; None: not yet).
+        self.targets: list[tuple[np.ndarray, np.ndarray]] | None = None
         #: The one command the ``cmd`` column holds for every env, when the trainer wrote one
         #: (None: not known, e.g. a fresh slice), so a run of plain steps writes it once.
         self.uniform_cmd: int | None = None
         self._step_frame = encode(ops.slice_step(self.id))
+        # Whether a reply may say nothing but "ok" (results in shared columns), and be taken
+        # as the frame it then is, without decoding it.
+        self._plain_reply = self.shared and self.layout.flat_obs
         #: The connection a bound slice lives on: the worker ends the slice when it closes.
         self._connection = client.connection if bound else None
 
@@ -139,6 +145,8 @@ class RemoteSlice:
         Raises:
             OpenEnvError: As :meth:`BinaryClient.receive`.
         """
+        if self._plain_reply and self.client.receive_if(PLAIN_REPLY):
+            return {}  # the usual step: everything is in the columns
         reply = self.client.receive()
         self._check(reply)
         inline = reply.pop("columns", None)
@@ -178,7 +186,7 @@ class RemoteSlice:
 
     def release(self) -> None:
         """Drop the trainer's mapping (the worker keeps its own until it closes the slice)."""
-        self.columns, self.info_columns = {}, {}
+        self.columns, self.info_columns, self.targets = {}, {}, None
         buffer, self._buffer = self._buffer, None
         if buffer is not None and hasattr(buffer, "close"):
             try:

@@ -130,3 +130,55 @@ def test_a_read_tells_whether_it_waited_for_its_frame(pair, spin: bool) -> None:
     assert reader.waited
     assert decode(reader.read()) == {"n": 3}  # it came with the last one: no wait
     assert not reader.waited
+
+
+def test_take_if_takes_only_the_expected_frame_and_leaves_any_other_for_read(pair) -> None:
+    # The usual vector step's reply is compared, not decoded: one that says more (an info
+    # inline, an error), arrives split, or has another frame behind it must reach read() whole.
+    a, b = pair
+    plain = encode({"ok": True})
+    reader = FrameReader(b, spin=False)
+    a.sendall(plain)
+    assert reader.take_if(plain, deadline=time.monotonic() + 5)
+    assert reader.unread == b""
+    other = encode({"ok": True, "infos": {0: {"lives": 3}}})
+    a.sendall(other)
+    assert not reader.take_if(plain, deadline=time.monotonic() + 5)
+    assert decode(reader.read(deadline=time.monotonic() + 5)) == {"ok": True, "infos": {0: {"lives": 3}}}
+    a.sendall(plain[:3])  # half a header: waits for the rest in read()
+    assert not reader.take_if(plain, deadline=time.monotonic() + 5)
+    a.sendall(plain[3:] + encode({"n": 2}))  # the plain frame with the next one behind it
+    assert decode(reader.read(deadline=time.monotonic() + 5)) == {"ok": True}
+    assert decode(reader.read(deadline=time.monotonic() + 5)) == {"n": 2}
+
+
+def test_take_if_waits_until_the_deadline_and_tells_a_closed_peer(pair) -> None:
+    a, b = pair
+    plain = encode({"ok": True})
+    reader = FrameReader(b, spin=False)
+    with pytest.raises(socket.timeout):
+        reader.take_if(plain, deadline=time.monotonic() + 0.05)
+    threading.Timer(0.05, a.sendall, (plain,)).start()
+    assert reader.take_if(plain, deadline=time.monotonic() + 5)
+    assert reader.waited
+    a.close()
+    with pytest.raises(ConnectionResetError):
+        reader.take_if(plain, deadline=time.monotonic() + 5)
+
+
+def test_take_if_leaves_a_frame_with_descriptors_to_read(pair) -> None:
+    # A reader that accepts descriptors hands them out with read()'s frame: take_if must not
+    # take the frame (and lose them).
+    a, b = pair
+    plain = encode({"ok": True})
+    r, w = os.pipe()
+    try:
+        send_frame(a, plain, fds=[r])
+        reader = FrameReader(b, accept_fds=True)
+        assert not reader.take_if(plain, deadline=time.monotonic() + 5)
+        assert decode(reader.read(deadline=time.monotonic() + 5)) == {"ok": True}
+        assert len(reader.fds) == 1
+        reader.close_fds()
+    finally:
+        os.close(r)
+        os.close(w)
