@@ -40,7 +40,7 @@ from openenv_gym.errors import (
 from openenv_gym.protocol.sockets import FrameReader, available_cores, connect, poll_ms, send_frame
 from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode, frame_length
 
-__all__ = ["BinaryClient", "settle_together", "settling"]
+__all__ = ["BinaryClient", "settle_together"]
 
 
 class BinaryClient:
@@ -367,12 +367,6 @@ class BinaryClient:
             f"while it waited for the worker to finish a call interrupted earlier")
 
 
-def settling() -> bool:
-    """Whether a client's next call must first wait for a call cut short (see
-    :meth:`BinaryClient.drop`): :func:`settle_together` has something to wait for."""
-    return bool(_settling_clients)
-
-
 def settle_together(clients: list[BinaryClient], which: list[int],
                     timeout: float | None = None) -> dict[int, WorkerError]:
     """What each client's next call waits for first (see :meth:`BinaryClient.drop`), for
@@ -390,7 +384,7 @@ def settle_together(clients: list[BinaryClient], which: list[int],
         (:class:`WorkerConnectionError`); their interrupted calls are let go of, so their
         next call does not wait for them again.
     """
-    if not settling():
+    if not _settling_clients:
         return {}  # every step of a vector env: nothing interrupted, nothing to wait for
     waiting = {i: clients[i] for i in which if clients[i]._settling is not None}
     now = time.monotonic()

@@ -303,8 +303,6 @@ class RemoteVectorEnv(VectorEnv):
             self._action_check = action_checker(spec, single)
         self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
         self._bounds = [(g[0], g[-1] + 1) for g in self._pool.groups]
-        #: Every worker's index: those a usual step sends to.
-        self._workers = list(range(len(self._bounds)))
         # Infos the env declares (``info_types``) come in columns: their values for every env,
         # which envs' last collected info is there, and which envs' last step info is.
         info_types: dict[str, str] = spec.get("info_types") or {}
@@ -553,12 +551,8 @@ class RemoteVectorEnv(VectorEnv):
         cmd.fill(command)
         acts = self._action_batch(actions)
         self._refuse_out_of_space(acts, cmd)
-        column = self._column_or_rows(acts)
         try:
-            if isinstance(column, np.ndarray):
-                self._send_plain(cmd, column, command)
-            else:
-                self._run(cmd, column, any_skipped=False, uniform=command)
+            self._run(cmd, self._column_or_rows(acts), any_skipped=False, uniform=command)
             exchange = self._receive()
         except BaseException:
             self._forget_sent()
@@ -1047,22 +1041,6 @@ class RemoteVectorEnv(VectorEnv):
             self._out_of_sync()
             raise
         self._pending = (cmd, workers, any_skipped)
-        self._pending_thread = threading.current_thread()
-
-    def _send_plain(self, cmd: np.ndarray, actions: np.ndarray, command: int) -> None:
-        """:meth:`_run` for the usual step, whose every env gets ``command`` and its action
-        from the column: each slice's actions written, then :meth:`WorkerPool.send_plain`."""
-        pool = self.pool
-        for piece, (lo, hi) in zip(pool.slices, self._bounds):
-            piece.write_commands(command, command)
-            piece.columns["action"][...] = actions[lo:hi]
-        workers = self._workers
-        try:
-            pool.send_plain(workers)
-        except BaseException:
-            self._out_of_sync()
-            raise
-        self._pending = (cmd, workers, False)
         self._pending_thread = threading.current_thread()
 
     def _receive(self) -> _Exchange:

@@ -30,7 +30,7 @@ import threading
 from typing import Any, Callable, Union
 
 from openenv_gym.client.env import not_replaceable_in_fork
-from openenv_gym.client.transport import BinaryClient, settle_together, settling
+from openenv_gym.client.transport import BinaryClient, settle_together
 from openenv_gym.protocol import ops
 from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
@@ -252,28 +252,6 @@ class WorkerPool:
         slices = self.slices
         frames = {w: slices[w].frame(extras.get(w) if extras else None) for w in workers}
         self._send_each(workers, lambda w: slices[w].client.send_frame(frames[w], timeout), timeout)
-
-    def send_plain(self, workers: list[int]) -> None:
-        """:meth:`send_slices` with nothing extra, as every usual step sends: each worker gets
-        its slice's constant frame. The same sends and failures, in a loop kept short on
-        purpose: it runs every step, where the code it touches costs more than its instructions
-        (the workers on the same cores leave the caches cold). A call cut short earlier and
-        still settling takes :meth:`send_slices`, which waits for it first."""
-        if settling():
-            self.send_slices(workers)
-            return
-        slices = self.slices
-        with self._io:
-            try:
-                for w in workers:
-                    piece = slices[w]
-                    try:
-                        piece.client.send_frame(piece.frame())
-                    except (WorkerError, OSError) as exc:
-                        self._send_failed[w] = WorkerFailure(w, exc)
-            except BaseException:
-                self._interrupted(workers)
-                raise
 
     def receive_slices(self, workers: list[int]) -> dict[int, dict[str, Any] | WorkerFailure]:
         """Gather the slice replies of ``workers`` (results now in each slice's columns).
