@@ -33,6 +33,7 @@ from openenv_gym.client.env import not_replaceable_in_fork
 from openenv_gym.client.transport import BinaryClient, settle_together
 from openenv_gym.protocol import ops
 from openenv_gym.protocol.sockets import available_cores
+from openenv_gym.protocol.wire import encode
 from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
 from openenv_gym.providers.base import Provider, Worker, naming_fd_limit, stop_when_dropped
 from openenv_gym.vector.slices import RemoteSlice
@@ -234,9 +235,14 @@ class WorkerPool:
         Returns:
             Worker index -> its sub-replies (each ``{"ok": ..., ...}``, in order), or a
             :class:`WorkerFailure` when the worker crashed, hung or is unreachable.
+
+        Raises:
+            InvalidRequestError, TypeError: A call the wire cannot carry; every message is
+                encoded before any is sent, so then no worker got anything.
         """
-        self._send_each(list(calls), lambda w: self.clients[w].send(ops.batch(calls[w]), timeout), timeout)
-        return self._gather(list(calls), lambda w: self.clients[w].receive()["results"],
+        workers = list(calls)
+        self._send_each(workers, [encode(ops.batch(calls[w])) for w in workers], timeout)
+        return self._gather(workers, lambda w, first: self.clients[w].receive()["results"],
                             lambda w, error: [{"ok": False, "error": error}] * len(calls[w]))
 
     def send_slices(self, workers: list[int], extras: dict[int, dict[str, Any]] | None = None,
@@ -250,8 +256,8 @@ class WorkerPool:
                 sent, so then no worker got anything and every connection is in frame.
         """
         slices = self.slices
-        frames = {w: slices[w].frame(extras.get(w) if extras else None) for w in workers}
-        self._send_each(workers, lambda w: slices[w].client.send_frame(frames[w], timeout), timeout)
+        frames = [slices[w].frame(extras.get(w) if extras else None) for w in workers]
+        self._send_each(workers, frames, timeout)
 
     def receive_slices(self, workers: list[int]) -> dict[int, dict[str, Any] | WorkerFailure]:
         """Gather the slice replies of ``workers`` (results now in each slice's columns).
@@ -264,55 +270,62 @@ class WorkerPool:
         marks its worker as the last.
         """
         last = self._last
-        order = [last, *(w for w in workers if w != last)] if last in workers else list(workers)
-        first = order[0] if order else None
+        if workers and workers[0] != last and last in workers:
+            k = workers.index(last)
+            workers = workers[k:] + workers[:k]  # the others' order does not matter
+        return self._gather(workers, self._read_slice, self._slice_refused)
 
-        def read(w: int) -> dict[str, Any]:
-            piece = self.slices[w]
-            reply = piece.receive()
-            if w != first and piece.client.waited:
-                self._last = w
-            return reply
+    def _read_slice(self, w: int, first: bool) -> dict[str, Any]:
+        """Worker ``w``'s slice reply (:meth:`receive_slices`), read ``first`` or after another."""
+        piece = self.slices[w]
+        reply = piece.receive()
+        if not first and piece.client.waited:
+            self._last = w
+        return reply
 
-        return self._gather(order, read,
-                            lambda w, error: {"errors": dict.fromkeys(range(len(self.groups[w])), error)})
+    def _slice_refused(self, w: int, error: dict[str, Any]) -> dict[str, Any]:
+        """A slice reply giving each env of worker ``w`` the error its worker refused the step with."""
+        return {"errors": dict.fromkeys(range(len(self.groups[w])), error)}
 
-    def _send_each(self, workers: list[int], send: Callable[[int], None],
-                   timeout: float | None = None) -> None:
-        """``send(w)`` for each worker; a failed worker is remembered for :meth:`_gather`, and an
-        interrupt drops every connection a request may have gone out on.
+    def _send_each(self, workers: list[int], frames: list[bytes], timeout: float | None = None) -> None:
+        """Send each worker its frame (``frames[k]`` to ``workers[k]``); a failed worker is
+        remembered for :meth:`_gather`, and an interrupt drops every connection a request may
+        have gone out on.
 
         Workers still running a call cut short by Ctrl-C are waited for all at once first
         (within ``timeout``): each send waiting for its own in turn would add up the timeouts
         of hung workers (eight hung workers: eight timeouts before the reset restarts them)."""
         with self._io:
             try:
-                unsettled = settle_together(self.clients, workers, timeout)
-                for w in workers:
+                clients = self.clients
+                unsettled = settle_together(clients, workers, timeout)
+                for w, frame in zip(workers, frames):
                     try:
-                        if w in unsettled:
+                        if unsettled and w in unsettled:
                             raise unsettled[w]
-                        send(w)
+                        clients[w].send_frame(frame, timeout)
                     except (WorkerError, OSError) as exc:
                         self._send_failed[w] = WorkerFailure(w, exc)
             except BaseException:
                 self._interrupted(workers)
                 raise
 
-    def _gather(self, workers: list[int], read: Callable[[int], Any],
+    def _gather(self, workers: list[int], read: Callable[[int, bool], Any],
                 refused: Callable[[int, dict[str, Any]], Any]) -> dict[int, Any]:
-        """Read each worker's reply; a failed worker becomes a :class:`WorkerFailure`, never an
-        exception, so every other reply is still read and every connection stays in frame."""
+        """Read each worker's reply (``read(w, first)``: ``first`` for the first worker read); a
+        failed worker becomes a :class:`WorkerFailure`, never an exception, so every other reply
+        is still read and every connection stays in frame."""
         with self._io:
             failed, self._send_failed = self._send_failed, {}
             out: dict[int, Any] = {}
+            head = workers[0] if workers else None
             try:
                 for w in workers:
-                    if w in failed:
+                    if failed and w in failed:
                         out[w] = failed[w]
                         continue
                     try:
-                        out[w] = read(w)
+                        out[w] = read(w, w == head)
                     except (WorkerError, ProtocolError, OSError) as exc:
                         out[w] = WorkerFailure(w, exc)
                     except OpenEnvError as exc:
