@@ -81,15 +81,6 @@ __all__ = ["RemoteVectorEnv", "parse_autoreset_mode", "default_envs_per_worker"]
 _Exchange = tuple[np.ndarray, list[int], bool, dict[int, Any]]
 
 
-def _extremes(arr: np.ndarray) -> tuple[Any, Any]:
-    """The smallest and largest of a 1-d batch of actions (checked every step: Python's
-    ``min``/``max`` beat numpy's reductions on a short list)."""
-    if len(arr) <= 64:
-        values = arr.tolist()
-        return min(values), max(values)
-    return arr.min(), arr.max()
-
-
 def _in_turn(method: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``method`` holding the vector env's turn lock: calls from several threads take
     turns (as a single env's do) instead of reading each other's replies from the columns.
@@ -311,7 +302,6 @@ class RemoteVectorEnv(VectorEnv):
 
             self._action_check = action_checker(spec, single)
         self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
-        self._one_per_env = (num_envs,)
         self._bounds = [(g[0], g[-1] + 1) for g in self._pool.groups]
         # Infos the env declares (``info_types``) come in columns: their values for every env,
         # which envs' last collected info is there, and which envs' last step info is.
@@ -559,13 +549,10 @@ class RemoteVectorEnv(VectorEnv):
         command = STEP_AUTORESET if same_step else STEP
         cmd = self._step_cmd
         cmd.fill(command)
-        acts = self._plain_actions(actions)
-        if acts is None:  # anything else is checked in full (and refused by name)
-            acts = self._action_batch(actions)
-            self._refuse_out_of_space(acts, cmd)
-            acts = self._column_or_rows(acts)
+        acts = self._action_batch(actions)
+        self._refuse_out_of_space(acts, cmd)
         try:
-            self._run(cmd, acts, any_skipped=False, uniform=command)
+            self._run(cmd, self._column_or_rows(acts), any_skipped=False, uniform=command)
             exchange = self._receive()
         except BaseException:
             self._forget_sent()
@@ -576,7 +563,7 @@ class RemoteVectorEnv(VectorEnv):
                 self._gather(exchange)
                 return self._batched()
         try:
-            slices = self._pool.slices  # type: ignore[union-attr]  (open: see _usual)
+            slices = self.pool.slices
             for w, (lo, hi) in enumerate(self._bounds):
                 self._take_slice(slices[w], lo, hi)
             # What _gather does after such a step: every env stepped, nothing came inline.
@@ -738,19 +725,6 @@ class RemoteVectorEnv(VectorEnv):
                                      f"{(self.num_envs, *single.shape)}, got {arr.shape}")
         return arr
 
-    def _plain_actions(self, actions: Any) -> np.ndarray | None:
-        """``actions`` as they go into the action column, when they plainly fit a Discrete
-        space (a numpy array of integers, one per env, all in range: what a policy or
-        ``action_space.sample()`` gives); None for anything else, which :meth:`_action_batch`
-        and :meth:`_refuse_out_of_space` check in full. One look instead of their several,
-        every step (measured in the loop: ~1 µs of the trainer's ~65 a Pong step)."""
-        bounds = self._discrete_bounds
-        if (bounds is None or type(actions) is not np.ndarray or actions.shape != self._one_per_env
-                or actions.dtype.kind not in "iu"):
-            return None
-        lowest, highest = _extremes(actions)
-        return actions if bounds[0] <= lowest and highest < bounds[1] else None
-
     def _column_or_rows(self, arr: np.ndarray) -> np.ndarray | list[np.ndarray]:
         """``arr`` for the action column, or its rows, to travel inline in their own dtype."""
         if self._actions_as_sent and arr.dtype != self.single_action_space.dtype and arr.dtype.kind in "fiu":
@@ -768,7 +742,11 @@ class RemoteVectorEnv(VectorEnv):
         single = self.single_action_space
         if self._discrete_bounds is not None:
             low, high = self._discrete_bounds
-            lowest, highest = _extremes(arr)
+            if len(arr) <= 64:  # every step: Python's min/max beat numpy's reductions on a short list
+                values = arr.tolist()
+                lowest, highest = min(values), max(values)
+            else:
+                lowest, highest = arr.min(), arr.max()
             if low <= lowest and highest < high:  # the usual batch
                 return
             ok = (arr >= low) & (arr < high)
@@ -1034,22 +1012,18 @@ class RemoteVectorEnv(VectorEnv):
         workers: list[int] = []
         extras: dict[int, dict[str, Any]] = {}
         in_column = self._flat_action and isinstance(actions, np.ndarray)
-        # The usual step: nothing but the columns, so no worker gets anything in its message.
-        plain = seeds is None and options is None and (actions is None or in_column)
         for w, (lo, hi) in enumerate(self._bounds):
-            if any_skipped and (cmd[lo:hi] == SKIP).all():
+            part = cmd[lo:hi]
+            if any_skipped and (part == SKIP).all():
                 continue
             workers.append(w)
             piece = slices[w]
             # Slices keep their command column between steps: a run of plain steps writes it once.
-            if uniform is None or piece.uniform_cmd != uniform:
-                piece.write_commands(cmd[lo:hi], uniform)
+            piece.write_commands(part, uniform)
+            extra: dict[str, Any] = {}
             if in_column:
                 piece.columns["action"][...] = actions[lo:hi]
-            if plain:
-                continue
-            extra: dict[str, Any] = {}
-            if actions is not None and not in_column:
+            elif actions is not None:
                 extra["actions"] = actions[lo:hi]
             if seeds is not None and any(s is not None for s in seeds[lo:hi]):
                 extra["seeds"] = seeds[lo:hi]

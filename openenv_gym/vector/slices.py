@@ -93,16 +93,17 @@ class RemoteSlice:
         self._connection = client.connection if bound else None
 
     def write_commands(self, commands: np.ndarray | int, uniform: int | None = None) -> None:
-        """Write this slice's envs' ``commands`` into its ``cmd`` column (a caller that knows
-        :attr:`uniform_cmd` holds them already may skip the call).
+        """Write this slice's envs' ``commands`` into its ``cmd`` column, unless ``uniform``
+        (the one command every env gets, if one) is what the column holds already.
 
         Args:
             commands: One command per env of the slice, or one for all.
             uniform: The command ``commands`` holds for every env, or None.
         """
-        self.uniform_cmd = None  # unknown until the write is done (an interrupt may cut it)
-        self.columns["cmd"][:] = commands
-        self.uniform_cmd = uniform
+        if uniform is None or self.uniform_cmd != uniform:
+            self.uniform_cmd = None  # unknown until the write is done (an interrupt may cut it)
+            self.columns["cmd"][:] = commands
+            self.uniform_cmd = uniform
 
     def ended(self) -> bool:
         """Whether the worker ended this (bound) slice: its connection was dropped since it
