@@ -242,7 +242,7 @@ class WorkerPool:
         """
         workers = list(calls)
         self._send_each(workers, [encode(ops.batch(calls[w])) for w in workers], timeout)
-        return self._gather(workers, lambda w, first: self.clients[w].receive()["results"],
+        return self._gather(workers, lambda w: self.clients[w].receive()["results"],
                             lambda w, error: [{"ok": False, "error": error}] * len(calls[w]))
 
     def send_slices(self, workers: list[int], extras: dict[int, dict[str, Any]] | None = None,
@@ -273,19 +273,12 @@ class WorkerPool:
         if workers and workers[0] != last and last in workers:
             k = workers.index(last)
             workers = workers[k:] + workers[:k]  # the others' order does not matter
-        return self._gather(workers, self._read_slice, self._slice_refused)
-
-    def _read_slice(self, w: int, first: bool) -> dict[str, Any]:
-        """Worker ``w``'s slice reply (:meth:`receive_slices`), read ``first`` or after another."""
-        piece = self.slices[w]
-        reply = piece.receive()
-        if not first and piece.client.waited:
-            self._last = w
-        return reply
-
-    def _slice_refused(self, w: int, error: dict[str, Any]) -> dict[str, Any]:
-        """A slice reply giving each env of worker ``w`` the error its worker refused the step with."""
-        return {"errors": dict.fromkeys(range(len(self.groups[w])), error)}
+        replies = self._gather(workers, lambda w: self.slices[w].receive(),
+                               lambda w, error: {"errors": dict.fromkeys(range(len(self.groups[w])), error)})
+        for w in workers[1:]:
+            if self.clients[w].waited and not isinstance(replies[w], WorkerFailure):
+                self._last = w
+        return replies
 
     def _send_each(self, workers: list[int], frames: list[bytes], timeout: float | None = None) -> None:
         """Send each worker its frame (``frames[k]`` to ``workers[k]``); a failed worker is
@@ -301,7 +294,7 @@ class WorkerPool:
                 unsettled = settle_together(clients, workers, timeout)
                 for w, frame in zip(workers, frames):
                     try:
-                        if unsettled and w in unsettled:
+                        if w in unsettled:
                             raise unsettled[w]
                         clients[w].send_frame(frame, timeout)
                     except (WorkerError, OSError) as exc:
@@ -310,22 +303,20 @@ class WorkerPool:
                 self._interrupted(workers)
                 raise
 
-    def _gather(self, workers: list[int], read: Callable[[int, bool], Any],
+    def _gather(self, workers: list[int], read: Callable[[int], Any],
                 refused: Callable[[int, dict[str, Any]], Any]) -> dict[int, Any]:
-        """Read each worker's reply (``read(w, first)``: ``first`` for the first worker read); a
-        failed worker becomes a :class:`WorkerFailure`, never an exception, so every other reply
-        is still read and every connection stays in frame."""
+        """Read each worker's reply; a failed worker becomes a :class:`WorkerFailure`, never an
+        exception, so every other reply is still read and every connection stays in frame."""
         with self._io:
             failed, self._send_failed = self._send_failed, {}
             out: dict[int, Any] = {}
-            head = workers[0] if workers else None
             try:
                 for w in workers:
-                    if failed and w in failed:
+                    if w in failed:
                         out[w] = failed[w]
                         continue
                     try:
-                        out[w] = read(w, w == head)
+                        out[w] = read(w)
                     except (WorkerError, ProtocolError, OSError) as exc:
                         out[w] = WorkerFailure(w, exc)
                     except OpenEnvError as exc:
