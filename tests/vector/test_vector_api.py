@@ -366,3 +366,20 @@ def test_call_state_gives_each_env_s_state_as_get_state_does() -> None:
         assert states[0]["episode_id"] and states[0]["episode_id"] != states[1]["episode_id"]
     finally:
         envs.close()
+
+
+# A per-env call whose value the wire cannot carry is refused before any worker gets its
+# message: the envs before the bad one are left as they were, and every connection is kept.
+# Before, the workers before it had run their part, and their connections were dropped.
+def test_unencodable_set_attr_reaches_no_worker() -> None:
+    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", envs_per_worker=1)
+    try:
+        envs.reset(seed=0)
+        envs.set_attr("note", ["a", "b"])
+        connections = [client.connection for client in envs.pool.clients]
+        with pytest.raises(InvalidRequestError, match="not valid UTF-8"):
+            envs.set_attr("note", ["c", "x\ud800y"])
+        assert envs.get_attr("note") == ("a", "b")
+        assert [client.connection for client in envs.pool.clients] == connections
+    finally:
+        envs.close()
