@@ -10,6 +10,11 @@ off), in interleaved blocks so the load of other users hits all alike:
   the results out, with no checks, no error handling and no info merging. No trainer in
   Python over this topology can be faster, so it bounds what optimizing
   ``RemoteVectorEnv`` can still give.
+- A bare loop over bare workers: two processes of this script's own, each stepping the same
+  ``AtariEnv`` class the product's workers serve, woken by a 1-byte doorbell on a socket
+  pair (polling for it first, yielding the CPU, as the product's workers do), results in
+  shared memory. Nothing of the product's serving or client code runs, so it bounds the
+  design itself: a Python env step in a process per worker, on these 2 cores.
 - ALE's ``AtariVectorEnv``: the same emulator, preprocessing in C++ threads, no isolation.
 
 Two more rows split the distance between the first two: the product's pool and socket
@@ -33,9 +38,12 @@ Run: ``python benchmarks/bench_pong_floor.py [--blocks 20] [--raw] [--write]``.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
+import socket
 import statistics
 import time
+from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -43,6 +51,7 @@ import numpy as np
 
 import openenv_gym  # noqa: F401  (registers OpenEnv/*)
 from openenv_gym.protocol.slices import STEP
+from openenv_gym.protocol.sockets import SPIN_SECONDS
 from openenv_gym.protocol.wire import decode
 
 from _results import write_section  # benchmarks/_results.py
@@ -74,6 +83,87 @@ def bare_loop(envs: Any) -> Callable[[np.ndarray], Any]:
         return obs.copy(), rewards.copy(), terms.copy(), truncs.copy(), {}
 
     return step
+
+
+def _bare_worker(sock: socket.socket, shm_name: str, settings: dict[str, Any], seed: int) -> None:
+    """A bare worker (see the module's docstring): its env's step, between a 1-byte doorbell
+    and its answer, results in the shared memory block ``shm_name`` (:func:`_bare_layout`)."""
+    from openenv_gym.envs.atari.env import AtariEnv
+
+    env = AtariEnv(game="pong", **settings)
+    obs, _ = env.reset(seed=seed)
+    shm = SharedMemory(shm_name)
+    action, reward, flags, frame = _bare_layout(shm.buf, obs.shape)
+    while True:
+        ring = b""
+        end = time.perf_counter() + SPIN_SECONDS
+        while time.perf_counter() < end:  # the product's workers poll before they sleep
+            os.sched_yield()
+            try:
+                ring = sock.recv(1, socket.MSG_DONTWAIT)
+                break
+            except BlockingIOError:
+                pass
+        if not ring:
+            ring = sock.recv(1)
+        if not ring:  # the trainer closed its end
+            break
+        obs, reward[0], flags[0], flags[1], _ = env.step(int(action[0]))
+        if flags[0] or flags[1]:
+            obs, _ = env.reset()
+        frame[...] = obs
+        sock.send(b"r")
+    del action, reward, flags, frame
+    shm.close()
+
+
+def _bare_layout(buf: Any, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """The action, reward, (terminated, truncated) and frame views of a bare worker's block."""
+    return (np.ndarray((1,), np.int64, buf, 0), np.ndarray((1,), np.float64, buf, 8),
+            np.ndarray((2,), np.bool_, buf, 16), np.ndarray(shape, np.uint8, buf, 64))
+
+
+class BareWorkers:
+    """Two bare worker processes (see the module's docstring) and the bare loop over them."""
+
+    def __init__(self, settings: dict[str, Any], shape: tuple[int, ...], n: int = 2) -> None:
+        spawn = multiprocessing.get_context("spawn")  # not a fork of this threaded process
+        self.blocks = [SharedMemory(create=True, size=64 + int(np.prod(shape))) for _ in range(n)]
+        pairs = [socket.socketpair() for _ in range(n)]
+        self.procs = [spawn.Process(target=_bare_worker, args=(theirs, shm.name, settings, i), daemon=True)
+                      for i, ((_, theirs), shm) in enumerate(zip(pairs, self.blocks))]
+        for proc in self.procs:
+            proc.start()
+        for _, theirs in pairs:
+            theirs.close()
+        self.socks = [ours for ours, _ in pairs]
+        self.views = [_bare_layout(shm.buf, shape) for shm in self.blocks]
+        self.obs = np.zeros((n, *shape), np.uint8)
+        self.rewards, self.terms, self.truncs = np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
+
+    def step(self, actions: np.ndarray) -> Any:
+        for k, sock in enumerate(self.socks):
+            self.views[k][0][0] = actions[k]
+            sock.send(b"s")
+        for k, sock in enumerate(self.socks):
+            if not sock.recv(1):
+                raise RuntimeError("a bare worker died")
+            _, reward, flags, frame = self.views[k]
+            self.rewards[k], self.terms[k], self.truncs[k] = reward[0], flags[0], flags[1]
+            self.obs[k] = frame
+        return self.obs.copy(), self.rewards.copy(), self.terms.copy(), self.truncs.copy(), {}
+
+    def close(self) -> None:
+        for sock in self.socks:
+            sock.close()  # each worker's recv returns b"" and it exits
+        for proc in self.procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+        self.views = []
+        for shm in self.blocks:
+            shm.close()
+            shm.unlink()
 
 
 def pool_loop(envs: Any, bookkeeping: bool) -> Callable[[np.ndarray], Any]:
@@ -135,15 +225,18 @@ def main() -> None:
     ours = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider="process", game="pong",
                         **({} if args.raw else PONG_PRE))
     ale = ale_pong(ALE_V5_RAW if args.raw else ALE_PRE)()
+    bare = None
     try:
         ours.reset(seed=0)
         ale.reset(seed=0)
+        bare = BareWorkers({} if args.raw else PONG_PRE, ours.single_observation_space.shape)
         rng = np.random.default_rng(0)
         actions = [rng.integers(0, 6, 2) for _ in range(STEPS_PER_BLOCK)]
         ways = {"RemoteVectorEnv": ours.step,
                 "straight-line usual step (pool + bookkeeping)": pool_loop(ours, bookkeeping=True),
                 "pool and sockets, copies only": pool_loop(ours, bookkeeping=False),
                 "bare loop, same workers": bare_loop(ours),
+                "bare loop, bare workers": bare.step,
                 "ALE AtariVectorEnv (C++ threads)": ale.step}
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
         for _ in range(args.blocks):
@@ -155,6 +248,8 @@ def main() -> None:
     finally:
         ours.close()
         ale.close()
+        if bare is not None:
+            bare.close()
     ale_wall = [wall for wall, _ in times["ALE AtariVectorEnv (C++ threads)"]]
     flags = (" --raw" if args.raw else "") + (" --write" if args.write else "")
     config = "raw RGB (ALE/Pong-v5)" if args.raw else "preprocessed"

@@ -22,3 +22,31 @@ def test_bench_docker_step_median_runs_past_echos_episode_length() -> None:
     # enforces: the step loop must keep one episode open for all of them.
     bench = _load("bench_docker")
     assert bench.step_median("process", 5) > 0
+
+
+def test_bench_pong_floor_bare_workers_step_the_same_env_as_a_local_one(monkeypatch) -> None:
+    # The floor row is worth quoting only if its workers do the product's work: the same
+    # AtariEnv, same seed and actions, same frames, rewards and flags.
+    import numpy as np
+
+    monkeypatch.syspath_prepend(str(BENCH))  # the spawned workers import the script, as a run does
+
+    from openenv_gym.envs.atari.env import AtariEnv
+
+    bench = _load("bench_pong_floor")
+    local = AtariEnv(game="pong", **bench.PONG_PRE)
+    obs, _ = local.reset(seed=0)
+    bare = bench.BareWorkers(bench.PONG_PRE, obs.shape)
+    try:
+        rng = np.random.default_rng(0)
+        for _ in range(30):
+            actions = rng.integers(0, 6, 2)
+            frames, rewards, terms, truncs, _ = bare.step(actions)
+            obs, reward, terminated, truncated, _ = local.step(int(actions[0]))
+            assert np.array_equal(frames[0], obs)
+            assert (rewards[0], terms[0], truncs[0]) == (reward, terminated, truncated)
+        assert not np.array_equal(frames[0], frames[1])  # worker 1 plays its own seed
+    finally:
+        bare.close()
+        local.close()
+    assert all(not proc.is_alive() for proc in bare.procs)
