@@ -268,7 +268,7 @@ def main() -> None:
     if args.write:
         section, after = ("pong-floor-raw", "pong-floor") if args.raw else ("pong-floor", "finrl-atari-notes")
         write_section(section, f"## Pong n=2, {config}: RemoteVectorEnv, a bare loop over the same "
-                      f"workers, ALE (issue 6)\n\n{text}", after=after)
+                      f"workers and over bare workers, ALE (issue 6)\n\n{text}", after=after)
 
 
 if __name__ == "__main__":
