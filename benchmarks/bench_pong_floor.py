@@ -11,10 +11,11 @@ off), in interleaved blocks so the load of other users hits all alike:
   Python over this topology can be faster, so it bounds what optimizing
   ``RemoteVectorEnv`` can still give.
 - A bare loop over bare workers: two processes of this script's own, each stepping the same
-  ``AtariEnv`` class the product's workers serve, woken by a 1-byte doorbell on a socket
-  pair (polling for it first, yielding the CPU, as the product's workers do), results in
-  shared memory. Nothing of the product's serving or client code runs, so it bounds the
-  design itself: a Python env step in a process per worker, on these 2 cores.
+  ``AtariEnv`` class the product's workers serve, woken by a tiny constant frame on a socket
+  pair (waited for with the product's own frame reader, which polls before it sleeps),
+  results in shared memory, under the same bare loop. Of the product's serving code only the
+  frame reader runs (no dispatch, slice or session layers), so it bounds the design itself: a
+  Python env step in a process per worker, on these 2 cores.
 - ALE's ``AtariVectorEnv``: the same emulator, preprocessing in C++ threads, no isolation.
 
 Two more rows split the distance between the first two: the product's pool and socket
@@ -50,9 +51,9 @@ import gymnasium as gym
 import numpy as np
 
 import openenv_gym  # noqa: F401  (registers OpenEnv/*)
-from openenv_gym.protocol.slices import STEP
-from openenv_gym.protocol.sockets import SPIN_SECONDS
-from openenv_gym.protocol.wire import decode
+from openenv_gym.protocol.slices import PLAIN_REPLY, STEP
+from openenv_gym.protocol.sockets import FrameReader
+from openenv_gym.protocol.wire import decode, encode
 
 from _results import write_section  # benchmarks/_results.py
 from bench_finrl_atari import ALE_PRE, ALE_V5_RAW, PONG_PRE, ale_pong
@@ -60,19 +61,17 @@ from bench_finrl_atari import ALE_PRE, ALE_V5_RAW, PONG_PRE, ale_pong
 STEPS_PER_BLOCK = 150
 
 
-def bare_loop(envs: Any) -> Callable[[np.ndarray], Any]:
-    """A step over ``envs``' own workers with nothing but the exchange and the copies."""
-    slices = envs.pool.slices
-    socks = [piece.client._sock for piece in slices]
-    frames = [piece._step_frame for piece in slices]
-    columns = [piece.columns for piece in slices]
-    n = len(slices)
+def bare_loop(socks: list[socket.socket], frames: list[bytes],
+              columns: list[dict[str, np.ndarray]]) -> Callable[[np.ndarray], Any]:
+    """A step with nothing but the exchange and the copies: each worker's action into its
+    ``action`` column, its request frame sent, its reply read, its results copied out. The
+    command columns hold ``STEP`` already (``main`` writes them after each block's reset)."""
+    n = len(socks)
     obs = np.zeros((n, *columns[0]["obs"].shape[1:]), columns[0]["obs"].dtype)
     rewards, terms, truncs = np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
 
     def step(actions: np.ndarray) -> Any:
         for k in range(n):
-            columns[k]["cmd"][0] = STEP
             columns[k]["action"][0] = actions[k]
             socks[k].send(frames[k])
         for k in range(n):
@@ -85,46 +84,49 @@ def bare_loop(envs: Any) -> Callable[[np.ndarray], Any]:
     return step
 
 
+def same_workers_loop(envs: Any) -> Callable[[np.ndarray], Any]:
+    """:func:`bare_loop` over ``envs``' own workers and slices."""
+    slices = envs.pool.slices
+    return bare_loop([piece.client._sock for piece in slices], [piece._step_frame for piece in slices],
+                     [piece.columns for piece in slices])
+
+
 def _bare_worker(sock: socket.socket, shm_name: str, settings: dict[str, Any], seed: int) -> None:
-    """A bare worker (see the module's docstring): its env's step, between a 1-byte doorbell
-    and its answer, results in the shared memory block ``shm_name`` (:func:`_bare_layout`)."""
+    """A bare worker (see the module's docstring): its env's step between a request frame,
+    waited for with the product's own reader, and a constant reply; results in the columns
+    of the shared block ``shm_name`` (:func:`_bare_columns`)."""
     from openenv_gym.envs.atari.env import AtariEnv
 
     env = AtariEnv(game="pong", **settings)
     obs, _ = env.reset(seed=seed)
     shm = SharedMemory(shm_name)
-    action, reward, flags, frame = _bare_layout(shm.buf, obs.shape)
+    cols = _bare_columns(shm.buf, obs.shape)
+    reader = FrameReader(sock)  # polls before it sleeps, as the product's workers' readers do
     while True:
-        ring = b""
-        end = time.perf_counter() + SPIN_SECONDS
-        while time.perf_counter() < end:  # the product's workers poll before they sleep
-            os.sched_yield()
-            try:
-                ring = sock.recv(1, socket.MSG_DONTWAIT)
-                break
-            except BlockingIOError:
-                pass
-        if not ring:
-            ring = sock.recv(1)
-        if not ring:  # the trainer closed its end
+        try:
+            reader.read()
+        except ConnectionResetError:  # the trainer closed its end
             break
-        obs, reward[0], flags[0], flags[1], _ = env.step(int(action[0]))
-        if flags[0] or flags[1]:
+        obs, reward, terminated, truncated, _ = env.step(int(cols["action"][0]))
+        cols["reward"][0], cols["terminated"][0], cols["truncated"][0] = reward, terminated, truncated
+        if terminated or truncated:
             obs, _ = env.reset()
-        frame[...] = obs
-        sock.send(b"r")
-    del action, reward, flags, frame
+        cols["obs"][0] = obs
+        sock.send(PLAIN_REPLY)
+    del cols
     shm.close()
 
 
-def _bare_layout(buf: Any, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
-    """The action, reward, (terminated, truncated) and frame views of a bare worker's block."""
-    return (np.ndarray((1,), np.int64, buf, 0), np.ndarray((1,), np.float64, buf, 8),
-            np.ndarray((2,), np.bool_, buf, 16), np.ndarray(shape, np.uint8, buf, 64))
+def _bare_columns(buf: Any, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """A bare worker's columns in its shared block, named and shaped as a one-env slice's."""
+    return {"action": np.ndarray((1,), np.int64, buf, 0), "reward": np.ndarray((1,), np.float64, buf, 8),
+            "terminated": np.ndarray((1,), np.bool_, buf, 16), "truncated": np.ndarray((1,), np.bool_, buf, 17),
+            "obs": np.ndarray((1, *shape), np.uint8, buf, 64)}
 
 
 class BareWorkers:
-    """Two bare worker processes (see the module's docstring) and the bare loop over them."""
+    """Bare worker processes (see the module's docstring); :attr:`step` is :func:`bare_loop`
+    over them."""
 
     def __init__(self, settings: dict[str, Any], shape: tuple[int, ...], n: int = 2) -> None:
         spawn = multiprocessing.get_context("spawn")  # not a fork of this threaded process
@@ -137,30 +139,17 @@ class BareWorkers:
         for _, theirs in pairs:
             theirs.close()
         self.socks = [ours for ours, _ in pairs]
-        self.views = [_bare_layout(shm.buf, shape) for shm in self.blocks]
-        self.obs = np.zeros((n, *shape), np.uint8)
-        self.rewards, self.terms, self.truncs = np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
-
-    def step(self, actions: np.ndarray) -> Any:
-        for k, sock in enumerate(self.socks):
-            self.views[k][0][0] = actions[k]
-            sock.send(b"s")
-        for k, sock in enumerate(self.socks):
-            if not sock.recv(1):
-                raise RuntimeError("a bare worker died")
-            _, reward, flags, frame = self.views[k]
-            self.rewards[k], self.terms[k], self.truncs[k] = reward[0], flags[0], flags[1]
-            self.obs[k] = frame
-        return self.obs.copy(), self.rewards.copy(), self.terms.copy(), self.truncs.copy(), {}
+        self.columns = [_bare_columns(shm.buf, shape) for shm in self.blocks]
+        self.step = bare_loop(self.socks, [encode({})] * n, self.columns)
 
     def close(self) -> None:
         for sock in self.socks:
-            sock.close()  # each worker's recv returns b"" and it exits
+            sock.close()  # each worker's read sees the connection closed, and it exits
         for proc in self.procs:
             proc.join(10)
             if proc.is_alive():
                 proc.kill()
-        self.views = []
+        self.step, self.columns = None, []  # the views go before their blocks close
         for shm in self.blocks:
             shm.close()
             shm.unlink()
@@ -235,7 +224,7 @@ def main() -> None:
         ways = {"RemoteVectorEnv": ours.step,
                 "straight-line usual step (pool + bookkeeping)": pool_loop(ours, bookkeeping=True),
                 "pool and sockets, copies only": pool_loop(ours, bookkeeping=False),
-                "bare loop, same workers": bare_loop(ours),
+                "bare loop, same workers": same_workers_loop(ours),
                 "bare loop, bare workers": bare.step,
                 "ALE AtariVectorEnv (C++ threads)": ale.step}
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
