@@ -101,7 +101,7 @@ class _RefusingThreadingMixIn(socketserver.ThreadingMixIn):
     daemon_threads = True
     # socketserver's default backlog is 5: a burst of clients connecting at once (a vector
     # env's or an EnvPool's sessions) overflowed it, and each TCP client past it waited a
-    # SYN retransmit (1 s) before it was accepted. Same queue as the HTTP front's.
+    # SYN retransmit (1 s) before it was accepted.
     request_queue_size = 128
 
     def process_request(self, request: Any, client_address: Any) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 from pathlib import Path
 
 import pytest
@@ -9,8 +12,10 @@ import pytest
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.envs.echo.env import EchoEnv
 from openenv_gym.errors import EnvServerError, WorkerConnectionError, WorkerCrashedError
+from openenv_gym.protocol.sockets import parse_address
 from openenv_gym.server.binary import BinaryServer
 from openenv_gym.server.service import EnvService
+from tests.conftest import ServedEnv
 
 
 @pytest.mark.parametrize("kind", ["unix", "tcp"])
@@ -29,6 +34,31 @@ def test_closing_the_server_ends_open_connections(tmp_path: Path, kind: str) -> 
     finally:
         client.drop()
         service.shutdown()
+
+
+def test_a_burst_of_connections_queues_while_the_server_cannot_accept() -> None:
+    # A vector env's or an EnvPool's sessions connect at once. With socketserver's default
+    # backlog of 5, the connections past it were dropped until the server accepted: each
+    # waited a SYN retransmit (1 s), and here, with the server stopped, never got in.
+    server = ServedEnv("echo", "--max-sessions", "40")
+    _, (host, port) = parse_address(server.binary)
+    socks: list[socket.socket] = []
+    try:
+        os.kill(server.proc.pid, signal.SIGSTOP)
+        try:
+            for _ in range(32):
+                socks.append(socket.create_connection((host, port), timeout=5.0))
+        finally:
+            os.kill(server.proc.pid, signal.SIGCONT)
+            for sock in socks:
+                sock.close()
+        client = BinaryClient(server.binary, 5.0)
+        try:
+            assert "env" in client.request({"op": "health"})
+        finally:
+            client.drop()
+    finally:
+        server.stop()
 
 
 def test_a_reset_whose_reply_cannot_be_sent_leaves_no_session_behind() -> None:
