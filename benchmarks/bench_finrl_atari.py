@@ -50,13 +50,13 @@ ALE_V5_RAW = dict(img_height=210, img_width=160, grayscale=False, stack_num=1, m
                   use_fire_reset=False)
 
 
-def ale_pong(settings: dict[str, Any]) -> Callable[[], gym.vector.VectorEnv]:
-    """A maker of ALE's own vector env of 2 Pong envs set to ``settings`` (:data:`ALE_PRE` or
-    :data:`ALE_V5_RAW`), the reference both Pong scripts measure against."""
+def ale_pong(settings: dict[str, Any], num_envs: int = 2) -> Callable[[], gym.vector.VectorEnv]:
+    """A maker of ALE's own vector env of ``num_envs`` Pong envs set to ``settings``
+    (:data:`ALE_PRE` or :data:`ALE_V5_RAW`), the reference both Pong scripts measure against."""
     def make() -> gym.vector.VectorEnv:
         import ale_py  # only the Pong rows need it
 
-        return ale_py.AtariVectorEnv("pong", 2, **settings)
+        return ale_py.AtariVectorEnv("pong", num_envs, **settings)
 
     return make
 

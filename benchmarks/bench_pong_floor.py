@@ -25,6 +25,12 @@ the bare loop's copies; and that plus every piece of bookkeeping a correct usual
 state, Gymnasium's batched info dict) as one straight loop, which falls back to nothing: it
 raises on anything unusual, so it bounds what streamlining RemoteVectorEnv could give.
 
+A second table times one env alone: the ``AtariEnv`` the workers serve, stepped in this
+process with no vector env around it (a worker's env compute and nothing else), and ALE's
+vector env with one env (its C++ step and one thread hand-off). What n=2 adds over one env
+then splits the distance to ALE into the env's own cost and the cost of running two of them
+in parallel: threads in one process for ALE, processes and sockets for the rest.
+
 Besides env-steps/s it reports the trainer's CPU time per vector step (its thread time).
 On 2 cores that time is not free: the trainer runs on the core of a worker that is waiting
 for its next action (``perf sched timehist``), so the step takes about one worker's
@@ -51,6 +57,7 @@ import gymnasium as gym
 import numpy as np
 
 import openenv_gym  # noqa: F401  (registers OpenEnv/*)
+from openenv_gym.envs.atari.env import AtariEnv
 from openenv_gym.protocol.slices import PLAIN_REPLY, STEP
 from openenv_gym.protocol.sockets import FrameReader
 from openenv_gym.protocol.wire import decode, encode
@@ -59,6 +66,8 @@ from _results import write_section  # benchmarks/_results.py
 from bench_finrl_atari import ALE_PRE, ALE_V5_RAW, PONG_PRE, ale_pong
 
 STEPS_PER_BLOCK = 150
+ONE_LOCAL = "one env in this process (the workers' AtariEnv), no vector env"
+ONE_ALE = "ALE AtariVectorEnv, n=1 (one C++ thread)"
 
 
 def bare_loop(socks: list[socket.socket], frames: list[bytes],
@@ -95,8 +104,6 @@ def _bare_worker(sock: socket.socket, shm_name: str, settings: dict[str, Any], s
     """A bare worker (see the module's docstring): its env's step between a request frame,
     waited for with the product's own reader, and a constant reply; results in the columns
     of the shared block ``shm_name`` (:func:`_bare_columns`)."""
-    from openenv_gym.envs.atari.env import AtariEnv
-
     env = AtariEnv(game="pong", **settings)
     obs, _ = env.reset(seed=seed)
     shm = SharedMemory(shm_name)
@@ -213,12 +220,16 @@ def main() -> None:
     load = os.getloadavg()[0]
     ours = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider="process", game="pong",
                         **({} if args.raw else PONG_PRE))
-    ale = ale_pong(ALE_V5_RAW if args.raw else ALE_PRE)()
+    settings = {} if args.raw else PONG_PRE
+    ale_settings = ALE_V5_RAW if args.raw else ALE_PRE
+    ale, ale_one = ale_pong(ale_settings)(), ale_pong(ale_settings, num_envs=1)()
+    local = AtariEnv(game="pong", **settings)
     bare = None
     try:
         ours.reset(seed=0)
         ale.reset(seed=0)
-        bare = BareWorkers({} if args.raw else PONG_PRE, ours.single_observation_space.shape)
+        ale_one.reset(seed=0)
+        bare = BareWorkers(settings, ours.single_observation_space.shape)
         rng = np.random.default_rng(0)
         actions = [rng.integers(0, 6, 2) for _ in range(STEPS_PER_BLOCK)]
         ways = {"RemoteVectorEnv": ours.step,
@@ -227,16 +238,20 @@ def main() -> None:
                 "bare loop, same workers": same_workers_loop(ours),
                 "bare loop, bare workers": bare.step,
                 "ALE AtariVectorEnv (C++ threads)": ale.step}
-        times: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
+        alone = {ONE_LOCAL: lambda a: local.step(int(a[0])), ONE_ALE: lambda a: ale_one.step(a[:1])}
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in (*ways, *alone)}
         for _ in range(args.blocks):
-            for name, step in ways.items():
+            for name, step in (*ways.items(), *alone.items()):
                 times[name].append(block(step, actions))
-                ours.reset()  # only RemoteVectorEnv autoresets: every way starts live episodes
+                ours.reset()  # only the vector envs autoreset: every way starts live episodes
+                local.reset()
                 for piece in ours.pool.slices:  # the pool loops leave the command column as is
                     piece.columns["cmd"][:] = STEP
     finally:
         ours.close()
         ale.close()
+        ale_one.close()
+        local.close()
         if bare is not None:
             bare.close()
     ale_wall = [wall for wall, _ in times["ALE AtariVectorEnv (C++ threads)"]]
@@ -247,11 +262,20 @@ def main() -> None:
              f"2 shared cores, 1-min load {load:.1f} at start).", "",
              f"| Pong n=2, {config} | env-steps/s | vs ALE (median of block ratios) "
              "| µs per vector step | trainer CPU µs per vector step |", "|---|---|---|---|---|"]
-    for name, rows in times.items():
-        wall = [w for w, _ in rows]
-        ratio = statistics.median(a / w for a, w in zip(ale_wall, wall))
-        lines.append(f"| {name} | {2 / statistics.median(wall):,.0f} | {ratio:.2f}× "
-                     f"| {statistics.median(wall) * 1e6:.0f} | {statistics.median(c for _, c in rows) * 1e6:.0f} |")
+    medians = {name: (statistics.median(w for w, _ in rows) * 1e6, statistics.median(c for _, c in rows) * 1e6)
+               for name, rows in times.items()}
+    for name in ways:
+        ratio = statistics.median(a / w for a, (w, _) in zip(ale_wall, times[name]))
+        wall, cpu = medians[name]
+        lines.append(f"| {name} | {2e6 / wall:,.0f} | {ratio:.2f}× | {wall:.0f} | {cpu:.0f} |")
+    lines += ["", f"| one Pong env, {config}, no second env | µs per step | trainer CPU µs per step |",
+              "|---|---|---|"]
+    lines += [f"| {name} | {medians[name][0]:.0f} | {medians[name][1]:.0f} |" for name in alone]
+    added = {name: medians[name][0] - medians[ONE_ALE if name.startswith("ALE") else ONE_LOCAL][0]
+             for name in ("ALE AtariVectorEnv (C++ threads)", "bare loop, bare workers", "RemoteVectorEnv")}
+    lines += ["", "What n=2 adds to one env's step (µs per vector step; ALE's over its own n=1, the "
+              "others' over one env in this process): " + "; ".join(f"{name} +{us:.0f}" for name, us in added.items())
+              + "."]
     text = "\n".join(lines)
     print(text)
     if args.write:

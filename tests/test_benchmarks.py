@@ -50,3 +50,24 @@ def test_bench_pong_floor_bare_workers_step_the_same_env_as_a_local_one(monkeypa
         bare.close()
         local.close()
     assert all(not proc.is_alive() for proc in bare.procs)
+
+
+def test_bench_pong_floor_one_env_rows_time_one_env_of_the_same_frames() -> None:
+    # The one-env table sets ALE's vector env at n=1 beside the workers' AtariEnv alone: worth
+    # quoting only if both step one env of the same preprocessed frames.
+    import numpy as np
+
+    from openenv_gym.envs.atari.env import AtariEnv
+
+    bench = _load("bench_finrl_atari")
+    ale = bench.ale_pong(bench.ALE_PRE, num_envs=1)()
+    local = AtariEnv(game="pong", **bench.PONG_PRE)
+    try:
+        frames, _ = ale.reset(seed=0)
+        obs, _ = local.reset(seed=0)
+        assert frames.shape == (1, *obs.shape) and frames.dtype == obs.dtype
+        frames, rewards, *_ = ale.step(np.array([1]))  # a one-env step takes the first action only
+        assert frames.shape == (1, *obs.shape) and rewards.shape == (1,)
+    finally:
+        ale.close()
+        local.close()
