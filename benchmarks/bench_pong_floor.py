@@ -66,6 +66,7 @@ from _results import write_section  # benchmarks/_results.py
 from bench_finrl_atari import ALE_PRE, ALE_V5_RAW, PONG_PRE, ale_pong
 
 STEPS_PER_BLOCK = 150
+ALE_TWO = "ALE AtariVectorEnv (C++ threads)"
 ONE_LOCAL = "one env in this process (the workers' AtariEnv), no vector env"
 ONE_ALE = "ALE AtariVectorEnv, n=1 (one C++ thread)"
 
@@ -218,9 +219,8 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    ours = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider="process", game="pong",
-                        **({} if args.raw else PONG_PRE))
     settings = {} if args.raw else PONG_PRE
+    ours = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider="process", game="pong", **settings)
     ale_settings = ALE_V5_RAW if args.raw else ALE_PRE
     ale, ale_one = ale_pong(ale_settings)(), ale_pong(ale_settings, num_envs=1)()
     local = AtariEnv(game="pong", **settings)
@@ -237,7 +237,7 @@ def main() -> None:
                 "pool and sockets, copies only": pool_loop(ours, bookkeeping=False),
                 "bare loop, same workers": same_workers_loop(ours),
                 "bare loop, bare workers": bare.step,
-                "ALE AtariVectorEnv (C++ threads)": ale.step}
+                ALE_TWO: ale.step}
         alone = {ONE_LOCAL: lambda a: local.step(int(a[0])), ONE_ALE: lambda a: ale_one.step(a[:1])}
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in (*ways, *alone)}
         for _ in range(args.blocks):
@@ -254,7 +254,7 @@ def main() -> None:
         local.close()
         if bare is not None:
             bare.close()
-    ale_wall = [wall for wall, _ in times["ALE AtariVectorEnv (C++ threads)"]]
+    ale_wall = [wall for wall, _ in times[ALE_TWO]]
     flags = (" --raw" if args.raw else "") + (" --write" if args.write else "")
     config = "raw RGB (ALE/Pong-v5)" if args.raw else "preprocessed"
     lines = [f"Command: `python benchmarks/bench_pong_floor.py{flags}` "
@@ -271,8 +271,9 @@ def main() -> None:
     lines += ["", f"| one Pong env, {config}, no second env | µs per step | trainer CPU µs per step |",
               "|---|---|---|"]
     lines += [f"| {name} | {medians[name][0]:.0f} | {medians[name][1]:.0f} |" for name in alone]
-    added = {name: medians[name][0] - medians[ONE_ALE if name.startswith("ALE") else ONE_LOCAL][0]
-             for name in ("ALE AtariVectorEnv (C++ threads)", "bare loop, bare workers", "RemoteVectorEnv")}
+    # Each n=2 way beside the one env it runs two of: ALE's own n=1, or our env in this process.
+    over = {ALE_TWO: ONE_ALE, "bare loop, bare workers": ONE_LOCAL, "RemoteVectorEnv": ONE_LOCAL}
+    added = {name: medians[name][0] - medians[one][0] for name, one in over.items()}
     lines += ["", "What n=2 adds to one env's step (µs per vector step; ALE's over its own n=1, the "
               "others' over one env in this process): " + "; ".join(f"{name} +{us:.0f}" for name, us in added.items())
               + "."]
@@ -281,7 +282,7 @@ def main() -> None:
     if args.write:
         section, after = ("pong-floor-raw", "pong-floor") if args.raw else ("pong-floor", "finrl-atari-notes")
         write_section(section, f"## Pong n=2, {config}: RemoteVectorEnv, a bare loop over the same "
-                      f"workers and over bare workers, ALE (issue 6)\n\n{text}", after=after)
+                      f"workers and over bare workers, ALE; one env alone (issue 6)\n\n{text}", after=after)
 
 
 if __name__ == "__main__":

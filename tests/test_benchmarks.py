@@ -52,9 +52,10 @@ def test_bench_pong_floor_bare_workers_step_the_same_env_as_a_local_one(monkeypa
     assert all(not proc.is_alive() for proc in bare.procs)
 
 
-def test_bench_pong_floor_one_env_rows_time_one_env_of_the_same_frames() -> None:
+def test_bench_pong_floor_one_env_rows_step_one_env_of_the_same_frame_shape() -> None:
     # The one-env table sets ALE's vector env at n=1 beside the workers' AtariEnv alone: worth
-    # quoting only if both step one env of the same preprocessed frames.
+    # quoting only if both step one env of the same preprocessed frame shape (their noop
+    # starts draw from different generators, so the frames themselves differ).
     import numpy as np
 
     from openenv_gym.envs.atari.env import AtariEnv
