@@ -1,7 +1,7 @@
 """Pong n=2: how close to ALE's C++ ``AtariVectorEnv`` a Python trainer over two worker
 processes can get, and where the rest goes.
 
-Three ways to step 2 preprocessed Pong envs (84×84 gray, 4-stack, noop 30, sticky actions
+Five ways to step 2 preprocessed Pong envs (84×84 gray, 4-stack, noop 30, sticky actions
 off), in interleaved blocks so the load of other users hits all alike:
 
 - ``RemoteVectorEnv``: ``gym.make_vec("OpenEnv/Atari-v0", num_envs=2)``, the product.
@@ -16,6 +16,10 @@ off), in interleaved blocks so the load of other users hits all alike:
   results in shared memory, under the same bare loop. Of the product's serving code only the
   frame reader runs (no dispatch, slice or session layers), so it bounds the design itself: a
   Python env step in a process per worker, on these 2 cores.
+- Two envs in one process, no worker processes: the same two ``AtariEnv`` in this process,
+  the second stepped on a thread of its own while this thread steps the first, as ALE's vector
+  env steps its envs on threads. ale-py holds the GIL while it emulates, so this shows whether
+  threads could stand in for a second process in Python (they cannot).
 - ALE's ``AtariVectorEnv``: the same emulator, preprocessing in C++ threads, no isolation.
 
 Two more rows split the distance between the first two: the product's pool and socket
@@ -50,6 +54,7 @@ import os
 import socket
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Callable
 
@@ -67,6 +72,7 @@ from bench_finrl_atari import ALE_PRE, ALE_V5_RAW, PONG_PRE, ale_pong
 
 STEPS_PER_BLOCK = 150
 ALE_TWO = "ALE AtariVectorEnv (C++ threads)"
+THREADS = "two envs in this process, the second on a thread"
 ONE_LOCAL = "one env in this process (the workers' AtariEnv), no vector env"
 ONE_ALE = "ALE AtariVectorEnv, n=1 (one C++ thread)"
 
@@ -101,6 +107,15 @@ def same_workers_loop(envs: Any) -> Callable[[np.ndarray], Any]:
                      [piece.columns for piece in slices])
 
 
+def step_autoreset(env: AtariEnv, action: int) -> tuple[np.ndarray, float, bool, bool]:
+    """``env``'s step, then its reset if the episode ended (a worker's autoreset): the
+    observation to return, the reward and the episode-end flags."""
+    obs, reward, terminated, truncated, _ = env.step(action)
+    if terminated or truncated:
+        obs, _ = env.reset()
+    return obs, reward, terminated, truncated
+
+
 def _bare_worker(sock: socket.socket, shm_name: str, settings: dict[str, Any], seed: int) -> None:
     """A bare worker (see the module's docstring): its env's step between a request frame,
     waited for with the product's own reader, and a constant reply; results in the columns
@@ -115,10 +130,8 @@ def _bare_worker(sock: socket.socket, shm_name: str, settings: dict[str, Any], s
             reader.read()
         except ConnectionResetError:  # the trainer closed its end
             break
-        obs, reward, terminated, truncated, _ = env.step(int(cols["action"][0]))
+        obs, reward, terminated, truncated = step_autoreset(env, int(cols["action"][0]))
         cols["reward"][0], cols["terminated"][0], cols["truncated"][0] = reward, terminated, truncated
-        if terminated or truncated:
-            obs, _ = env.reset()
         cols["obs"][0] = obs
         sock.send(PLAIN_REPLY)
     del cols
@@ -161,6 +174,30 @@ class BareWorkers:
         for shm in self.blocks:
             shm.close()
             shm.unlink()
+
+
+class ThreadedPair:
+    """Two of the workers' ``AtariEnv`` in this process (seeds 0 and 1, as the bare workers'),
+    the second stepped on a thread of its own while this thread steps the first (see the
+    module's docstring); :attr:`step` returns the batch as :func:`bare_loop`'s does."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.envs = [AtariEnv(game="pong", **settings) for _ in range(2)]
+        first = [env.reset(seed=seed)[0] for seed, env in enumerate(self.envs)]
+        self._second = ThreadPoolExecutor(1, thread_name_prefix="second-env")
+        self._obs = np.zeros((2, *first[0].shape), first[0].dtype)
+        self._rewards, self._terms, self._truncs = np.zeros(2), np.zeros(2, np.bool_), np.zeros(2, np.bool_)
+
+    def step(self, actions: np.ndarray) -> Any:
+        second = self._second.submit(step_autoreset, self.envs[1], int(actions[1]))
+        for k, result in enumerate((step_autoreset(self.envs[0], int(actions[0])), second.result())):
+            self._obs[k], self._rewards[k], self._terms[k], self._truncs[k] = result
+        return self._obs.copy(), self._rewards.copy(), self._terms.copy(), self._truncs.copy(), {}
+
+    def close(self) -> None:
+        self._second.shutdown()
+        for env in self.envs:
+            env.close()
 
 
 def pool_loop(envs: Any, bookkeeping: bool) -> Callable[[np.ndarray], Any]:
@@ -224,12 +261,13 @@ def main() -> None:
     ale_settings = ALE_V5_RAW if args.raw else ALE_PRE
     ale, ale_one = ale_pong(ale_settings)(), ale_pong(ale_settings, num_envs=1)()
     local = AtariEnv(game="pong", **settings)
-    bare = None
+    bare = pair = None
     try:
         ours.reset(seed=0)
         ale.reset(seed=0)
         ale_one.reset(seed=0)
         bare = BareWorkers(settings, ours.single_observation_space.shape)
+        pair = ThreadedPair(settings)
         rng = np.random.default_rng(0)
         actions = [rng.integers(0, 6, 2) for _ in range(STEPS_PER_BLOCK)]
         ways = {"RemoteVectorEnv": ours.step,
@@ -237,6 +275,7 @@ def main() -> None:
                 "pool and sockets, copies only": pool_loop(ours, bookkeeping=False),
                 "bare loop, same workers": same_workers_loop(ours),
                 "bare loop, bare workers": bare.step,
+                THREADS: pair.step,
                 ALE_TWO: ale.step}
         alone = {ONE_LOCAL: lambda a: local.step(int(a[0])), ONE_ALE: lambda a: ale_one.step(a[:1])}
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in (*ways, *alone)}
@@ -254,6 +293,8 @@ def main() -> None:
         local.close()
         if bare is not None:
             bare.close()
+        if pair is not None:
+            pair.close()
     ale_wall = [wall for wall, _ in times[ALE_TWO]]
     flags = (" --raw" if args.raw else "") + (" --write" if args.write else "")
     config = "raw RGB (ALE/Pong-v5)" if args.raw else "preprocessed"
@@ -272,7 +313,8 @@ def main() -> None:
               "|---|---|---|"]
     lines += [f"| {name} | {medians[name][0]:.0f} | {medians[name][1]:.0f} |" for name in alone]
     # Each n=2 way beside the one env it runs two of: ALE's own n=1, or our env in this process.
-    over = {ALE_TWO: ONE_ALE, "bare loop, bare workers": ONE_LOCAL, "RemoteVectorEnv": ONE_LOCAL}
+    over = {ALE_TWO: ONE_ALE, "bare loop, bare workers": ONE_LOCAL, THREADS: ONE_LOCAL,
+            "RemoteVectorEnv": ONE_LOCAL}
     added = {name: medians[name][0] - medians[one][0] for name, one in over.items()}
     lines += ["", "What n=2 adds to one env's step (µs per vector step; ALE's over its own n=1, the "
               "others' over one env in this process): " + "; ".join(f"{name} +{us:.0f}" for name, us in added.items())
@@ -282,7 +324,8 @@ def main() -> None:
     if args.write:
         section, after = ("pong-floor-raw", "pong-floor") if args.raw else ("pong-floor", "finrl-atari-notes")
         write_section(section, f"## Pong n=2, {config}: RemoteVectorEnv, a bare loop over the same "
-                      f"workers and over bare workers, ALE; one env alone (issue 6)\n\n{text}", after=after)
+                      f"workers and over bare workers, two envs on two threads, ALE; one env alone "
+                      f"(issue 6)\n\n{text}", after=after)
 
 
 if __name__ == "__main__":

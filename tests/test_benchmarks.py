@@ -72,3 +72,41 @@ def test_bench_pong_floor_one_env_rows_step_one_env_of_the_same_frame_shape() ->
     finally:
         ale.close()
         local.close()
+
+
+def test_bench_pong_floor_threaded_pair_steps_each_env_as_a_local_one() -> None:
+    # The threads row is worth quoting only if its second thread steps its own env, with
+    # its own action, to the same frames, rewards and flags a local env gives (and resets it
+    # at an episode's end as a worker does).
+    import threading
+
+    import numpy as np
+
+    from openenv_gym.envs.atari.env import AtariEnv
+
+    bench = _load("bench_pong_floor")
+    settings = {**bench.PONG_PRE, "max_num_frames_per_episode": 60}  # episodes end within the test
+    pair = bench.ThreadedPair(settings)
+    local = [AtariEnv(game="pong", **settings) for _ in range(2)]
+    try:
+        for seed, env in enumerate(local):
+            env.reset(seed=seed)
+        rng = np.random.default_rng(0)
+        ended = 0
+        for _ in range(40):
+            actions = rng.integers(0, 6, 2)
+            frames, rewards, terms, truncs, _ = pair.step(actions)
+            for k, env in enumerate(local):
+                obs, reward, terminated, truncated, _ = env.step(int(actions[k]))
+                if terminated or truncated:
+                    obs, _ = env.reset()
+                assert np.array_equal(frames[k], obs)
+                assert (rewards[k], terms[k], truncs[k]) == (reward, terminated, truncated)
+                ended += terminated or truncated
+        assert ended >= 2  # both envs went through a reset
+        assert not np.array_equal(frames[0], frames[1])  # each env plays its own seed
+    finally:
+        pair.close()
+        for env in local:
+            env.close()
+    assert not any(thread.name.startswith("second-env") for thread in threading.enumerate())
