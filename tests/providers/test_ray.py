@@ -225,16 +225,26 @@ def test_node_lost_mid_rollout_replaces_its_workers_and_the_rollout_continues(ra
     ray_cluster.cluster.wait_for_nodes()
     import ray
 
-    # wait_for_nodes sees the node registered; the scheduler may not see its resources yet
-    # (seen once: all six workers went to the other two nodes).
-    deadline = time.monotonic() + 30
-    while ray.available_resources().get("docker", 0) < 12 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    # SPREAD is best effort, and the scheduler may see the new node's resources late: twice
+    # all six workers went to node_a and node_b. Holding half of each one's docker slots
+    # while the workers are placed leaves them room for four, so at least two must wait for
+    # the new node; let go before it is removed, the slots take the replacements.
+    @ray.remote(num_cpus=0)
+    class Hold:  # defined here, Ray ships it by value: workers cannot import this test module
+        def ready(self) -> bool:
+            return True
+
+    holders = [Hold.options(resources={"docker": 2, zone: 1}).remote() for zone in ("zone_a", "zone_b")]
+    ray.get([h.ready.remote() for h in holders], timeout=60)
     # One env per worker: six workers spread over three nodes (the default, one worker per
     # core, would make two, which need not land on the node this test removes).
-    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=6, env_id="CartPole-v1", provider="ray",
-                        envs_per_worker=1, step_timeout=20.0,
-                        provider_options={"num_cpus": 0.5, "resources": {"docker": 1}})
+    try:
+        envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=6, env_id="CartPole-v1", provider="ray",
+                            envs_per_worker=1, step_timeout=20.0,
+                            provider_options={"num_cpus": 0.5, "resources": {"docker": 1}})
+    finally:
+        for h in holders:
+            ray.kill(h)
     try:
         pool = envs.unwrapped._pool if hasattr(envs.unwrapped, "_pool") else envs._pool
         workers = pool.workers
