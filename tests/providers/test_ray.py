@@ -235,10 +235,10 @@ def test_node_lost_mid_rollout_replaces_its_workers_and_the_rollout_continues(ra
             return True
 
     holders = [Hold.options(resources={"docker": 2, zone: 1}).remote() for zone in ("zone_a", "zone_b")]
-    ray.get([h.ready.remote() for h in holders], timeout=60)
-    # One env per worker: six workers spread over three nodes (the default, one worker per
-    # core, would make two, which need not land on the node this test removes).
     try:
+        ray.get([h.ready.remote() for h in holders], timeout=60)
+        # One env per worker: six workers spread over three nodes (the default, one worker
+        # per core, would make two, which need not land on the node this test removes).
         envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=6, env_id="CartPole-v1", provider="ray",
                             envs_per_worker=1, step_timeout=20.0,
                             provider_options={"num_cpus": 0.5, "resources": {"docker": 1}})
