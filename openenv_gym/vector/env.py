@@ -1247,8 +1247,17 @@ class RemoteVectorEnv(VectorEnv):
 
         Returns:
             The sub-replies, in the order of ``indices`` (env order by default).
+
+        Raises:
+            gym.error.AlreadyPendingCallError: This thread's ``step_async`` awaits its
+                ``step_wait`` (as Gymnasium's ``AsyncVectorEnv`` refuses the call): the
+                served envs have stepped, and answering first would lose that step's results.
         """
-        self._discard_pending()
+        if self._pending is not None and self._pending_thread is threading.current_thread():
+            raise gym.error.AlreadyPendingCallError(
+                "a step is pending: call step_wait() before call(), get_attr(), set_attr() or "
+                "render(), or the step's rewards and episode ends would be lost", "step")
+        self._discard_pending()  # a step sent by a thread that has ended: no one gathers it
         pool = self.pool
         self._refuse_inherited()
         targets = self._targets(indices)

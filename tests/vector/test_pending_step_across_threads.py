@@ -1,6 +1,7 @@
 """A step sent with step_async is its thread's turn until step_wait gathers it: a call from
 another thread (a dashboard's get_attr or render beside SB3's training loop, whose ``step``
-is step_async then step_wait) waits for it instead of discarding it."""
+is step_async then step_wait) waits for it instead of discarding it; the same thread's call
+is refused, as Gymnasium's AsyncVectorEnv refuses it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import threading
 from typing import Any, Callable
 
 import gymnasium as gym
+import numpy as np
+import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.sb3 import RemoteVecEnv
@@ -60,4 +63,29 @@ def test_sb3_step_beside_another_threads_env_method() -> None:
         assert list(obs["echo"]) == ["ab", "cd"]
         assert results == [[7, 7]]
     finally:
+        venv.close()
+
+
+def test_own_threads_call_during_a_pending_step_is_refused_and_loses_nothing() -> None:
+    # was: get_attr discarded this thread's pending step (the envs had stepped), and step_wait
+    # then raised NoAsyncCallError: that step's rewards and episode ends were lost.
+    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", max_steps=7)
+    venv = RemoteVecEnv("echo", 2, provider="process", max_steps=7)
+    try:
+        envs.reset(seed=0)
+        venv.reset()
+        envs.step_async({"message": ("ab", "cd")})
+        venv.step_async([{"message": "ab"}, {"message": "cd"}])
+        for call in (lambda: envs.get_attr("max_steps"), lambda: envs.call("state"),
+                     lambda: envs.set_attr("max_steps", 9), lambda: venv.get_attr("max_steps"),
+                     lambda: venv.env_method("state", indices=[1])):
+            with pytest.raises(gym.error.AlreadyPendingCallError, match=r"call step_wait\(\) before"):
+                call()
+        obs, rewards, *_ = envs.step_wait()
+        assert list(obs["echo"]) == ["ab", "cd"] and np.allclose(rewards, 0.2)
+        sb3_obs, sb3_rewards, *_ = venv.step_wait()
+        assert list(sb3_obs["echo"]) == ["ab", "cd"] and np.allclose(sb3_rewards, 0.2)
+        assert envs.get_attr("max_steps") == (7, 7)  # answered once the step is gathered
+    finally:
+        envs.close()
         venv.close()
