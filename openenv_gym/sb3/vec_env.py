@@ -28,7 +28,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 )
 
 from openenv_gym.client.env import served_method
-from openenv_gym.errors import InvalidActionError
+from openenv_gym.errors import InvalidRequestError
 from openenv_gym.protocol.slices import is_flat
 from openenv_gym.vector.env import RemoteVectorEnv
 
@@ -178,6 +178,10 @@ class RemoteVecEnv(VecEnv):
         """Whether every remote env has ``attr_name`` (as SB3's ``VecEnv.has_attr``; an
         attribute whose value cannot cross the wire, such as ``np_random``, is there too).
 
+        A name the workers refuse to serve (a private one, ``_elapsed_steps``, or one that is
+        not an identifier) is False, though a served env may hold it: this VecEnv can never
+        read it (``get_attr`` raises ``InvalidRequestError``), and SB3 promises a bool.
+
         Args:
             attr_name: The attribute.
 
@@ -187,6 +191,8 @@ class RemoteVecEnv(VecEnv):
         try:
             self.get_attr(attr_name)
         except AttributeError:
+            return False
+        except InvalidRequestError:  # the server's rule for names, not repeated here
             return False
         except TypeError:  # there, but its value cannot cross the wire
             return True
@@ -258,12 +264,6 @@ def _per_env(space: spaces.Space, actions: Any) -> list[Any] | None:
         return None
     if isinstance(actions, np.ndarray) and actions.ndim == 0:  # one object, not one per env
         return None
-    rows = list(actions)
-    if isinstance(space, spaces.Dict) and all(isinstance(row, dict) for row in rows):
-        fields = {key for row in rows for key in row}
-        for i, row in enumerate(rows):
-            missing = sorted(fields - row.keys())
-            if missing:
-                raise InvalidActionError(f"env {i}'s action has no field {missing[0]!r}, which another "
-                                         "env's action has: give every env's action the same fields")
-    return rows
+    # Each env's action goes to it alone and is checked as that env's own (step_async_per_env),
+    # so envs' dicts need not share fields: one may leave out an optional field another sets.
+    return list(actions)
