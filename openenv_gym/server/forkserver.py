@@ -361,7 +361,12 @@ def _fork(sock: socket.socket, argv: list[str], log: str, cwd: str,
         # As the process provider spawns workers: a session of its own (Ctrl-C in the
         # trainer's terminal does not reach it), stdin from /dev/null, output to its log.
         os.setsid()
-        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except FileNotFoundError:
+            # The owner removed its pool folder (its start cut short by Ctrl-C): no one waits
+            # for this worker, and a traceback here would reach the trainer's terminal.
+            os._exit(1)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out, 1)

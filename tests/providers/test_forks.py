@@ -274,3 +274,27 @@ def test_no_resource_warning_from_the_fork_server_in_dev_mode() -> None:
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.split() == ["done"], out.stderr[-3000:]
     assert "ResourceWarning" not in out.stderr, out.stderr[-3000:]
+
+
+_LOG_FOLDER_GONE = """
+import os
+from openenv_gym.providers import _forks
+from openenv_gym.providers._runtime import worker_environ
+folder = os.path.join(os.environ["TMPDIR"], "removed-pool")  # never made: removed by its owner
+argv = ["echo", "--unix", os.path.join(folder, "w0.sock"), "--owner-pid", str(os.getpid())]
+proc = _forks.spawn(argv, os.path.join(folder, "w0.log"), worker_environ(trainer_path=True))
+print("exit", proc.wait(30), flush=True)
+_forks.shutdown()
+"""
+
+
+def test_a_worker_whose_pool_folder_is_gone_exits_without_a_traceback(tmp_path) -> None:
+    # A start cut short by Ctrl-C removes its pool folder while the server may still fork its
+    # worker: the worker cannot open its log there, and exits. It printed a FileNotFoundError
+    # traceback on the server's stderr, the trainer's terminal.
+    env = dict(os.environ, TMPDIR=str(tmp_path),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    run = subprocess.run([sys.executable, "-c", _LOG_FOLDER_GONE], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert run.stdout.split() == ["exit", "1"], (run.stdout, run.stderr)
+    assert "Traceback" not in run.stderr and "FileNotFoundError" not in run.stderr, run.stderr
