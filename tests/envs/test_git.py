@@ -492,3 +492,33 @@ def test_a_folder_the_agent_locked_does_not_outlive_its_episode() -> None:
         assert int(obs["output"].split()[-1]) < 4096, "the locked folders' 12 MiB are still in the tmpfs"
     finally:
         env.close()
+
+
+#: Fills the worker's disk (the process worker's private 64 MiB tmpfs): 15 MiB files until a
+#: write fails.
+_FILL_DISK = "for i in $(seq 10); do head -c 15M /dev/zero > f$i || break; done"
+#: What an episode starts with: every file of the env's folder (HOME's parent) but git's internals.
+_LISTING = "cd \"$HOME/..\" && find . -not -path '*/.git/*' -not -path '*.git/*' | sort"
+
+
+def test_a_command_that_fills_the_disk_does_not_break_the_next_reset() -> None:
+    # The agent's files were deleted in the background while reset copied the snapshot (the
+    # copy failed for want of their space), and a task's first snapshot was built before
+    # they were deleted at all: every later reset then failed with ENOSPC.
+    env = gym.make("OpenEnv/Git-v0", provider="process", task="create-branch")
+    try:
+        # create-branch: its snapshot exists; cherry-pick: its first one is built after the fill.
+        for task in ("create-branch", "cherry-pick", "cherry-pick"):
+            env.reset(options={"task": "create-branch"})
+            obs, *_ = env.step({"command": _FILL_DISK, "workdir": ""})
+            assert "No space left on device" in obs["output"], obs["output"]
+            obs, info = env.reset(options={"task": task})
+            assert info["task"] == task and info["score"] < 1.0
+            after_fill = env.step({"command": _LISTING, "workdir": ""})[0]["output"]
+            obs, *_ = env.step({"command": "git status --short"})
+            assert int(obs["exit_code"]) == 0 and obs["output"] == "", obs["output"]
+            env.reset(options={"task": task})
+            assert after_fill == env.step({"command": _LISTING, "workdir": ""})[0]["output"]
+            assert "/f1\n" not in after_fill and "./work/" in after_fill, after_fill
+    finally:
+        env.close()

@@ -44,7 +44,7 @@ from typing import Callable, Mapping, Sequence
 from openenv_gym.envs._confine import Confinement, Ruleset, python_roots, system_roots
 from openenv_gym.envs._exec import (NO_SANDBOX_FUNCTIONS, OUTPUT_LIMIT, ExecResult, Limits, gate_line,
                                     held_start, minimal_environ, reap_orphans, run)
-from openenv_gym.envs._files import remove_tree
+from openenv_gym.envs._files import empty_folder, remove_tree
 from openenv_gym.envs.git.checks import pin_revs
 from openenv_gym.envs.git.server import GitHttpServer
 from openenv_gym.envs.git.tasks import SETUP_PRELUDE, Task
@@ -133,6 +133,9 @@ class _Shared:
         self.start_scores: dict[str, tuple[float, int]] = {}
         self._trash = 0
         self.lock = threading.Lock()
+        #: :meth:`empty`'s background deletions (its own lock: :attr:`lock` is held by builds).
+        self._deleting: list[threading.Thread] = []
+        self._deleting_lock = threading.Lock()
         atexit.register(self.close)
 
     def gate(self, ident: str) -> Callable[[Callable[[int], subprocess.Popen]], subprocess.Popen] | None:
@@ -152,7 +155,18 @@ class _Shared:
         os.mkdir(trash)
         for entry in os.scandir(folder):
             os.rename(entry.path, os.path.join(trash, entry.name))
-        threading.Thread(target=remove_tree, args=(trash,), daemon=True).start()
+        thread = threading.Thread(target=remove_tree, args=(trash,), daemon=True)
+        thread.start()
+        with self._deleting_lock:
+            self._deleting = [t for t in self._deleting if t.is_alive()] + [thread]
+
+    def settle(self) -> None:
+        """Wait for :meth:`empty`'s background deletions to end: for when the disk they hold
+        is needed (an agent's command filled it), not on every reset."""
+        with self._deleting_lock:
+            threads = list(self._deleting)
+        for thread in threads:
+            thread.join()
 
     def close(self) -> None:
         self.server.close()
@@ -348,11 +362,20 @@ class Workspace:
             TaskSetupError: Building the task's snapshot failed.
         """
         key = task.key if task is not None else ""
+        os.chmod(self.base, 0o700)  # the agent may have changed it; the worker owns it
+        # Emptied first: a task's first snapshot is built on the disk the agent's files hold.
+        self.shared.empty(self.base)  # the folder stays: the ruleset names it
         snapshot = self._snapshot(task)
         self.pins = self.shared.pins.get(key, {})
-        os.chmod(self.base, 0o700)  # the agent may have changed it; the worker owns it
-        self.shared.empty(self.base)  # the folder stays: the ruleset names it
-        shutil.copytree(snapshot, self.base, symlinks=True, dirs_exist_ok=True)
+        try:
+            shutil.copytree(snapshot, self.base, symlinks=True, dirs_exist_ok=True)
+        except OSError:  # shutil.Error too: it lists each file's (ENOSPC) error
+            # The agent's command filled the disk, and its files' deletion (in the background,
+            # for a fast reset) has not freed it yet: wait for that, then copy again onto an
+            # empty folder. A second failure is a real one.
+            self.shared.settle()
+            empty_folder(self.base)
+            shutil.copytree(snapshot, self.base, symlinks=True, dirs_exist_ok=True)
         old = f"/{os.path.basename(snapshot)}/"  # the builder's folder name, in its URLs
         new = f"/{self.ident}/"
         for top in (self.work, self.remotes):
@@ -372,6 +395,8 @@ class Workspace:
         with self.shared.lock:
             path = self.shared.snapshots.get(key)
             if path is None:
+                # Setup needs disk: let the deleted files free theirs first (once per task).
+                self.shared.settle()
                 path, self.shared.pins[key] = self._build(task, key)
                 self.shared.snapshots[key] = path
             return path
