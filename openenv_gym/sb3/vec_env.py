@@ -238,8 +238,7 @@ class RemoteVecEnv(VecEnv):
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         """Frames of every env (``render_mode="rgb_array"``)."""
-        frames = self.venv.render()
-        return list(frames) if frames is not None else [None] * self.num_envs
+        return list(self.venv.render())
 
 
 def _same_options(a: dict[str, Any], b: dict[str, Any]) -> bool:

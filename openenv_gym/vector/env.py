@@ -1381,10 +1381,11 @@ class RemoteVectorEnv(VectorEnv):
         value_of = dict(zip(targets, values))
         self._per_env(lambda i, sid: ops.set_attr(sid, name, value_of[i]), targets)
 
-    def render(self) -> tuple[Any, ...] | None:
-        """Every sub-env's frame (``rgb_array``) or text (``ansi``); None without a render mode."""
+    def render(self) -> tuple[Any, ...]:
+        """Every sub-env's frame (``rgb_array``) or text (``ansi``); one None per sub-env
+        without a render mode, as Gymnasium's ``SyncVectorEnv`` and ``AsyncVectorEnv`` give."""
         if self.render_mode is None:
-            return None
+            return (None,) * self.num_envs
         return tuple(s["frame"] for s in self._per_env(lambda i, sid: ops.render(sid)))
 
     # -- lifecycle --------------------------------------------------------------------

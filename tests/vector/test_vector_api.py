@@ -383,3 +383,16 @@ def test_unencodable_set_attr_reaches_no_worker() -> None:
         assert [client.connection for client in envs.pool.clients] == connections
     finally:
         envs.close()
+
+
+def test_render_without_a_render_mode_gives_one_none_per_env_as_gymnasium() -> None:
+    # It returned a bare None, where Gymnasium's vector envs give a tuple: frames[0] failed.
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id="CartPole-v1", provider="process")
+    local = gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync")
+    try:
+        envs.reset(seed=0)
+        local.reset(seed=0)
+        assert envs.render() == local.render() == (None, None)
+    finally:
+        envs.close()
+        local.close()
