@@ -28,7 +28,7 @@ class CodeAction(Action):
     """
 
     code: str = Field(max_length=MAX_CODE, description="Python source, or the completion in task mode.")
-    timeout: float = Field(default=0.0, ge=0.0, le=3600.0, allow_inf_nan=False,
+    timeout: float = Field(default=0.0, ge=0.0, le=3600.0,
                            description="Seconds for this step (0: env default; capped by the env).")
 
 

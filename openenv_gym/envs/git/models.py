@@ -31,7 +31,7 @@ class GitAction(Action):
 
     command: str = Field(default="", max_length=MAX_COMMAND)
     workdir: str = Field(default="", max_length=4096)
-    timeout: float = Field(default=0.0, ge=0.0, le=3600.0, allow_inf_nan=False)
+    timeout: float = Field(default=0.0, ge=0.0, le=3600.0)
     submit: bool = False
 
     @field_validator("command", "workdir")
