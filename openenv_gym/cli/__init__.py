@@ -37,7 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``openenv-gym``; returns the exit code (130 after Ctrl-C, quietly)."""
+    """Entry point of ``openenv-gym``; returns the exit code (130 after Ctrl-C, quietly).
+
+    Args:
+        argv: The arguments; None: ``sys.argv[1:]``, and the process is the command's own.
+    """
     try:
         # Inside the try: building the parser imports every command module (rich, numpy,
         # the providers), which takes a moment in which a Ctrl-C is as likely as in a command.
@@ -46,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "handler", None):
             parser.print_help()
             return 2
+        # The command line's own process (argv from sys.argv) may be split in two, as `serve`
+        # does (cli/_supervise.py); a caller passing argv embeds the CLI, and keeps its
+        # process, signal handlers and children as they are.
+        args.owns_process = argv is None
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         return 130

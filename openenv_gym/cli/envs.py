@@ -78,6 +78,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from openenv_gym.cli._supervise import supervised
     from openenv_gym.server.main import run_server
 
     try:
@@ -100,17 +101,23 @@ def _serve(args: argparse.Namespace) -> int:
         problem = bind_problem(args.host, number)
         if problem:
             return port_refused(flag, number, problem, args.host)
-    try:
-        run_server(info.name, http_port=args.port, tcp_port=args.binary_port, host=args.host,
-                   env_kwargs=args.env_kwargs, max_sessions=args.max_sessions,
-                   idle_timeout=args.idle_timeout or None, isolate=True)
-    except ENV_ARGUMENT_ERRORS as exc:
-        return env_arguments_refused(exc)
-    except EnvServerError as exc:  # the constructor raised (often a value of the wrong type)
-        return env_raised(exc)
-    except ProviderUnavailableError as exc:  # the env cannot be made here (a missing extra)
-        return error(f"cannot serve {info.name}: {exc}", f"`openenv-gym doctor` checks what {info.name} needs")
-    return OK
+
+    def serve(owner: int | None) -> int:
+        try:
+            run_server(info.name, http_port=args.port, tcp_port=args.binary_port, host=args.host,
+                       env_kwargs=args.env_kwargs, max_sessions=args.max_sessions,
+                       idle_timeout=args.idle_timeout or None, isolate=True, owner_pid=owner)
+        except ENV_ARGUMENT_ERRORS as exc:
+            return env_arguments_refused(exc)
+        except EnvServerError as exc:  # the constructor raised (often a value of the wrong type)
+            return env_raised(exc)
+        except ProviderUnavailableError as exc:  # the env cannot be made here (a missing extra)
+            return error(f"cannot serve {info.name}: {exc}", f"`openenv-gym doctor` checks what {info.name} needs")
+        return OK
+
+    # In a child this process supervises: what a server killed mid-step leaves running
+    # (a step's child, in a session of its own) is ended, not left to init.
+    return supervised(serve) if getattr(args, "owns_process", False) else serve(None)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -149,6 +149,15 @@ def _watch_owner(owner_pid: int, on_gone: Any) -> None:
     on_gone()
 
 
+def _end_steps() -> None:
+    """SIGKILL the children of steps in flight, so that a stopping server neither waits for
+    them (their timeout) nor leaves them behind: Coding and Git run them in sessions of their
+    own, which outlive the server. Their steps return what the children wrote so far."""
+    exec_mod = sys.modules.get("openenv_gym.envs._exec")  # loaded only by envs that use it
+    if exec_mod is not None:
+        exec_mod.kill_all()
+
+
 def _isolate_self(env: str) -> Callable[[], None]:
     """Put this process, as root and for an untrusted env, into a cgroup and a private tmpfs
     of its own (see :mod:`openenv_gym.providers._cgroup`, :mod:`openenv_gym.providers._tmpfs`).
@@ -268,14 +277,11 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         _exec.adopt_orphans()
 
     def shutdown() -> None:
-        # Untrusted children (Coding/Git steps) run in sessions of their own: end them first,
-        # so a step in flight neither holds its session's lock through shutdown (until its
-        # timeout) nor outlives the worker. Only loaded when an env used it.
-        exec_mod = sys.modules.get("openenv_gym.envs._exec")
         for server in servers:
             server.close()
+        _end_steps()
+        exec_mod = sys.modules.get("openenv_gym.envs._exec")
         if exec_mod is not None:
-            exec_mod.kill_all()
             exec_mod.reap_orphans()
         service.shutdown()
         if release is not None:
@@ -302,11 +308,28 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
 
     from openenv_gym.server.http import create_app
 
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:  # uvicorn's handler while it runs
+            # uvicorn first: it takes a SIGINT that finds should_exit set (which stop() has
+            # stop_serving set) for a second Ctrl-C, and quits with tracebacks.
+            super().handle_exit(sig, frame)
+            stop()
+
     config = uvicorn.Config(create_app(service), host=host, port=http_port, log_level="warning",
                             access_log=False)
-    server = uvicorn.Server(config)
-    threading.Thread(target=lambda: (done.wait(), setattr(server, "should_exit", True)),
-                     daemon=True).start()
+    server = Server(config)
+    stopped = threading.Event()
+
+    def stop_serving() -> None:
+        done.wait()
+        server.should_exit = True
+        # uvicorn lets the requests in flight finish: a step would run on to its timeout (up
+        # to max_timeout) before the server exits, with nothing said. End their children
+        # until it has, also those of a request that came in meanwhile.
+        while not stopped.wait(0.1):
+            _end_steps()
+
+    threading.Thread(target=stop_serving, daemon=True).start()
 
     def announce() -> None:
         while not server.started and not done.is_set():
@@ -320,6 +343,7 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
     try:
         server.run()
     finally:
+        stopped.set()
         shutdown()
 
 

@@ -170,12 +170,15 @@ def test_serve_of_an_untrusted_env_isolates_itself_and_cleans_up_on_sigterm(tmp_
     proc = spawn("serve", "coding", "--port", "0", log=log)
     try:
         http = wait_for(r"http=(http://127\.0\.0\.1:\d+)", log, proc).group(1)
-        with open(f"/proc/{proc.pid}/mountinfo") as f:
-            mounts = [m for m in f.read().splitlines() if f"/{proc.pid}-serve " in m]
+        # The server is the child of the process started (cli/_supervise.py).
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            (server,) = map(int, f.read().split())
+        with open(f"/proc/{server}/mountinfo") as f:
+            mounts = [m for m in f.read().splitlines() if f"/{server}-serve " in m]
         assert len(mounts) == 1 and " - tmpfs " in mounts[0] and "size=65536k" in mounts[0], mounts
-        with open(f"/proc/{proc.pid}/cgroup") as f:
+        with open(f"/proc/{server}/cgroup") as f:
             groups = [line for line in f.read().splitlines()
-                      if f"{_cgroup.PREFIX}{proc.pid}@" in line and line.endswith("-serve")]
+                      if f"{_cgroup.PREFIX}{server}@" in line and line.endswith("-serve")]
         assert len(groups) == (2 if _cgroup.support()[0] else 0), groups  # pids and memory (v1)
         body = json.dumps({}).encode()
         req = urllib.request.Request(f"{http}/reset", body, {"content-type": "application/json"})
@@ -183,14 +186,14 @@ def test_serve_of_an_untrusted_env_isolates_itself_and_cleans_up_on_sigterm(tmp_
         body = json.dumps({"session_id": sid, "action": {"code": "import os; print(os.getcwd())"}}).encode()
         req = urllib.request.Request(f"{http}/step", body, {"content-type": "application/json"})
         cwd = json.load(urllib.request.urlopen(req, timeout=20))["observation"]["stdout"].strip()
-        assert f"/{proc.pid}-serve/" in cwd, cwd  # the sandbox lives in the tmpfs
+        assert f"/{server}-serve/" in cwd, cwd  # the sandbox lives in the tmpfs
     finally:
         code = end(proc)
     assert code == 0  # a clean shutdown, not uvicorn's re-raised SIGTERM
-    runtime = cwd.split(f"/{proc.pid}-serve/")[0]  # the runtime folder holds its mount point
+    runtime = cwd.split(f"/{server}-serve/")[0]  # the runtime folder holds its mount point
     leftovers = [os.path.join(root, entry) for root in ("/sys/fs/cgroup/pids", runtime)
                  if os.path.isdir(root) for entry in os.listdir(root)
-                 if entry.startswith((f"{proc.pid}-serve", f"{_cgroup.PREFIX}{proc.pid}"))]
+                 if entry.startswith((f"{server}-serve", f"{_cgroup.PREFIX}{server}"))]
     assert not leftovers, leftovers
 
 
