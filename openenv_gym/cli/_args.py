@@ -19,7 +19,7 @@ import math
 from typing import Any, Callable
 
 __all__ = ["json_object", "json_value", "port", "positive_int", "non_negative_int",
-           "positive_float", "non_negative_float", "add_env_kwargs", "exit_codes"]
+           "positive_float", "non_negative_float", "pool_name", "add_env_kwargs", "exit_codes"]
 
 #: Shown in ``--env-kwargs``'s help and in every refusal of it.
 ENV_KWARGS_EXAMPLE = """'{"max_steps": 10}'"""
@@ -108,6 +108,28 @@ def port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"must be a port number 0..65535, got {text!r}")
     return value
+
+
+def pool_name(text: str) -> str:
+    """``start --name``: a name ``ps``/``stop``/``logs`` can find the pool by
+    (:func:`openenv_gym.cli.pools.valid_name`; it names the pool's record file and folders).
+
+    An empty name is refused, not taken as "no name": leaving ``--name`` out generates one.
+
+    Example:
+        >>> pool_name("demo-1")
+        'demo-1'
+    """
+    from openenv_gym.cli.pools import NAME_RULE, valid_name  # the one rule, where records are
+
+    generated = "or leave --name out for a generated name (ENV-<random>)"
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must not be empty, got {text!r}; give a pool name "
+                                         f"({NAME_RULE}), {generated}")
+    if not valid_name(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a pool name: use {NAME_RULE}; "
+                                         f"{generated}")
+    return text
 
 
 def add_env_kwargs(parser: argparse.ArgumentParser) -> None:

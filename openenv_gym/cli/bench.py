@@ -34,10 +34,72 @@ from openenv_gym.cli._ui import (
     err_console,
     error,
 )
-from openenv_gym.errors import EnvServerError, OpenEnvError
+from openenv_gym.errors import EnvServerError, InvalidActionError, OpenEnvError
 from openenv_gym.providers import PROVIDERS
 
-__all__ = ["register", "make_env", "run_bench", "percentiles"]
+__all__ = ["register", "make_env", "run_bench", "percentiles", "ActionRefusedError"]
+
+
+class ActionRefusedError(InvalidActionError):
+    """The env refused the action given to :func:`run_bench` (``--action``): the env's own
+    :class:`~openenv_gym.errors.InvalidActionError`, with where it happened.
+
+    Attributes:
+        space: The action space of one env (what the action must fit).
+        step: The ``step`` call that refused it, counting from 0 (warmup included).
+    """
+
+    def __init__(self, refused: InvalidActionError, space: Any, step: int) -> None:
+        super().__init__(str(refused))
+        self.space = space
+        self.step = step
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """``value`` as JSON, cut to ``limit`` characters (an action may hold a whole program)."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _batched(action: Any, single: Any, num_envs: int) -> Any:
+    """One env's ``action`` repeated for ``num_envs`` envs, in the batched form a vector env's
+    ``step`` takes, changing nothing the single env would refuse.
+
+    Raises:
+        InvalidActionError: ``action`` cannot be batched for ``single`` (not a mapping for a
+            Dict space, an array of ragged rows, no number for a numeric space).
+    """
+    from gymnasium import spaces
+
+    if isinstance(single, spaces.Dict):
+        if not isinstance(action, dict):
+            raise InvalidActionError(f"action must be a mapping with fields "
+                                     f"({', '.join(single.spaces)}), got {type(action).__name__}")
+        # By the action's own fields: the vector env refuses one the space lacks, and leaves
+        # one the action omits to the env, as a single env does (Coding's timeout has a default).
+        return {k: [v] * num_envs for k, v in action.items()}
+    numeric = isinstance(single, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
+                                  spaces.MultiBinary))
+    try:
+        batch = np.asarray([action] * num_envs, dtype=None if numeric else single.dtype)
+    except (TypeError, ValueError, OverflowError):  # ragged rows, a string for a number...
+        raise InvalidActionError(f"action {_short(action)} is not in the action space "
+                                 f"{single}") from None
+    if not numeric:
+        return batch
+    if batch.dtype.kind not in "biuf":
+        raise InvalidActionError(f"action {_short(action)} is not in the action space {single}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        cast = batch.astype(single.dtype)
+    # Numbers for a float Box are rounded to its dtype, as a policy's would be. Into integers
+    # only integers that fit: a float (1.5, or 1.0, which the single env refuses too) or 256
+    # for a uint8 goes as it is, for the vector env to refuse in its own words.
+    if single.dtype.kind == "f" or (batch.dtype.kind in "biu" and np.array_equal(cast, batch)):
+        return cast
+    return batch
 
 
 def percentiles(latencies: list[float]) -> dict[str, float]:
@@ -83,23 +145,22 @@ def run_bench(env_id: str, num_envs: int, provider: str, steps: int, warmup: int
     Returns:
         ``steps_per_s`` (env-steps), ``latency_ms`` (per ``step`` call), ``num_envs``,
         ``steps``, ``seconds``, ``episodes``.
-    """
-    import gymnasium as gym
 
+    Raises:
+        ActionRefusedError: The env refused ``action`` (an :class:`InvalidActionError`).
+    """
     vector = num_envs > 1
     if env is None:
         env = make_env(env_id, num_envs, provider, env_kwargs)
+    i = 0
+    single = None
     try:
         env.reset(seed=seed)
         env.action_space.seed(seed)
         single = env.single_action_space if vector else env.action_space
         fixed = None
         if action is not None:
-            fixed = [action] * num_envs if vector else action
-            if vector and not isinstance(single, gym.spaces.Dict):
-                fixed = np.asarray(fixed, dtype=single.dtype)
-            elif vector:
-                fixed = {k: [a[k] for a in fixed] for k in single.spaces}
+            fixed = _batched(action, single, num_envs) if vector else action
         # Sampled up front and cycled: sampling (e.g. long random texts) is not the env's time.
         actions = [fixed] if fixed is not None else [env.action_space.sample() for _ in range(64)]
         task = progress.add_task("stepping", total=warmup + steps) if progress else None
@@ -122,6 +183,10 @@ def run_bench(env_id: str, num_envs: int, provider: str, steps: int, warmup: int
             if task is not None:
                 progress.advance(task)
         seconds = time.perf_counter() - started
+    except InvalidActionError as exc:
+        if action is None:  # a sampled action refused: the env's fault, not the caller's
+            raise
+        raise ActionRefusedError(exc, single, i) from exc
     finally:
         env.close()
     return {"env": env_id, "provider": provider, "num_envs": num_envs, "steps": steps,
@@ -154,6 +219,8 @@ def _bench(args: argparse.Namespace) -> int:
         with Progress(*columns, console=err_console, transient=True) as progress:
             result = run_bench(info.gym_id, args.num_envs, provider, args.steps, args.warmup,
                                args.env_kwargs, args.action, args.seed, progress, env=env)
+    except ActionRefusedError as exc:  # a bad argument, as a bad --env-kwargs is
+        return _action_refused(args.action, info.name, exc)
     except (OpenEnvError, TypeError, ValueError) as exc:
         return error(f"benchmark failed: {type(exc).__name__}: {exc}",
                      "check the env and its kwargs with a short script, or `openenv-gym doctor`")
@@ -169,6 +236,24 @@ def _bench(args: argparse.Namespace) -> int:
                   str(result["episodes"]))
     console.print(table)
     return OK
+
+
+def _action_refused(action: Any, env_name: str, exc: ActionRefusedError) -> int:
+    """Report that ``env_name`` refused ``--action``; returns :data:`USAGE`."""
+    from gymnasium import spaces
+
+    where = ""
+    if exc.step:  # taken before: valid in some states only (a move that becomes illegal)
+        where = (f" at step {exc.step + 1}, after taking it {exc.step} times (an action the env "
+                 "takes only in some states cannot be repeated)")
+    if isinstance(exc.space, spaces.Dict):
+        expected = f"a JSON object of its action's fields ({', '.join(exc.space.spaces)})"
+    elif exc.space is not None:
+        expected = f"a JSON value in its action space {exc.space}"
+    else:
+        expected = "one action of the env as JSON"
+    return error(f"--action {_short(action)} was refused by {env_name}{where}: {exc}",
+                 f"give --action {expected}, or leave --action out to sample actions", USAGE)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -37,16 +37,26 @@ from openenv_gym.providers._docker_owner import owner_alive, process_start
 from openenv_gym.providers._runtime import runtime_dir, write_json
 
 __all__ = ["PoolRecord", "UnreadableRecordError", "pools_dir", "claim", "save", "remove", "load_all",
-           "scan", "find", "unreadable", "stop", "worker_logs", "valid_name", "process_start"]
+           "scan", "find", "unreadable", "stop", "worker_logs", "valid_name", "NAME_RULE",
+           "process_start"]
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # fullmatch: "$" matches before "\n"
+#: :func:`valid_name`'s rule in words, for the messages that refuse a name.
+NAME_RULE = ("lowercase letters, digits, '_', '.' and '-', starting with a letter or digit, "
+             "up to 63 characters")
 #: Largest record read (a pool of thousands of workers takes well under 1 MiB): a bigger file
 #: in a record's place (a sparse 1 GiB one) was read whole into memory by every command.
 _MAX_RECORD_BYTES = 16 << 20
 
 
 def valid_name(name: str) -> bool:
-    """Whether ``name`` can name a pool (lowercase letters, digits, ``_.-``; used in paths)."""
+    """Whether ``name`` can name a pool (:data:`NAME_RULE`): it names the pool's record file,
+    runtime folder and worker sockets, so ``stop``/``logs`` can find only such names.
+
+    Example:
+        >>> valid_name("echo-1"), valid_name(""), valid_name("My Pool")
+        (True, False, False)
+    """
     return bool(_NAME.fullmatch(name))
 
 

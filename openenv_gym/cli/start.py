@@ -20,7 +20,14 @@ from rich.markup import escape
 
 from openenv_gym._stop_flag import StopFlag
 from openenv_gym.cli import pools
-from openenv_gym.cli._args import add_env_kwargs, exit_codes, non_negative_float, port, positive_int
+from openenv_gym.cli._args import (
+    add_env_kwargs,
+    exit_codes,
+    non_negative_float,
+    pool_name,
+    port,
+    positive_int,
+)
 from openenv_gym.cli._ui import (
     ENV_ARGUMENT_ERRORS,
     OK,
@@ -111,10 +118,12 @@ def _start(args: argparse.Namespace) -> int:
         info = get_env_info(args.env)
     except OpenEnvError as exc:
         return error(str(exc), "see `openenv-gym list`", USAGE)
-    name = args.name or f"{info.name}-{secrets.token_hex(3)}"
+    # A --name given was checked by the parser (pool_name): "" is refused there, not taken
+    # for "no name". Only the generated one is checked here (an env whose name does not fit).
+    name = f"{info.name}-{secrets.token_hex(3)}" if args.name is None else args.name
     if not pools.valid_name(name):
-        return error(f"pool name {name!r} is not valid",
-                     "use lowercase letters, digits, '_', '.', '-' (up to 63)", USAGE)
+        return error(f"the generated pool name {name!r} is not valid",
+                     f"give one with --name ({pools.NAME_RULE})", USAGE)
     if args.web:  # before any worker starts: a taken port is found in a moment, not after
         problem = bind_problem("127.0.0.1", args.web_port)
         if problem:
@@ -222,7 +231,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="number of workers (default 1)")
     p.add_argument("--provider", default="auto", choices=["auto", *PROVIDERS],
                    help="where workers run (default auto: docker when an engine is reachable)")
-    p.add_argument("--name", help="pool name for ps/stop/logs (default ENV-<random>)")
+    p.add_argument("--name", type=pool_name,
+                   help="pool name for ps/stop/logs: lowercase letters, digits, '_', '.', '-' "
+                        "(default ENV-<random>)")
     add_env_kwargs(p)
     p.add_argument("--idle-timeout", type=non_negative_float, default=DEFAULT_IDLE_TIMEOUT,
                    help="seconds before a session nobody calls closes (default "

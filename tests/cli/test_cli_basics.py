@@ -137,10 +137,12 @@ def test_bench_bad_arguments_are_usage_errors(args: tuple[str, ...]) -> None:
     assert out.returncode == 2 and "error:" in out.stderr
 
 
-def test_bench_failure_in_the_env_exits_one_with_the_reason() -> None:
+def test_bench_action_the_env_refuses_exits_two_with_the_reason() -> None:
+    # A bad --action is a bad argument (tests/cli/test_bench_action_errors.py has the rest).
     out = run("bench", "echo", "--provider", "process", "--steps", "5",
               "--action", '{"message": 5}')
-    assert out.returncode == 1 and "InvalidActionError" in out.stderr
+    assert out.returncode == 2 and "--action" in out.stderr
+    assert "message: Input should be a valid string" in out.stderr
 
 
 def test_python_dash_m_openenv_gym_is_the_cli() -> None:
