@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["is_finite", "is_flag", "is_int"]
+__all__ = ["STRICT_SCHEMA_KEY", "is_finite", "is_flag", "is_int"]
+
+#: Keyword of a JSON-schema property (an env's ``action_schema``) whose field takes only what
+#: its ``type`` says, as JSON Schema reads it: a ``"number"`` is an int or a float (numpy's too)
+#: and, as any JSON number, finite; never a numeric string or a bool, which pydantic's default
+#: (lax) mode turns into a number. The schema is all a vector client's check before it sends
+#: sees of the field (:mod:`openenv_gym.vector.precheck`): this says it refuses the same.
+STRICT_SCHEMA_KEY = "x-strict"
 
 
 def is_int(value: Any, low: int | None = None, high: int | None = None) -> bool:

@@ -20,13 +20,14 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import annotated_types
 import numpy as np
 from gymnasium import spaces
-from pydantic import BaseModel, ConfigDict
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict
 
+from openenv_gym._numbers import STRICT_SCHEMA_KEY
 from openenv_gym.spaces import UnicodeText
 
 __all__ = ["Action", "Observation", "State", "model_space", "DEFAULT_TEXT_LENGTH"]
@@ -34,6 +35,16 @@ __all__ = ["Action", "Observation", "State", "model_space", "DEFAULT_TEXT_LENGTH
 #: Longest text a ``str`` field holds when its ``Field`` sets no ``max_length``.
 DEFAULT_TEXT_LENGTH = 1 << 20
 _INT_BOUND = 2**62
+#: Longest per-step timeout (seconds) an action may ask for; the env caps it to its own.
+MAX_ACTION_TIMEOUT = 3600.0
+#: An action's per-step ``timeout`` (Coding's and Git's), in seconds; 0 means the env's default.
+#: A number only: pydantic's lax mode took ``"1"`` and ``True`` as 1.0 although the schema says
+#: number, and refused NaN as not "less than or equal to 3600". Strict and finite here, and
+#: said so in the schema (:data:`~openenv_gym._numbers.STRICT_SCHEMA_KEY`), so that a vector
+#: client refuses the same before it sends (``AllowInfNan`` and ``Strict`` only refuse more than
+#: the rest of the schema says: the model stays one that client may check).
+ActionTimeout = Annotated[float, Strict(), AllowInfNan(False),
+                          Field(ge=0.0, le=MAX_ACTION_TIMEOUT, json_schema_extra={STRICT_SCHEMA_KEY: True})]
 
 
 class Action(BaseModel):

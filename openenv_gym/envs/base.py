@@ -32,7 +32,7 @@ import annotated_types
 import gymnasium as gym
 import numpy as np
 from pydantic import BaseModel, ValidationError
-from pydantic.types import Strict
+from pydantic.types import AllowInfNan, Strict
 
 from openenv_gym.errors import InvalidActionError
 from openenv_gym.models import Action, Observation, State, model_space
@@ -271,9 +271,11 @@ _CLIENT_VIEW = frozenset({"metadata", "action_space", "observation_space", "rend
                           "unwrapped", "get_wrapper_attr", "set_wrapper_attr"})
 
 
-#: Field constraints the JSON schema shows exactly (or that only make the worker stricter).
+#: Field constraints the JSON schema shows exactly (or that only make the worker stricter:
+#: ``Strict`` and ``AllowInfNan``, which a schema marked ``STRICT_SCHEMA_KEY`` shows too).
 _PLAIN_METADATA = (annotated_types.Ge, annotated_types.Gt, annotated_types.Le, annotated_types.Lt,
-                   annotated_types.MinLen, annotated_types.MaxLen, annotated_types.MultipleOf, Strict)
+                   annotated_types.MinLen, annotated_types.MaxLen, annotated_types.MultipleOf, Strict,
+                   AllowInfNan)
 #: Model config keys that never make validation take more than the schema says.
 _PLAIN_CONFIG = frozenset({"extra", "title", "json_schema_extra", "frozen", "validate_assignment",
                            "validate_default", "use_attribute_docstrings", "protected_namespaces",

@@ -10,8 +10,10 @@ The worker says which rule that is, in its spec's ``action_check``
 (:meth:`openenv_gym.envs.base.Environment.action_check`):
 
 - ``"schema"``: pydantic's validation of the action model, rebuilt here from the spec's
-  ``action_schema`` (types, lengths, bounds, required and unknown fields). Validators the
-  schema does not show (Git's NUL rule) only make the worker stricter: it still checks them.
+  ``action_schema`` (types, lengths, bounds, required and unknown fields; a field the schema
+  marks :data:`~openenv_gym._numbers.STRICT_SCHEMA_KEY`, as Coding's and Git's ``timeout``,
+  strictly: no ``"1"`` or ``True`` for a number, and a finite one). Validators the schema does
+  not show (Git's NUL rule) only make the worker stricter: it still checks them.
 - ``"space"``: ``action_space.contains`` of the value as the worker reads it
   (:func:`~openenv_gym.spaces.from_wire` after the wire's own conversions).
 
@@ -33,6 +35,7 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from openenv_gym._numbers import STRICT_SCHEMA_KEY
 from openenv_gym.protocol import wire
 from openenv_gym.spaces import from_wire
 
@@ -149,6 +152,13 @@ def _model_of(schema: Any) -> type[BaseModel] | None:
         plain = not set(prop) & {"$ref", "anyOf", "allOf", "oneOf"}
         kind = _TYPES.get(prop.get("type"), Any) if plain else Any  # Any: the worker decides
         limits = {_CONSTRAINTS[c]: v for c, v in prop.items() if c in _CONSTRAINTS} if kind is not Any else {}
+        if kind is not Any and prop.get(STRICT_SCHEMA_KEY) is True:
+            # The worker's field is strict (its model's own Strict and AllowInfNan): refused
+            # here with the worker's words ("a valid number", "a finite number"), not taken
+            # by lax mode ("1") or refused by a bound (NaN "less than or equal to 3600").
+            limits["strict"] = True
+            if kind is float:
+                limits["allow_inf_nan"] = False
         default = ... if key in required else None
         # Named apart, the field's own name as its alias: any name works ("copy", "model_x").
         definitions[f"f{i}"] = (kind, Field(default, alias=key, **limits))

@@ -80,6 +80,25 @@ def test_bad_coding_action_steps_no_env() -> None:
         assert obs["stdout"] == ("1\n", "2\n") and rewards.tolist() == [1.0, 1.0]
 
 
+@pytest.mark.parametrize("env_id, field, source", [("OpenEnv/Coding-v0", "code", "print(1)"),
+                                                   ("OpenEnv/Git-v0", "command", "echo 1")],
+                         ids=["coding", "git"])
+def test_a_timeout_that_is_no_finite_number_steps_no_env(env_id: str, field: str, source: str) -> None:
+    # Refused before sending, in the worker's words: NaN and inf as no finite number (not as
+    # "less than or equal to 3600"), "1" and True as no number (the worker took them as 1.0).
+    with gym.make_vec(env_id, num_envs=2, provider="process") as envs:
+        assert envs.remote_spec.get("action_check") == "schema"
+        envs.reset(seed=0)
+        for bad, why in [(float("nan"), "finite number"), (np.float32("inf"), "finite number"),
+                         ("1", "valid number"), (True, "valid number")]:
+            with pytest.raises(InvalidActionError, match=rf"env 1: invalid \w+Action: timeout: Input should "
+                                                         rf"be a {why}; no env stepped"):
+                envs.step({field: (source, source), "timeout": (np.float32(2), bad)})
+        assert step_counts(envs) == [0, 0]
+        *_, terminated, truncated, _ = envs.step({field: (source, source), "timeout": (np.float32(2), 1)})
+        assert step_counts(envs) == [1, 1] and not (terminated | truncated).any()
+
+
 @pytest.mark.parametrize("envs_per_worker", [1, 2])
 def test_bad_dict_text_action_of_a_gym_env_steps_no_env(envs_per_worker: int) -> None:
     envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id=DICT_ID, provider="process",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from openenv_gym.envs._exec import MAX_OUTPUT_TEXT
-from openenv_gym.models import Action, Observation
+from openenv_gym.models import Action, ActionTimeout, Observation
 
 __all__ = ["CodeAction", "CodeObservation", "MAX_CODE", "MAX_OUTPUT_TEXT"]
 
@@ -28,8 +28,8 @@ class CodeAction(Action):
     """
 
     code: str = Field(max_length=MAX_CODE, description="Python source, or the completion in task mode.")
-    timeout: float = Field(default=0.0, ge=0.0, le=3600.0,
-                           description="Seconds for this step (0: env default; capped by the env).")
+    timeout: ActionTimeout = Field(default=0.0,
+                                   description="Seconds for this step (0: env default; capped by the env).")
 
 
 class CodeObservation(Observation):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from openenv_gym.envs._exec import MAX_OUTPUT_TEXT
-from openenv_gym.models import Action, Observation
+from openenv_gym.models import Action, ActionTimeout, Observation
 
 __all__ = ["GitAction", "GitObservation", "MAX_BRANCH", "MAX_OUTPUT_TEXT"]
 
@@ -31,7 +31,7 @@ class GitAction(Action):
 
     command: str = Field(default="", max_length=MAX_COMMAND)
     workdir: str = Field(default="", max_length=4096)
-    timeout: float = Field(default=0.0, ge=0.0, le=3600.0)
+    timeout: ActionTimeout = 0.0
     submit: bool = False
 
     @field_validator("command", "workdir")
