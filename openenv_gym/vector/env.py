@@ -1309,6 +1309,9 @@ class RemoteVectorEnv(VectorEnv):
         Returns:
             One result per sub-env (in ``indices``).
         """
+        held = self.sub_env_view()
+        if name in held:  # attributes, read as Gymnasium's call reads one that is no method
+            return (held[name],) * len(self._targets(indices))
         subs = self._per_env(lambda i, sid: ops.call(sid, name, args, kwargs), indices)
         return tuple(s["value"] for s in subs)
 

@@ -130,6 +130,9 @@ def test_attributes_limits_and_bounds_are_the_served_gymnasium_env_s(provider: s
         # id and kwargs and the time limit, none of make_vec's or the vector env's own.
         specs = ours.get_attr("spec")
         assert specs[0] == specs[1] and specs[0].id == "OpenEnv/Gym-v0"
+        # call() of an attribute reads it, as Gymnasium's does (it gave the worker's None).
+        assert ours.call("spec") == specs and ours.call("spec", indices=[1]) == specs[1:]
+        assert ours.call("action_space") == local.call("action_space")
         assert specs[0].max_episode_steps == local.get_attr("spec")[0].max_episode_steps == 700
         assert "num_envs" not in specs[0].kwargs and specs[0].kwargs["env_id"] == "CartPole-v1"
         single = gym.make(specs[0])
