@@ -4,8 +4,8 @@ The server runs Coding and Git steps as children in sessions of their own. Kille
 SIGKILL (or by the OOM killer) a server can end none of them: they were re-parented to init
 and ran on past their deadline. So the process the user started forks the server and stays
 small: it is the subreaper of everything the server starts, ends what the server left
-running once it has exited however it exited, and passes the signals that stop a server on
-to it, once each. The server watches its supervisor in turn (``run_server(owner_pid=...)``):
+running once it has exited however it exited, and passes the first signal that stops a
+server on to it (a second one kills it: "now", without uvicorn's tracebacks). The server watches its supervisor in turn (``run_server(owner_pid=...)``):
 when the supervisor is killed, the server stops and ends its steps. A process provider's
 workers get the same from the fork server (:mod:`openenv_gym.server.forkserver`).
 
@@ -90,9 +90,15 @@ def _supervise(server: int) -> int:
     with contextlib.suppress(OSError):  # either side may set it first: both do
         os.setpgid(server, server)
 
+    asked: list[int] = []
+
     def forward(sig: int, _frame: object) -> None:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(server, _FORWARDED[signal.Signals(sig)])
+            # A second one means "now", as uvicorn reads a second Ctrl-C; passed on, uvicorn
+            # cancelled its tasks and printed their tracebacks. Killed instead: what the server
+            # leaves is ended below all the same.
+            os.kill(server, signal.SIGKILL if asked else _FORWARDED[signal.Signals(sig)])
+        asked.append(sig)
 
     for sig in _FORWARDED:
         signal.signal(sig, forward)
@@ -104,6 +110,9 @@ def _supervise(server: int) -> int:
     code = os.waitstatus_to_exitcode(status)
     if code >= 0:
         return code
+    if len(asked) > 1 and code == -signal.SIGKILL:
+        print("openenv-gym serve: stopped at once (asked twice)", file=sys.stderr)
+        return 128 + asked[0]
     name = signal.Signals(-code).name
     print(f"openenv-gym serve: the server was killed by {name}"
           + (f"; ended {left} process(es) it left running" if left else ""), file=sys.stderr)

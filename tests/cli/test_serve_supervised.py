@@ -118,6 +118,16 @@ def test_a_stop_signal_ends_the_step_in_flight_instead_of_waiting_for_its_timeou
     assert "Traceback" not in _read(served.log)
 
 
+def test_a_second_ctrl_c_stops_at_once_without_tracebacks(served) -> None:
+    os.kill(served.proc.pid, signal.SIGINT)
+    time.sleep(0.01)  # two signals, not one (the kernel merges a second that is pending)
+    os.kill(served.proc.pid, signal.SIGINT)
+    # 0: the first had stopped it already; 130: the second killed it ("now").
+    assert served.proc.wait(STEP_TIMEOUT / 3) in (0, 130)
+    assert _gone(served.token)
+    assert "Traceback" not in _read(served.log)  # uvicorn's "quit now" printed its tasks'
+
+
 def test_a_killed_serve_leaves_no_step_running(served) -> None:
     server = served.server_pid()
     os.kill(served.proc.pid, signal.SIGKILL)  # the process the user started
