@@ -326,8 +326,10 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         # uvicorn lets the requests in flight finish: a step would run on to its timeout (up
         # to max_timeout) before the server exits, with nothing said. End their children
         # until it has, also those of a request that came in meanwhile.
-        while not stopped.wait(0.1):
+        while True:
             _end_steps()
+            if stopped.wait(0.1):
+                return
 
     threading.Thread(target=stop_serving, daemon=True).start()
 
