@@ -24,7 +24,7 @@ import time
 import traceback
 from typing import Callable
 
-from openenv_gym.envs._subreaper import PR_SET_CHILD_SUBREAPER, end_orphan, own_children, prctl
+from openenv_gym.envs._subreaper import PR_SET_CHILD_SUBREAPER, end_orphans, prctl
 
 __all__ = ["supervised"]
 
@@ -85,7 +85,7 @@ def _run_server(serve: Callable[[int | None], int], owner: int) -> None:
 
 def _supervise(server: int) -> int:
     """Wait for the server, pass stop signals on to it, then end what it left running."""
-    from openenv_gym.cli._ui import FAILED
+    from openenv_gym.cli._ui import err_console, error
 
     with contextlib.suppress(OSError):  # either side may set it first: both do
         os.setpgid(server, server)
@@ -111,12 +111,12 @@ def _supervise(server: int) -> int:
     if code >= 0:
         return code
     if len(asked) > 1 and code == -signal.SIGKILL:
-        print("openenv-gym serve: stopped at once (asked twice)", file=sys.stderr)
+        err_console.print("stopped at once (asked twice)")
         return 128 + asked[0]
     name = signal.Signals(-code).name
-    print(f"openenv-gym serve: the server was killed by {name}"
-          + (f"; ended {left} process(es) it left running" if left else ""), file=sys.stderr)
-    return FAILED
+    return error(f"the server was killed by {name}"
+                 + (f"; ended {left} process(es) it left running" if left else ""),
+                 "if nobody sent it, the kernel's OOM killer may have: `dmesg | grep -i oom`")
 
 
 def _end_adopted() -> int:
@@ -125,13 +125,10 @@ def _end_adopted() -> int:
     ended: set[int] = set()
     deadline = time.monotonic() + _SWEEP_TIMEOUT
     while time.monotonic() < deadline:
-        children = own_children()
-        if not children:
+        found = end_orphans()
+        if not found:
             break
-        for pid in children:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                end_orphan(pid)
-                ended.add(pid)
+        ended.update(found)
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass

@@ -19,11 +19,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
+from typing import Container
 
-__all__ = ["PR_SET_CHILD_SUBREAPER", "prctl", "own_children", "end_orphan"]
+__all__ = ["PR_SET_CHILD_SUBREAPER", "prctl", "own_children", "end_orphan", "end_orphans"]
 
 #: prctl option: make the calling process the reaper of its descendants' orphans (Linux 3.4+).
 #: Not inherited across ``fork``: each process that wants it asks for it itself.
@@ -61,3 +63,19 @@ def end_orphan(pid: int) -> None:
         os.killpg(group, signal.SIGKILL)
     else:
         os.kill(pid, signal.SIGKILL)
+
+
+def end_orphans(keep: Container[int] = ()) -> list[int]:
+    """:func:`end_orphan` every child of this process's main thread (in a subreaper: the
+    orphans re-parented to it) but those in ``keep`` (its own children); gone ones are skipped.
+
+    Returns:
+        The pids it signalled.
+    """
+    ended = []
+    for pid in own_children():
+        if pid not in keep:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                end_orphan(pid)
+                ended.append(pid)
+    return ended

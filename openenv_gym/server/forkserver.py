@@ -321,12 +321,9 @@ class _Server:
         own workers reach this server; its workers themselves are never touched."""
         if not self.adopting:
             return
-        from openenv_gym.envs._subreaper import end_orphan, own_children
+        from openenv_gym.envs._subreaper import end_orphans
 
-        for pid in own_children():
-            if pid not in self.forked:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    end_orphan(pid)
+        end_orphans(keep=self.forked)
 
 
 def _load_child_helpers() -> None:
