@@ -149,13 +149,16 @@ def _watch_owner(owner_pid: int, on_gone: Any) -> None:
     on_gone()
 
 
-def _end_steps() -> None:
+def _end_steps(reap: bool = False) -> None:
     """SIGKILL the children of steps in flight, so that a stopping server neither waits for
     them (their timeout) nor leaves them behind: Coding and Git run them in sessions of their
-    own, which outlive the server. Their steps return what the children wrote so far."""
+    own, which outlive the server. Their steps return what the children wrote so far.
+    ``reap``: also end the orphans adopted (once no step runs any more: at shutdown)."""
     exec_mod = sys.modules.get("openenv_gym.envs._exec")  # loaded only by envs that use it
     if exec_mod is not None:
         exec_mod.kill_all()
+        if reap:
+            exec_mod.reap_orphans()
 
 
 def _isolate_self(env: str) -> Callable[[], None]:
@@ -279,10 +282,7 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
     def shutdown() -> None:
         for server in servers:
             server.close()
-        _end_steps()
-        exec_mod = sys.modules.get("openenv_gym.envs._exec")
-        if exec_mod is not None:
-            exec_mod.reap_orphans()
+        _end_steps(reap=True)
         service.shutdown()
         if release is not None:
             release()
