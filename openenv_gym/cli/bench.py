@@ -34,7 +34,7 @@ from openenv_gym.cli._ui import (
     err_console,
     error,
 )
-from openenv_gym.errors import EnvServerError, InvalidActionError, OpenEnvError
+from openenv_gym.errors import EnvServerError, InvalidActionError, InvalidRequestError, OpenEnvError
 from openenv_gym.providers import PROVIDERS
 
 __all__ = ["register", "make_env", "run_bench", "percentiles", "ActionRefusedError"]
@@ -114,12 +114,26 @@ def percentiles(latencies: list[float]) -> dict[str, float]:
             "p99": float(np.percentile(ms, 99)), "max": float(ms.max())}
 
 
+#: What ``bench`` gives ``gym.make``/``gym.make_vec`` itself, and where the user sets it: in
+#: ``--env-kwargs`` it reached them twice ("make() got multiple values for argument 'id'").
+_SET_BY_BENCH = {"id": "the ENV argument (the env OpenEnv/Gym-v0 serves is its env_id)",
+                 "num_envs": "--num-envs", "provider": "--provider"}
+
+
 def make_env(env_id: str, num_envs: int, provider: str, env_kwargs: dict[str, Any]) -> Any:
-    """The env :func:`run_bench` steps: ``gym.make`` for one env, ``gym.make_vec`` for more."""
+    """The env :func:`run_bench` steps: ``gym.make`` for one env, ``gym.make_vec`` for more.
+
+    Raises:
+        InvalidRequestError: ``env_kwargs`` sets what ``bench`` sets itself (``id``,
+            ``num_envs``, ``provider``).
+    """
     import gymnasium as gym
 
     import openenv_gym  # noqa: F401  (registers the ids)
 
+    for key, where in _SET_BY_BENCH.items():
+        if key in env_kwargs:
+            raise InvalidRequestError(f"--env-kwargs cannot set {key!r}: bench sets it from {where}")
     if num_envs > 1:
         return gym.make_vec(env_id, num_envs=num_envs, provider=provider, **env_kwargs)
     return gym.make(env_id, provider=provider, **env_kwargs)

@@ -26,3 +26,21 @@ def test_bench_constructor_exception_exits_one_without_a_traceback() -> None:
     assert out.returncode == 1, out.stderr
     assert "cannot make env 'gym'" in out.stderr and "fix:" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("num_envs", ["1", "2"])
+@pytest.mark.parametrize("key, value, where", [
+    ("id", '"Pendulum-v1"', "env_id"),  # the usual slip: Gym-v0's served id is env_id
+    ("num_envs", "3", "--num-envs"),
+    ("provider", '"docker"', "--provider"),
+])
+def test_bench_env_kwargs_setting_what_bench_sets_are_a_usage_error(num_envs: str, key: str, value: str,
+                                                                    where: str) -> None:
+    # They reached gym.make/make_vec a second time: exit 1 with "the env did not start:
+    # TypeError: make() got multiple values for argument 'id'" and a fix pointing at `doctor`.
+    out = run("bench", "gym", "--num-envs", num_envs, "--steps", "5", "--warmup", "0",
+              "--env-kwargs", f'{{"{key}": {value}}}')
+    assert out.returncode == 2, out.stderr
+    error = next(line for line in out.stderr.splitlines() if line.startswith("error:"))
+    assert f"--env-kwargs cannot set {key!r}" in error and where in error, out.stderr
+    assert "doctor" not in out.stderr and "Traceback" not in out.stderr
