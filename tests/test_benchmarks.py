@@ -110,3 +110,20 @@ def test_bench_pong_floor_threaded_pair_steps_each_env_as_a_local_one() -> None:
         for env in local:
             env.close()
     assert not any(thread.name.startswith("second-env") for thread in threading.enumerate())
+
+
+def test_bench_pong_timeline_lines_up_every_product_step_with_both_workers_stamps() -> None:
+    # Its table is worth quoting only if each of the product's steps is matched with the
+    # request each of its two workers served for it (stamps the fork server's workers take
+    # through benchmarks/_timeline_site): a renamed hook would leave the workers unstamped.
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(BENCH / "bench_pong_timeline.py"), "--blocks", "1"],
+                         capture_output=True, text=True, timeout=600, cwd=BENCH.parent)
+    assert out.returncode == 0, out.stderr
+    assert "150 product steps matched with both workers' stamps" in out.stdout, out.stdout
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in out.stdout.splitlines()
+            if line.startswith("| ") and " | " in line}
+    env_step = float(rows["env step, the worker answering last"][0])
+    whole = float(rows["whole step"][0])
+    assert 0 < env_step < whole  # an Atari step inside the vector step that waited for it
