@@ -408,16 +408,19 @@ class RemoteVectorEnv(VectorEnv):
             if seeds[i] is None:
                 seeds[i] = self._restart_seeds.get(i)
 
+        sent: list[bool] = []
+
         def note_seeds() -> None:
             # Only once sent: a reset refused before anything was sent (options the wire
             # cannot carry) keeps the last seeds, and a restarted env's pending seed.
+            sent.append(True)
             for i in indices:
                 if explicit[i] is not None:
                     self._last_seeds[i] = explicit[i]
                     self._restart_counts[i] = 0
                 self._restart_seeds.pop(i, None)
 
-        with self._taking():
+        with self._taking(sent=lambda: bool(sent) or self._pending is not None):
             reset_infos = self._reset_envs(indices, seeds, options, on_sent=note_seeds)
             for i, text in restarted.items():
                 reset_infos[i] = {**reset_infos.get(i, {}), "worker_restarted": True, "worker_error": text}
@@ -591,17 +594,19 @@ class RemoteVectorEnv(VectorEnv):
         self._out_of_sync()
 
     @contextlib.contextmanager
-    def _taking(self) -> Iterator[None]:
+    def _taking(self, sent: Callable[[], bool] = lambda: True) -> Iterator[None]:
         """Around taking a step's or reset's replies in (off the usual step, which has its own
         ``try``): a cut marks the env out of sync (:meth:`_cut_while_taking`); an error raised
         on purpose (an env's, a worker's in raise mode, a restart that failed) left the envs as
-        it says."""
+        it says, and so did any error while ``sent()`` is False (nothing sent yet: a reset
+        option the wire cannot carry is refused with a ``TypeError``, as a single env's)."""
         try:
             yield
         except OpenEnvError:
             raise
         except BaseException:
-            self._cut_while_taking()
+            if sent():
+                self._cut_while_taking()
             raise
 
     def _forget_sent(self) -> None:
