@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -206,6 +207,7 @@ def main() -> None:
         ale.close()
     time.sleep(0.2)
     served = [np.load(path) for path in sorted(Path(folder).glob("*.npy"))]
+    shutil.rmtree(folder, ignore_errors=True)
     if len(served) != 2:
         raise SystemExit(f"expected the stamps of 2 workers in {folder}, found {len(served)}")
     found = {name: phases(rows, served) for name, rows in steps.items()}
