@@ -77,21 +77,30 @@ ONE_LOCAL = "one env in this process (the workers' AtariEnv), no vector env"
 ONE_ALE = "ALE AtariVectorEnv, n=1 (one C++ thread)"
 
 
-def bare_loop(socks: list[socket.socket], frames: list[bytes],
-              columns: list[dict[str, np.ndarray]]) -> Callable[[np.ndarray], Any]:
+def bare_loop(socks: list[socket.socket], frames: list[bytes], columns: list[dict[str, np.ndarray]],
+              marks: dict[str, int] | None = None) -> Callable[[np.ndarray], Any]:
     """A step with nothing but the exchange and the copies: each worker's action into its
     ``action`` column, its request frame sent, its reply read, its results copied out. The
-    command columns hold ``STEP`` already (``main`` writes them after each block's reset)."""
+    command columns hold ``STEP`` already (``main`` writes them after each block's reset).
+    With ``marks``, ``time.perf_counter_ns()`` goes there as the sends begin (``sending``) and
+    end (``sent``) and once the replies are read (``taken``), for ``bench_pong_timeline.py``."""
     n = len(socks)
     obs = np.zeros((n, *columns[0]["obs"].shape[1:]), columns[0]["obs"].dtype)
     rewards, terms, truncs = np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
 
     def step(actions: np.ndarray) -> Any:
+        if marks is not None:
+            marks["sending"] = time.perf_counter_ns()
         for k in range(n):
             columns[k]["action"][0] = actions[k]
             socks[k].send(frames[k])
-        for k in range(n):
+        if marks is not None:
+            marks["sent"] = time.perf_counter_ns()
+        for k in range(n):  # the replies first, then the copies, as RemoteVectorEnv does
             decode(memoryview(socks[k].recv(1 << 16))[4:])  # the reply (its infos unused)
+        if marks is not None:
+            marks["taken"] = time.perf_counter_ns()
+        for k in range(n):
             cols = columns[k]
             rewards[k], terms[k], truncs[k] = cols["reward"][0], cols["terminated"][0], cols["truncated"][0]
             obs[k] = cols["obs"][0]
@@ -100,11 +109,11 @@ def bare_loop(socks: list[socket.socket], frames: list[bytes],
     return step
 
 
-def same_workers_loop(envs: Any) -> Callable[[np.ndarray], Any]:
+def same_workers_loop(envs: Any, marks: dict[str, int] | None = None) -> Callable[[np.ndarray], Any]:
     """:func:`bare_loop` over ``envs``' own workers and slices."""
     slices = envs.pool.slices
     return bare_loop([piece.client._sock for piece in slices], [piece._step_frame for piece in slices],
-                     [piece.columns for piece in slices])
+                     [piece.columns for piece in slices], marks)
 
 
 def step_autoreset(env: AtariEnv, action: int) -> tuple[np.ndarray, float, bool, bool]:

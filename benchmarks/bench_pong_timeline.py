@@ -52,35 +52,6 @@ PHASES = {
 }
 
 
-def stamped_bare_loop(envs: Any, marks: dict[str, int]) -> Callable[[np.ndarray], Any]:
-    """``bench_pong_floor.py``'s bare loop over ``envs``' workers, stamping into ``marks``."""
-    from openenv_gym.protocol.wire import decode
-
-    slices = envs.pool.slices
-    socks = [piece.client._sock for piece in slices]
-    frames = [piece._step_frame for piece in slices]
-    columns = [piece.columns for piece in slices]
-    obs = np.zeros((2, *columns[0]["obs"].shape[1:]), columns[0]["obs"].dtype)
-    rewards, terms, truncs = np.zeros(2), np.zeros(2, np.bool_), np.zeros(2, np.bool_)
-
-    def step(actions: np.ndarray) -> Any:
-        marks["sending"] = time.perf_counter_ns()
-        for k in range(2):
-            columns[k]["action"][0] = actions[k]
-            socks[k].send(frames[k])
-        marks["sent"] = time.perf_counter_ns()
-        for k in range(2):
-            decode(memoryview(socks[k].recv(1 << 16))[4:])
-        marks["taken"] = time.perf_counter_ns()
-        for k in range(2):
-            cols = columns[k]
-            rewards[k], terms[k], truncs[k] = cols["reward"][0], cols["terminated"][0], cols["truncated"][0]
-            obs[k] = cols["obs"][0]
-        return obs.copy(), rewards.copy(), terms.copy(), truncs.copy(), {}
-
-    return step
-
-
 def stamp_pool(envs: Any, marks: dict[str, int]) -> None:
     """Stamp the product's sends and receives (its pool's two calls a step) into ``marks``."""
     pool = envs.pool
@@ -144,6 +115,7 @@ def main() -> None:
 
     from _results import write_section  # benchmarks/_results.py
     from bench_finrl_atari import ALE_PRE, PONG_PRE, ale_pong
+    from bench_pong_floor import same_workers_loop
 
     ours = gym.make_vec("OpenEnv/Atari-v0", num_envs=2, provider="process", game="pong", **PONG_PRE)
     ale = ale_pong(ALE_PRE)()
@@ -151,7 +123,7 @@ def main() -> None:
     stamp_pool(ours, marks)
     ways: dict[str, Callable[[np.ndarray], Any]] = {"RemoteVectorEnv": ours.step}
     if not args.policy:
-        ways["bare loop, same workers"] = stamped_bare_loop(ours, marks)
+        ways["bare loop, same workers"] = same_workers_loop(ours, marks)
     choose: Callable[[Any, int], np.ndarray]
     if args.policy:
         import torch
