@@ -17,3 +17,10 @@ def test_serve_reports_a_constructor_exception_without_a_traceback() -> None:
 def test_bench_refuses_a_negative_seed_as_a_bad_argument() -> None:
     out = run("bench", "echo", "--seed", "-1", "--steps", "5")
     assert out.returncode == 2 and "--seed" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_serve_gym_with_id_in_env_kwargs_names_env_id() -> None:
+    out = run("serve", "gym", "--port", "0", "--env-kwargs", '{"id": "CartPole-v1"}')
+    assert out.returncode == 2, out.stderr
+    assert "env_id='CartPole-v1'" in out.stderr and "--env-kwargs" in out.stderr
+    assert "multiple values" not in out.stderr and "Traceback" not in out.stderr

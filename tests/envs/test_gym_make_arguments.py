@@ -48,3 +48,12 @@ def test_a_served_env_id_is_refused_naming_the_id_to_make(env_id: str) -> None:
 def test_a_served_env_id_is_refused_by_the_worker_as_a_typed_error() -> None:
     with pytest.raises(openenv_gym.InvalidRequestError, match="not through OpenEnv/Gym-v0"):
         gym.make("OpenEnv/Gym-v0", env_id="OpenEnv/Gym-v0", provider="process")
+
+
+def test_id_among_the_served_envs_arguments_is_refused_naming_env_id() -> None:
+    # gym.make(env_id, id=...) would answer "make() got multiple values for argument 'id'",
+    # which does not say that Gym-v0 names the env it serves with env_id.
+    with pytest.raises(openenv_gym.InvalidRequestError, match=r"pass env_id='CartPole-v1'"):
+        GymEnv(id="CartPole-v1")
+    with pytest.raises(openenv_gym.InvalidRequestError, match=r"pass env_id='Pendulum-v1'"):
+        openenv_gym.RemoteEnv("gym", provider="process", env_id="CartPole-v1", id="Pendulum-v1")

@@ -37,7 +37,8 @@ class GymEnv(Environment):
 
     Raises:
         InvalidRequestError: ``env_id`` names an ``OpenEnv/*`` env, which is served remotely
-            itself: make that id directly instead.
+            itself: make that id directly instead; or ``id`` is among ``kwargs`` (the served
+            env's id is ``env_id``).
     """
 
     enforce_action_bounds = False  # the served env decides, as it does locally
@@ -53,6 +54,10 @@ class GymEnv(Environment):
         # the checker in the worker too (disable_env_checker=False) gets it.
         kwargs.setdefault("disable_env_checker", True)
         _refuse_served_env(env_id)
+        if "id" in kwargs:  # gym.make's own first argument: it would take this one twice
+            raise InvalidRequestError(
+                f"id={kwargs['id']!r}: OpenEnv/Gym-v0 takes the id of the env it serves as "
+                f"env_id; pass env_id={kwargs['id']!r} instead")
         try:
             self.inner = gym.make(env_id, **kwargs)
         except (gym.error.NamespaceNotFound, gym.error.NameNotFound) as exc:
