@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from openenv_gym.errors import ProtocolError, WorkerConnectionError
+from openenv_gym.protocol.bell import Bell, BellListener
 from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode, frame_length
 
 __all__ = ["parse_address", "connect", "FrameReader", "send_frame", "read_message", "write_message",
@@ -152,6 +153,24 @@ class FrameReader:
         self.fds: list[int] = []
         #: Whether the last :meth:`read` had to wait for its frame: none of it had come yet.
         self.waited = False
+        self._bell: BellListener | None = None
+
+    def listen(self, bell_fd: int) -> None:
+        """Sleep on a pool's bell (:mod:`~openenv_gym.protocol.bell`, whose descriptor this
+        reader now owns) instead of the socket while waiting for a frame to start. Its sender
+        rings after each send: a worker's reader, given the bell with ``slice_open``.
+
+        Raises:
+            ValueError: ``bell_fd`` is not an eventfd (it is closed; the reader waits as before).
+        """
+        self.stop_listening()
+        self._bell = BellListener(bell_fd, self.sock)
+
+    def stop_listening(self) -> None:
+        """Wait on the socket again, closing the bell's descriptor (safe to call twice)."""
+        bell, self._bell = self._bell, None
+        if bell is not None:
+            bell.close()
 
     @property
     def spinning(self) -> bool:
@@ -254,7 +273,8 @@ class FrameReader:
         return data
 
     def _wait(self, n: int, deadline: float | None) -> bytes:
-        """``recv(n)`` once something comes (nothing had): after a spin, or sleeping."""
+        """``recv(n)`` once something comes (nothing had): after a spin, or sleeping (on the
+        bell, for a reader that :meth:`listen` s to one)."""
         started = 0.0
         if self.spin:
             # Spin only while waits are short: a peer that computes between messages (a
@@ -267,10 +287,24 @@ class FrameReader:
                     return data
             else:
                 started = time.perf_counter()
-        data = self._recv_once(n) if deadline is None else self._bounded(n, deadline)
+        if deadline is not None:
+            data = self._bounded(n, deadline)
+        elif self._bell is not None:
+            data = self._rung(n)
+        else:
+            data = self._recv_once(n)
         if started:
             self._spin_pays = time.perf_counter() - started < self.spin
         return data
+
+    def _rung(self, n: int) -> bytes:
+        """``recv(n)`` once something comes, sleeping on the bell between looks."""
+        bell = self._bell
+        while True:
+            try:
+                return self._recv_once(n, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                bell.wait()  # type: ignore[union-attr]
 
     def _spin(self, n: int) -> bytes | None:
         """Poll without sleeping for up to :data:`SPIN_SECONDS` (nothing had come when
@@ -345,7 +379,7 @@ class FrameReader:
 
 
 def send_frame(sock: socket.socket, frame: bytes, fds: list[int] | tuple[int, ...] = (),
-               deadline: float | None = None) -> None:
+               deadline: float | None = None, bell: Bell | None = None) -> None:
     """Send a whole frame; ``fds`` (Unix sockets) travel with its first byte.
 
     Args:
@@ -353,11 +387,15 @@ def send_frame(sock: socket.socket, frame: bytes, fds: list[int] | tuple[int, ..
         frame: The frame.
         fds: File descriptors to pass along.
         deadline: ``time.monotonic()`` value to give up at (None: block as long as it takes).
+        bell: The peer's bell (:mod:`~openenv_gym.protocol.bell`), rung before waiting for
+            room when the frame does not fit in the socket's buffer: a peer asleep on it
+            would otherwise never read, and the send never end. (Ringing once it is sent is
+            the caller's: a trainer rings once for all its workers.)
 
     Raises:
         socket.timeout: The peer did not take the frame before the deadline.
     """
-    flags = 0 if deadline is None else socket.MSG_DONTWAIT
+    flags = 0 if deadline is None and bell is None else socket.MSG_DONTWAIT
     if fds:
         sent = sock.sendmsg([frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))], flags)
     else:
@@ -367,6 +405,11 @@ def send_frame(sock: socket.socket, frame: bytes, fds: list[int] | tuple[int, ..
             sent = 0
     if sent == len(frame):
         return  # the usual case: the whole frame fit in the socket buffer at once
+    if bell is not None:
+        bell.ring()
+        if deadline is None:  # the peer reads now: the rest may block as it takes
+            sock.sendall(memoryview(frame)[sent:])
+            return
     view = memoryview(frame)
     poller = None
     while sent < len(view):

@@ -59,6 +59,13 @@ class _Handler(socketserver.BaseRequestHandler):
     def _serve(self, sock: socket.socket, service: EnvService, max_frame: int,
                scope: ConnectionScope) -> None:
         reader = FrameReader(sock, max_frame, accept_fds=True)
+        try:
+            self._serve_frames(sock, reader, service, scope)
+        finally:
+            reader.stop_listening()
+
+    def _serve_frames(self, sock: socket.socket, reader: FrameReader, service: EnvService,
+                      scope: ConnectionScope) -> None:
         while True:
             try:
                 try:
@@ -67,6 +74,8 @@ class _Handler(socketserver.BaseRequestHandler):
                     reader.close_fds()
                     reply: Any = _error(exc)
                 else:
+                    if len(reader.fds) == 2 and type(request) is dict and request.get("op") == "slice_open":
+                        _listen(reader, reader.fds.pop())  # the pool's bell, after its buffer
                     reply = service.handle(request, reader.fds, scope)
                 try:
                     frame = encode(reply)
@@ -82,6 +91,15 @@ class _Handler(socketserver.BaseRequestHandler):
                 sock.sendall(frame)
             except (ConnectionError, OSError):
                 return
+
+
+def _listen(reader: FrameReader, fd: int) -> None:
+    """Have ``reader`` sleep on the bell ``fd`` between requests (protocol/bell.py); a
+    descriptor that is no bell is closed, and the reader waits on its socket as before."""
+    try:
+        reader.listen(fd)
+    except (ValueError, OSError):
+        pass
 
 
 def _error(exc: Exception) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Frame reading: several frames in one recv, deadlines without socket timeouts, descriptors."""
+"""Frame reading: several frames in one recv, deadlines without socket timeouts, descriptors
+(``pair``: tests/protocol/conftest.py)."""
 
 from __future__ import annotations
 
@@ -6,21 +7,12 @@ import os
 import socket
 import threading
 import time
-from typing import Iterator
 
 import pytest
 
 from openenv_gym.protocol.sockets import FrameReader, send_frame
 from openenv_gym.protocol.wire import decode, encode
 
-
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    """A connected pair of Unix stream sockets: write on the first, read on the second."""
-    a, b = socket.socketpair(socket.AF_UNIX)
-    yield a, b
-    a.close()
-    b.close()
 
 
 def test_frame_reader_splits_frames_that_arrive_together(pair) -> None:
