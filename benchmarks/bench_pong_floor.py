@@ -78,12 +78,14 @@ ONE_ALE = "ALE AtariVectorEnv, n=1 (one C++ thread)"
 
 
 def bare_loop(socks: list[socket.socket], frames: list[bytes], columns: list[dict[str, np.ndarray]],
-              marks: dict[str, int] | None = None) -> Callable[[np.ndarray], Any]:
+              marks: dict[str, int] | None = None, bell: Any = None) -> Callable[[np.ndarray], Any]:
     """A step with nothing but the exchange and the copies: each worker's action into its
     ``action`` column, its request frame sent, its reply read, its results copied out. The
     command columns hold ``STEP`` already (``main`` writes them after each block's reset).
     With ``marks``, ``time.perf_counter_ns()`` goes there as the sends begin (``sending``) and
-    end (``sent``) and once the replies are read (``taken``), for ``bench_pong_timeline.py``."""
+    end (``sent``) and once the replies are read (``taken``), for ``bench_pong_timeline.py``.
+    ``bell``: the workers' bell (``openenv_gym/protocol/bell.py``), rung once after the sends
+    as the product's pool rings it (workers that sleep on it wait for the ring)."""
     n = len(socks)
     obs = np.zeros((n, *columns[0]["obs"].shape[1:]), columns[0]["obs"].dtype)
     rewards, terms, truncs = np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
@@ -94,6 +96,8 @@ def bare_loop(socks: list[socket.socket], frames: list[bytes], columns: list[dic
         for k in range(n):
             columns[k]["action"][0] = actions[k]
             socks[k].send(frames[k])
+        if bell is not None:
+            bell.ring()
         if marks is not None:
             marks["sent"] = time.perf_counter_ns()
         for k in range(n):  # the replies first, then the copies, as RemoteVectorEnv does
@@ -113,7 +117,7 @@ def same_workers_loop(envs: Any, marks: dict[str, int] | None = None) -> Callabl
     """:func:`bare_loop` over ``envs``' own workers and slices."""
     slices = envs.pool.slices
     return bare_loop([piece.client._sock for piece in slices], [piece._step_frame for piece in slices],
-                     [piece.columns for piece in slices], marks)
+                     [piece.columns for piece in slices], marks, slices[0].client.bell)
 
 
 def step_autoreset(env: AtariEnv, action: int) -> tuple[np.ndarray, float, bool, bool]:

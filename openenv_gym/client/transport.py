@@ -37,6 +37,7 @@ from openenv_gym.errors import (
     WorkerTimeoutError,
     error_from_wire,
 )
+from openenv_gym.protocol.bell import Bell
 from openenv_gym.protocol.sockets import FrameReader, available_cores, connect, poll_ms, send_frame
 from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode, frame_length
 
@@ -81,6 +82,9 @@ class BinaryClient:
         #: Held by :meth:`request` from send to reply: calls from several threads take turns
         #: instead of reading each other's replies.
         self.lock = threading.RLock()
+        #: The worker's bell (:mod:`~openenv_gym.protocol.bell`), once a pool offered it one
+        #: with ``slice_open``: rung after every send, since the worker may sleep on it.
+        self.bell: Bell | None = None
         _clients.add(self)
 
     @property
@@ -130,18 +134,22 @@ class BinaryClient:
         self.send_frame(encode(message), timeout, fds, ordered)
 
     def send_frame(self, frame: bytes, timeout: float | None = None, fds: tuple[int, ...] = (),
-                   ordered: bool = True) -> None:
+                   ordered: bool = True, ring: bool = True) -> None:
         """:meth:`send` for a frame encoded ahead of time (a request sent every step).
 
         ``ordered=False``: the request may run before a call cut short earlier (see
         :meth:`drop`) instead of waiting for it, as a session's close may: that call then
-        finds its session gone."""
+        finds its session gone. ``ring=False``: leave ringing :attr:`bell` to the caller, who
+        rings it once after sending to each of its workers."""
         timeout = self.timeout if timeout is None else timeout
         self._deadline = time.monotonic() + timeout
         sock = self._connected(timeout, ordered)
+        bell = self.bell
         try:
             self._owed = True  # before the send: an interrupt may land once the frame is out
-            send_frame(sock, frame, fds, self._deadline)
+            send_frame(sock, frame, fds, self._deadline, bell)
+            if ring and bell is not None:
+                bell.ring()
         except OSError as exc:
             self.close()
             raise WorkerConnectionError(f"worker at {self.address} dropped the connection: {exc}") from None

@@ -32,6 +32,7 @@ from typing import Any, Callable, Union
 from openenv_gym.client.env import not_replaceable_in_fork
 from openenv_gym.client.transport import BinaryClient, settle_together
 from openenv_gym.protocol import ops
+from openenv_gym.protocol.bell import Bell, bell_enabled
 from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.protocol.wire import encode
 from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
@@ -97,6 +98,10 @@ class WorkerPool:
                         for w in self.workers]
         #: Each worker's slice, once :meth:`open_slices` ran.
         self.slices: list[RemoteSlice] = []
+        #: Rung once after each round of sends; the workers sleep on it between requests
+        #: (protocol/bell.py). Made with the shared slices, for workers on this host.
+        self._bell: Bell | None = None
+        self._bell_pid = 0
         self._slice_args: tuple[Any, ...] = ()
         self._send_failed: dict[int, WorkerFailure] = {}
         #: The worker whose reply came last in the last step: :meth:`receive_slices` reads it first.
@@ -209,9 +214,21 @@ class WorkerPool:
 
     def _open_slice(self, worker: int) -> RemoteSlice:
         observation_space, action_space, shared, info_types = self._slice_args
-        return RemoteSlice(self.clients[worker], observation_space, action_space,
+        client = self.clients[worker]
+        return RemoteSlice(client, observation_space, action_space,
                            len(self.groups[worker]), shared, info_types,
-                           bound=os.getpid() != self.owner_pid)
+                           bound=os.getpid() != self.owner_pid,
+                           bell=self._own_bell() if client.address.startswith("unix://") else None)
+
+    def _own_bell(self) -> Bell | None:
+        """This process's bell (a fork's copy makes its own, for its own slices), or None
+        where there is none (see :func:`~openenv_gym.protocol.bell.bell_enabled`). Only a
+        worker on this host's Unix socket gets it (a descriptor cannot cross TCP)."""
+        if not bell_enabled():
+            return None
+        if self._bell is None or self._bell_pid != os.getpid():
+            self._bell, self._bell_pid = Bell(), os.getpid()
+        return self._bell
 
     def sid(self, env: int) -> str | None:
         """The session id of sub-env ``env`` on its worker (None before the slices open)."""
@@ -296,9 +313,13 @@ class WorkerPool:
                     try:
                         if w in unsettled:
                             raise unsettled[w]
-                        clients[w].send_frame(frame, timeout)
+                        clients[w].send_frame(frame, timeout, ring=False)
                     except (WorkerError, OSError) as exc:
                         self._send_failed[w] = WorkerFailure(w, exc)
+                if self._bell is not None:
+                    # Once, after every request is out: a wake-up for each would let the
+                    # first worker woken preempt this process before the next send.
+                    self._bell.ring()
             except BaseException:
                 self._interrupted(workers)
                 raise
@@ -384,6 +405,8 @@ class WorkerPool:
             for client in self.clients:
                 client.close()  # and a connection still waiting for an interrupted call
             self.slices = []
+            if self._bell is not None:
+                self._bell.close()  # every worker's copy closes with its connection
         finally:
             if held:
                 self._io.release()

@@ -32,6 +32,7 @@ from gymnasium import spaces
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import ProtocolError
 from openenv_gym.protocol import ops
+from openenv_gym.protocol.bell import Bell
 from openenv_gym.protocol.slices import PLAIN_REPLY, SliceLayout, create_shared
 from openenv_gym.protocol.wire import encode
 
@@ -51,18 +52,25 @@ class RemoteSlice:
         info_types: The env's declared infos (its ``spec``'s ``info_types``), which get columns.
         bound: The worker ends the slice when this connection closes (a forked child's,
             which may exit without ``close()``).
+        bell: The pool's bell (:mod:`~openenv_gym.protocol.bell`), handed to the worker with
+            the shared buffer: the worker sleeps on it between requests, and ``client`` rings
+            it from now on.
     """
 
     def __init__(self, client: BinaryClient, observation_space: spaces.Space,
                  action_space: spaces.Space, n: int, shared: bool | None = None,
-                 info_types: dict[str, str] | None = None, bound: bool = False) -> None:
+                 info_types: dict[str, str] | None = None, bound: bool = False,
+                 bell: Bell | None = None) -> None:
         self.client = client
         self.layout = SliceLayout(observation_space, action_space, n, info_types)
         self.shared = client.address.startswith("unix://") if shared is None else shared
         if self.shared:
             fd, self._buffer = create_shared(self.layout.size)
+            fds = (fd,) if bell is None else (fd, bell.fileno())
+            if bell is not None:
+                client.bell = bell  # before the request: the worker may listen even if it fails
             try:
-                reply = client.request(ops.slice_open(n, self.layout.size, bound), fds=(fd,))
+                reply = client.request(ops.slice_open(n, self.layout.size, bound), fds=fds)
             finally:
                 os.close(fd)  # the worker holds its own copy now
         else:
