@@ -93,16 +93,21 @@ def batch(calls: Sequence[Request]) -> Request:
     return {"op": "batch", "calls": list(calls)}
 
 
-def slice_open(n: int, size: int | None = None, bound: bool = False) -> Request:
+def slice_open(n: int, size: int | None = None, bound: bool = False,
+               bell: bool = False) -> Request:
     """Start ``n`` sessions as one slice. With ``size``, the request carries a shared-memory
     descriptor of that many bytes (the buffer's layout: :mod:`openenv_gym.protocol.slices`);
     without, the columns travel in the messages (a worker over TCP). ``bound``: as
-    :func:`reset`'s, for the slice and its sessions."""
+    :func:`reset`'s, for the slice and its sessions. ``bell``: a second descriptor follows
+    the buffer's, the pool's bell (:mod:`openenv_gym.protocol.bell`), which the worker's
+    connection sleeps on between requests from then on."""
     request: Request = {"op": "slice_open", "n": n}
     if size is not None:
         request["size"] = size
     if bound:
         request["bound"] = True
+    if bell:
+        request["bell"] = True
     return request
 
 

@@ -155,16 +155,21 @@ class FrameReader:
         self.waited = False
         self._bell: BellListener | None = None
 
-    def listen(self, bell_fd: int) -> None:
+    def listen(self, bell_fd: int) -> bool:
         """Sleep on a pool's bell (:mod:`~openenv_gym.protocol.bell`, whose descriptor this
         reader now owns) instead of the socket while waiting for a frame to start. Its sender
         rings after each send: a worker's reader, given the bell with ``slice_open``.
 
-        Raises:
-            ValueError: ``bell_fd`` is not an eventfd (it is closed; the reader waits as before).
+        Returns:
+            Whether the reader listens: False when ``bell_fd`` is no eventfd (it is closed, and
+            the reader waits on its socket as before).
         """
         self.stop_listening()
-        self._bell = BellListener(bell_fd, self.sock)
+        try:
+            self._bell = BellListener(bell_fd, self.sock)
+        except (ValueError, OSError):
+            return False
+        return True
 
     def stop_listening(self) -> None:
         """Wait on the socket again, closing the bell's descriptor (safe to call twice)."""

@@ -74,8 +74,9 @@ class _Handler(socketserver.BaseRequestHandler):
                     reader.close_fds()
                     reply: Any = _error(exc)
                 else:
-                    if len(reader.fds) == 2 and type(request) is dict and request.get("op") == "slice_open":
-                        _listen(reader, reader.fds.pop())  # the pool's bell, after its buffer
+                    if len(reader.fds) == 2 and type(request) is dict and request.get("bell") \
+                            and request.get("op") == "slice_open":
+                        reader.listen(reader.fds.pop())  # the pool's bell, after its buffer
                     reply = service.handle(request, reader.fds, scope)
                 try:
                     frame = encode(reply)
@@ -91,15 +92,6 @@ class _Handler(socketserver.BaseRequestHandler):
                 sock.sendall(frame)
             except (ConnectionError, OSError):
                 return
-
-
-def _listen(reader: FrameReader, fd: int) -> None:
-    """Have ``reader`` sleep on the bell ``fd`` between requests (protocol/bell.py); a
-    descriptor that is no bell is closed, and the reader waits on its socket as before."""
-    try:
-        reader.listen(fd)
-    except (ValueError, OSError):
-        pass
 
 
 def _error(exc: Exception) -> dict[str, Any]:

@@ -70,7 +70,8 @@ class RemoteSlice:
             if bell is not None:
                 client.bell = bell  # before the request: the worker may listen even if it fails
             try:
-                reply = client.request(ops.slice_open(n, self.layout.size, bound), fds=fds)
+                reply = client.request(ops.slice_open(n, self.layout.size, bound, bell is not None),
+                                       fds=fds)
             finally:
                 os.close(fd)  # the worker holds its own copy now
         else:

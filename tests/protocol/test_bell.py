@@ -42,7 +42,7 @@ def door(pair, bell) -> Iterator[BellListener]:
 def reader(pair, bell) -> Iterator[FrameReader]:
     """A reader of the pair's reading end that listens to the bell."""
     frames = FrameReader(pair[1], spin=False)
-    frames.listen(os.dup(bell.fileno()))
+    assert frames.listen(os.dup(bell.fileno())) is True
     yield frames
     frames.stop_listening()
 
@@ -98,6 +98,16 @@ def test_a_descriptor_that_is_no_eventfd_is_refused_and_closed(pair) -> None:
             BellListener(r, pair[1])
         with pytest.raises(OSError):
             os.fstat(r)  # closed by the refusal
+    finally:
+        os.close(w)
+    r, w = os.pipe()
+    try:
+        frames = FrameReader(pair[1], spin=False)
+        assert frames.listen(r) is False  # a worker's reader: it waits on its socket as before
+        with pytest.raises(OSError):
+            os.fstat(r)
+        pair[0].sendall(encode({"op": "ping"}))
+        assert decode(frames.read()) == {"op": "ping"}
     finally:
         os.close(w)
 

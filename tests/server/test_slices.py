@@ -11,7 +11,9 @@ from gymnasium import spaces
 
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.gym.env import GymEnv
-from openenv_gym.protocol.slices import RESET, SKIP, STEP, STEP_AUTORESET, SliceLayout
+from openenv_gym.protocol import ops
+from openenv_gym.protocol.bell import Bell
+from openenv_gym.protocol.slices import RESET, SKIP, STEP, STEP_AUTORESET, SliceLayout, create_shared
 from openenv_gym.protocol.sockets import FrameReader, connect, send_frame
 from openenv_gym.protocol.wire import decode, encode
 from openenv_gym.server.binary import BinaryServer
@@ -99,6 +101,36 @@ def test_slice_open_with_a_bad_descriptor_is_refused_and_the_server_serves_on(tm
         server.close()
 
 
+def _eventfds() -> int:
+    return sum(os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:[eventfd]"
+               for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}"))
+
+
+@pytest.mark.parametrize("flagged", [True, False])
+def test_a_second_descriptor_is_the_bell_only_when_slice_open_says_so(tmp_path, service, flagged) -> None:
+    server = BinaryServer(service, f"unix://{tmp_path}/w.sock")
+    sock = connect(server.address, 10)
+    bell = Bell()
+    try:
+        reader = FrameReader(sock)
+        env = GymEnv("CartPole-v1")
+        size = SliceLayout(env.observation_space, env.action_space, 2, env.info_types).size
+        fd, buffer = create_shared(size)
+        before = _eventfds()
+        send_frame(sock, encode(ops.slice_open(2, size, bell=flagged)), [fd, bell.fileno()])
+        os.close(fd)
+        assert decode(reader.read())["ok"] is True
+        # the server's copy is held while its connection listens, closed when it does not
+        assert _eventfds() == before + flagged
+        send_frame(sock, encode({"op": "health"}))
+        assert decode(reader.read())["status"] == "ok"
+        buffer.close()
+    finally:
+        sock.close()
+        server.close()
+        bell.close()
+
+
 class _Counter(Environment):
     """Declares three infos; ``action`` picks an info that fits them or one of the kinds that
     must travel inline instead."""
@@ -166,6 +198,8 @@ _CLOSE_DURING_STEP = r"""
 import mmap, sys, threading
 import numpy as np
 from openenv_gym.envs.gym.env import GymEnv
+from openenv_gym.protocol import ops
+from openenv_gym.protocol.bell import Bell
 from openenv_gym.protocol.slices import RESET, STEP, SliceLayout, create_shared
 from openenv_gym.server.service import EnvService
 
