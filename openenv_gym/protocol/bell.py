@@ -67,6 +67,8 @@ class Bell:
 
     def __init__(self) -> None:
         self._fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        #: The process that made it (a forked copy rings its parent's workers: make its own).
+        self.pid = os.getpid()
         # Held around each ring and the close: a ring on another thread never writes to a
         # descriptor number that a close freed and a new file took.
         self._lock = threading.Lock()

@@ -37,7 +37,7 @@ from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.protocol.wire import encode
 from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
 from openenv_gym.providers.base import Provider, Worker, naming_fd_limit, stop_when_dropped
-from openenv_gym.vector.slices import RemoteSlice
+from openenv_gym.vector.slices import RemoteSlice, shares
 
 __all__ = ["WorkerPool", "WorkerFailure"]
 
@@ -101,7 +101,6 @@ class WorkerPool:
         #: Rung once after each round of sends; the workers sleep on it between requests
         #: (protocol/bell.py). Made with the shared slices, for workers on this host.
         self._bell: Bell | None = None
-        self._bell_pid = 0
         self._slice_args: tuple[Any, ...] = ()
         self._send_failed: dict[int, WorkerFailure] = {}
         #: The worker whose reply came last in the last step: :meth:`receive_slices` reads it first.
@@ -218,16 +217,16 @@ class WorkerPool:
         return RemoteSlice(client, observation_space, action_space,
                            len(self.groups[worker]), shared, info_types,
                            bound=os.getpid() != self.owner_pid,
-                           bell=self._own_bell() if client.address.startswith("unix://") else None)
+                           bell=self._own_bell() if shares(client, shared) else None)
 
     def _own_bell(self) -> Bell | None:
         """This process's bell (a fork's copy makes its own, for its own slices), or None
         where there is none (see :func:`~openenv_gym.protocol.bell.bell_enabled`). Only a
-        worker on this host's Unix socket gets it (a descriptor cannot cross TCP)."""
+        slice in shared memory gets it (a worker on this host: a descriptor cannot cross TCP)."""
         if not bell_enabled():
             return None
-        if self._bell is None or self._bell_pid != os.getpid():
-            self._bell, self._bell_pid = Bell(), os.getpid()
+        if self._bell is None or self._bell.pid != os.getpid():
+            self._bell = Bell()
         return self._bell
 
     def sid(self, env: int) -> str | None:

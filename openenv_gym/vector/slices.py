@@ -36,7 +36,18 @@ from openenv_gym.protocol.bell import Bell
 from openenv_gym.protocol.slices import PLAIN_REPLY, SliceLayout, create_shared
 from openenv_gym.protocol.wire import encode
 
-__all__ = ["RemoteSlice"]
+__all__ = ["RemoteSlice", "shares"]
+
+
+def shares(client: BinaryClient, shared: bool | None = None) -> bool:
+    """Whether a slice on ``client``'s worker keeps its columns in shared memory: as
+    ``shared`` says, or (None) when the worker is on this host (reached through a Unix socket).
+
+    Example:
+        >>> shares(BinaryClient("tcp://127.0.0.1:1")), shares(BinaryClient("unix:///tmp/w"))
+        (False, True)
+    """
+    return client.address.startswith("unix://") if shared is None else shared
 
 
 class RemoteSlice:
@@ -54,7 +65,7 @@ class RemoteSlice:
             which may exit without ``close()``).
         bell: The pool's bell (:mod:`~openenv_gym.protocol.bell`), handed to the worker with
             the shared buffer: the worker sleeps on it between requests, and ``client`` rings
-            it from now on.
+            it from now on. Give it only where the slice :func:`shares` (else it goes unused).
     """
 
     def __init__(self, client: BinaryClient, observation_space: spaces.Space,
@@ -63,7 +74,7 @@ class RemoteSlice:
                  bell: Bell | None = None) -> None:
         self.client = client
         self.layout = SliceLayout(observation_space, action_space, n, info_types)
-        self.shared = client.address.startswith("unix://") if shared is None else shared
+        self.shared = shares(client, shared)
         if self.shared:
             fd, self._buffer = create_shared(self.layout.size)
             fds = (fd,) if bell is None else (fd, bell.fileno())
