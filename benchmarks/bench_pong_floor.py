@@ -1,7 +1,7 @@
 """Pong n=2: how close to ALE's C++ ``AtariVectorEnv`` a Python trainer over two worker
 processes can get, and where the rest goes.
 
-Five ways to step 2 preprocessed Pong envs (84×84 gray, 4-stack, noop 30, sticky actions
+Six ways to step 2 preprocessed Pong envs (84×84 gray, 4-stack, noop 30, sticky actions
 off), in interleaved blocks so the load of other users hits all alike:
 
 - ``RemoteVectorEnv``: ``gym.make_vec("OpenEnv/Atari-v0", num_envs=2)``, the product.
@@ -20,6 +20,10 @@ off), in interleaved blocks so the load of other users hits all alike:
   the second stepped on a thread of its own while this thread steps the first, as ALE's vector
   env steps its envs on threads. ale-py holds the GIL while it emulates, so this shows whether
   threads could stand in for a second process in Python (they cannot).
+- ALE's ``AtariVectorEnv`` in one worker process: ALE's own vector env of two envs, stepped
+  in a process of this script's own behind the bare workers' socket, frame reader and shared
+  columns. It bounds any design that keeps the envs out of the trainer's process, whatever
+  runs them: ALE's C++ step plus one process hop.
 - ALE's ``AtariVectorEnv``: the same emulator, preprocessing in C++ threads, no isolation.
 
 Two more rows split the distance between the first two: the product's pool and socket
@@ -75,6 +79,7 @@ ALE_TWO = "ALE AtariVectorEnv (C++ threads)"
 THREADS = "two envs in this process, the second on a thread"
 ONE_LOCAL = "one env in this process (the workers' AtariEnv), no vector env"
 ONE_ALE = "ALE AtariVectorEnv, n=1 (one C++ thread)"
+ALE_AWAY = "ALE AtariVectorEnv in one worker process, bare loop"
 
 
 def bare_loop(socks: list[socket.socket], frames: list[bytes], columns: list[dict[str, np.ndarray]],
@@ -151,11 +156,73 @@ def _bare_worker(sock: socket.socket, shm_name: str, settings: dict[str, Any], s
     shm.close()
 
 
-def _bare_columns(buf: Any, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
-    """A bare worker's columns in its shared block, named and shaped as a one-env slice's."""
-    return {"action": np.ndarray((1,), np.int64, buf, 0), "reward": np.ndarray((1,), np.float64, buf, 8),
-            "terminated": np.ndarray((1,), np.bool_, buf, 16), "truncated": np.ndarray((1,), np.bool_, buf, 17),
-            "obs": np.ndarray((1, *shape), np.uint8, buf, 64)}
+def _bare_columns(buf: Any, shape: tuple[int, ...], n: int = 1) -> dict[str, np.ndarray]:
+    """A bare worker's columns in its shared block, named and shaped as an ``n``-env slice's."""
+    return {"action": np.ndarray((n,), np.int64, buf, 0), "reward": np.ndarray((n,), np.float64, buf, 8 * n),
+            "terminated": np.ndarray((n,), np.bool_, buf, 16 * n),
+            "truncated": np.ndarray((n,), np.bool_, buf, 17 * n),
+            "obs": np.ndarray((n, *shape), np.uint8, buf, _obs_offset(n))}
+
+
+def _obs_offset(n: int) -> int:
+    """Where the frames start in a bare worker's block: past the other columns, 64-aligned."""
+    return -(-18 * n // 64) * 64
+
+
+def _ale_worker(sock: socket.socket, shm_name: str, settings: dict[str, Any], n: int) -> None:
+    """ALE's own vector env of ``n`` envs as a bare worker (see the module's docstring): it
+    autoresets by itself, so each request is one vector step."""
+    env = ale_pong(settings, num_envs=n)()
+    obs, _ = env.reset(seed=0)
+    shm = SharedMemory(shm_name)
+    cols = _bare_columns(shm.buf, obs.shape[1:], n)
+    reader = FrameReader(sock)
+    while True:
+        try:
+            reader.read()
+        except ConnectionResetError:  # the trainer closed its end
+            break
+        obs, reward, terminated, truncated, _ = env.step(cols["action"])
+        cols["reward"][:], cols["terminated"][:], cols["truncated"][:] = reward, terminated, truncated
+        cols["obs"][:] = obs
+        sock.send(PLAIN_REPLY)
+    del cols
+    env.close()
+    shm.close()
+
+
+class AleWorker:
+    """ALE's vector env in a worker process of this script's own (see the module's
+    docstring); :attr:`step` exchanges one request with it and copies the results out."""
+
+    def __init__(self, settings: dict[str, Any], shape: tuple[int, ...], n: int = 2) -> None:
+        spawn = multiprocessing.get_context("spawn")
+        self.block = SharedMemory(create=True, size=_obs_offset(n) + n * int(np.prod(shape)))
+        self.sock, theirs = socket.socketpair()
+        self.proc = spawn.Process(target=_ale_worker, args=(theirs, self.block.name, settings, n), daemon=True)
+        self.proc.start()
+        theirs.close()
+        self.columns = _bare_columns(self.block.buf, shape, n)
+        frame = encode({})
+
+        def step(actions: np.ndarray) -> Any:
+            cols = self.columns
+            cols["action"][:] = actions
+            self.sock.send(frame)
+            decode(memoryview(self.sock.recv(1 << 16))[4:])
+            return (cols["obs"].copy(), cols["reward"].copy(), cols["terminated"].copy(),
+                    cols["truncated"].copy(), {})
+
+        self.step: Callable[[np.ndarray], Any] | None = step
+
+    def close(self) -> None:
+        self.sock.close()
+        self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.step, self.columns = None, {}
+        self.block.close()
+        self.block.unlink()
 
 
 class BareWorkers:
@@ -274,13 +341,14 @@ def main() -> None:
     ale_settings = ALE_V5_RAW if args.raw else ALE_PRE
     ale, ale_one = ale_pong(ale_settings)(), ale_pong(ale_settings, num_envs=1)()
     local = AtariEnv(game="pong", **settings)
-    bare = pair = None
+    bare = pair = away = None
     try:
         ours.reset(seed=0)
         ale.reset(seed=0)
         ale_one.reset(seed=0)
         bare = BareWorkers(settings, ours.single_observation_space.shape)
         pair = ThreadedPair(settings)
+        away = AleWorker(ale_settings, ale.single_observation_space.shape)
         rng = np.random.default_rng(0)
         actions = [rng.integers(0, 6, 2) for _ in range(STEPS_PER_BLOCK)]
         ways = {"RemoteVectorEnv": ours.step,
@@ -289,6 +357,7 @@ def main() -> None:
                 "bare loop, same workers": same_workers_loop(ours),
                 "bare loop, bare workers": bare.step,
                 THREADS: pair.step,
+                ALE_AWAY: away.step,
                 ALE_TWO: ale.step}
         alone = {ONE_LOCAL: lambda a: local.step(int(a[0])), ONE_ALE: lambda a: ale_one.step(a[:1])}
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in (*ways, *alone)}
@@ -308,6 +377,8 @@ def main() -> None:
             bare.close()
         if pair is not None:
             pair.close()
+        if away is not None:
+            away.close()
     ale_wall = [wall for wall, _ in times[ALE_TWO]]
     flags = (" --raw" if args.raw else "") + (" --write" if args.write else "")
     config = "raw RGB (ALE/Pong-v5)" if args.raw else "preprocessed"

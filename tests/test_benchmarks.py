@@ -52,6 +52,30 @@ def test_bench_pong_floor_bare_workers_step_the_same_env_as_a_local_one(monkeypa
     assert all(not proc.is_alive() for proc in bare.procs)
 
 
+def test_bench_pong_floor_ale_worker_steps_as_ales_vector_env_in_this_process(monkeypatch) -> None:
+    # The row of ALE's vector env behind one process hop is worth quoting only if the worker
+    # does the in-process reference's work: same seed and actions, same frames, rewards, flags.
+    import numpy as np
+
+    monkeypatch.syspath_prepend(str(BENCH))  # the spawned worker imports the script
+    bench = _load("bench_pong_floor")
+    here = bench.ale_pong(bench.ALE_PRE)()
+    frames, _ = here.reset(seed=0)
+    away = bench.AleWorker(bench.ALE_PRE, frames.shape[1:])
+    try:
+        rng = np.random.default_rng(0)
+        for _ in range(30):
+            actions = rng.integers(0, 6, 2)
+            got, want = away.step(actions), here.step(actions)
+            for a, b in zip(got[:4], want[:4]):
+                assert np.array_equal(a, b)
+        assert not np.array_equal(got[0][0], got[0][1])  # two envs, not one twice
+    finally:
+        away.close()
+        here.close()
+    assert not away.proc.is_alive()
+
+
 def test_bench_pong_floor_one_env_rows_step_one_env_of_the_same_frame_shape() -> None:
     # The one-env table sets ALE's vector env at n=1 beside the workers' AtariEnv alone: worth
     # quoting only if both step one env of the same preprocessed frame shape (their noop
