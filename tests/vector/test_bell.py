@@ -17,6 +17,7 @@ import pytest
 import openenv_gym  # noqa: F401  (registers OpenEnv/*)
 from openenv_gym.vector import RemoteVectorEnv
 from tests.conftest import in_forked_child
+from tests.vector.vector_helpers import assert_same, step_both
 
 
 def _eventfds(worker: Any) -> int:
@@ -122,17 +123,12 @@ def test_steps_after_pauses_match_gymnasiums_vector_env() -> None:
     ours = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, provider="process", env_id="CartPole-v1")
     theirs = gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync")
     try:
-        obs, _ = ours.reset(seed=3)
-        expected, _ = theirs.reset(seed=3)
-        np.testing.assert_array_equal(obs, expected)
+        assert_same(ours.reset(seed=3), theirs.reset(seed=3), "reset")
         rng = np.random.default_rng(0)
         for k in range(40):
             if k % 2:
                 time.sleep(0.005)  # longer than the workers' spin: they sleep on the bell
-            actions = rng.integers(0, 2, 2)
-            got, want = ours.step(actions), theirs.step(actions)
-            for a, b in zip(got[:4], want[:4]):
-                np.testing.assert_array_equal(a, b)
+            step_both(ours, theirs, rng.integers(0, 2, 2), f"step {k}")
     finally:
         ours.close()
         theirs.close()
