@@ -113,7 +113,9 @@ class Environment(gym.Env):
             raw: The decoded action (a dict for model envs, a number/array/... otherwise).
 
         Returns:
-            A model instance (model envs) or a value contained in ``action_space``.
+            A model instance (model envs) or a value contained in ``action_space``; for an
+            env that does not enforce its Box's bounds (:attr:`enforce_action_bounds`), any
+            finite array or list of numbers of the space's shape, as it was sent.
 
         Raises:
             InvalidActionError: The action does not fit; the message names the problem.
@@ -135,14 +137,21 @@ class Environment(gym.Env):
                 raise InvalidActionError(f"invalid {self.action_model.__name__}: {problems}") from None
         space = self.action_space
         if not self.enforce_action_bounds and isinstance(space, gym.spaces.Box):
-            # The served env decides, as locally: any finite array of the right shape, an
-            # array in its own dtype (a float64 action rounded to the space's float32 would
-            # change its dynamics; wire arrays are read-only views of the frame: copied), a
-            # JSON list in the space's.
-            value = raw.copy() if isinstance(raw, np.ndarray) and raw.dtype.kind in "fiu" \
-                else from_wire(raw, space)
-            array = np.asarray(value)
-            if array.shape == space.shape and array.dtype.kind in "fiu" and np.isfinite(array).all():
+            # The served env decides, as locally: any finite array of the right shape, in
+            # the dtype it came in (a float64 action rounded to the space's float32 would
+            # change its dynamics; wire arrays are read-only views of the frame: copied), or
+            # a list of numbers handed over as the list it is (a local env computes with
+            # its Python floats: MountainCarContinuous in float32 beside its state, where
+            # np.float64 would turn the sum float64).
+            if isinstance(raw, np.ndarray) and raw.dtype.kind in "fiu":
+                value = array = raw.copy()
+            elif (array := _numbers(raw)) is not None:
+                value = raw
+            else:
+                value = from_wire(raw, space)  # an array, or what cannot be one (for contains)
+                array = value if isinstance(value, (np.ndarray, np.generic)) else None
+            if array is not None and array.shape == space.shape and array.dtype.kind in "fiu" \
+                    and np.isfinite(array).all():
                 return value
         else:
             value = from_wire(raw, space)
@@ -299,6 +308,18 @@ def _plain_model(model: type[BaseModel]) -> bool:
     # ones may turn what the schema refuses into a value the model takes.
     return all(d.info.mode == "after" for d in
                (*decorators.field_validators.values(), *decorators.model_validators.values()))
+
+
+def _numbers(raw: Any) -> np.ndarray | None:
+    """numpy's array of ``raw`` when it is a list or tuple of numbers (ints or floats,
+    nested); None otherwise (ragged, text, bools, anything else)."""
+    if not isinstance(raw, (list, tuple)):
+        return None
+    try:
+        array = np.asarray(raw)
+    except (ValueError, TypeError):  # ragged, or not numbers at all
+        return None
+    return array if array.dtype.kind in "fiu" else None
 
 
 def _short(value: Any, limit: int = 80) -> str:

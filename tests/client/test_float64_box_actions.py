@@ -30,3 +30,30 @@ def test_float64_actions_are_not_rounded_to_the_space_dtype(env_id: str) -> None
     finally:
         ours.close()
         local.close()
+
+
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "MountainCarContinuous-v0"])
+def test_a_list_action_reaches_the_env_as_the_list_it_is(env_id: str) -> None:
+    # A local env computes with the list it is given (Python floats: Pendulum clips 1e40,
+    # MountainCarContinuous adds them to its float32 state in float32). Cast to the space's
+    # float32, 1e40 became inf and the step was refused; an np.float64 would change sums.
+    ours = gym.make("OpenEnv/Gym-v0", env_id=env_id, provider="process")
+    local = gym.make(env_id)
+    try:
+        np.testing.assert_array_equal(ours.reset(seed=0)[0], local.reset(seed=0)[0])
+        for action in ([1e40], [0.1], (-1e40,), [1]):
+            got, want = ours.step(action), local.step(action)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert float(got[1]) == float(want[1])
+            assert got[2:4] == want[2:4]
+        # A list numpy cannot make an array of is refused with the typed error (it escaped as
+        # numpy's ValueError from the worker), and the episode goes on.
+        with pytest.raises(InvalidActionError, match="not in the action space"):
+            ours.step([[1.0, 2.0], [3.0]])
+        with pytest.raises(InvalidActionError, match="not in the action space"):
+            ours.step([float("inf")])
+        got, want = ours.step([0.5]), local.step([0.5])
+        np.testing.assert_array_equal(got[0], want[0])
+    finally:
+        ours.close()
+        local.close()
