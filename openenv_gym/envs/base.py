@@ -36,6 +36,7 @@ from pydantic.types import AllowInfNan, Strict
 
 from openenv_gym.errors import InvalidActionError
 from openenv_gym.models import Action, Observation, State, model_space
+from openenv_gym.protocol.slices import valid_rows
 from openenv_gym.protocol.wire import wire_problem
 from openenv_gym.spaces import from_wire
 
@@ -150,8 +151,9 @@ class Environment(gym.Env):
             else:
                 value = from_wire(raw, space)  # an array, or what cannot be one (for contains)
                 array = value if isinstance(value, (np.ndarray, np.generic)) else None
+            # The rule a vector slice checks its rows by (``valid_rows``, bounds off).
             if array is not None and array.shape == space.shape and array.dtype.kind in "fiu" \
-                    and np.isfinite(array).all():
+                    and valid_rows(space, array.reshape(1, -1), bounds=False)[0]:
                 return value
         else:
             value = from_wire(raw, space)
