@@ -555,7 +555,7 @@ class RemoteVectorEnv(VectorEnv):
         acts = self._action_batch(actions)
         self._refuse_out_of_space(acts, cmd)
         try:
-            self._run(cmd, self._column_or_rows(acts), any_skipped=False, uniform=command)
+            self._run(cmd, self._column_or_rows(acts, actions), any_skipped=False, uniform=command)
             exchange = self._receive()
         except BaseException:
             self._forget_sent()
@@ -689,7 +689,7 @@ class RemoteVectorEnv(VectorEnv):
             uniform = None
         if self._flat_action:
             self._refuse_out_of_space(acts, cmd)
-            acts = self._column_or_rows(acts)
+            acts = self._column_or_rows(acts, actions)
         elif self._action_check is not None:
             self._refuse_invalid(acts, cmd)
         seeds = None
@@ -730,9 +730,18 @@ class RemoteVectorEnv(VectorEnv):
                                      f"{(self.num_envs, *single.shape)}, got {arr.shape}")
         return arr
 
-    def _column_or_rows(self, arr: np.ndarray) -> np.ndarray | list[np.ndarray]:
-        """``arr`` for the action column, or its rows, to travel inline in their own dtype."""
-        if self._actions_as_sent and arr.dtype != self.single_action_space.dtype and arr.dtype.kind in "fiu":
+    def _column_or_rows(self, arr: np.ndarray, given: Any) -> np.ndarray | list[Any]:
+        """``arr`` for the action column, or the rows to travel inline: ``given``'s own rows
+        (the caller's list) or ``arr``'s in their own dtype."""
+        if not self._actions_as_sent or arr.dtype.kind not in "fiu":
+            return arr
+        if isinstance(given, (list, tuple)) and isinstance(self.single_action_space, spaces.Box):
+            # SyncVectorEnv hands each env its row as given: a list of Python numbers, which a
+            # float32-state env (MountainCarContinuous) adds in float32 where the same numbers
+            # as an np.float64 or np.int64 row turn its state float64. The env's parse_action
+            # keeps a list of numbers as sent.
+            return list(given)
+        if arr.dtype != self.single_action_space.dtype:
             # The column holds the space's dtype: float64 actions written there would reach an
             # env that takes them as sent (Gym-v0) rounded to float32, where a local env gets
             # them as they are. Other envs cast every action to their space anyway: the column

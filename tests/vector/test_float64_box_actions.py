@@ -37,6 +37,40 @@ def test_float64_actions_match_sync_vector_env(shared_memory: bool, mode: Autore
         local.close()
 
 
+@pytest.mark.parametrize("shared_memory", [True, False])
+def test_list_actions_match_sync_vector_env(shared_memory: bool) -> None:
+    # SyncVectorEnv hands each env its row of a list as given: Python numbers, which
+    # MountainCarContinuous adds to its float32 state in float32. As an np.float64 (or int64)
+    # row the same numbers turned its state float64, and most steps' observations differed.
+    ours = gym.make_vec("OpenEnv/Gym-v0", 3, env_id="MountainCarContinuous-v0", provider="process",
+                        envs_per_worker=2, shared_memory=shared_memory, max_episode_steps=15)
+    local = gym.make_vec("MountainCarContinuous-v0", 3, vectorization_mode="sync",
+                         max_episode_steps=15)
+    rng = np.random.default_rng(2)
+    try:
+        ours.reset(seed=0)
+        local.reset(seed=0)
+        for t in range(40):
+            rows: list[object] = [[float(x)] for x in rng.uniform(-3.0, 3.0, size=3)]
+            if t % 4 == 1:
+                rows[0] = [1]  # ints
+            elif t % 4 == 2:
+                rows[1] = (0.25,)  # a tuple
+            elif t % 4 == 3:
+                rows[2] = np.array([0.3], dtype=np.float32)  # an array among lists, as it is
+            got, want = ours.step(rows), local.step(rows)
+            for a, b in zip(got[:4], want[:4]):
+                np.testing.assert_array_equal(a, b)
+        with pytest.raises(InvalidActionError, match="env 2"):
+            ours.step([[0.0], [0.5], [float("nan")]])  # refused before any env stepped
+        got, want = ours.step([[0.1], [0.2], [0.3]]), local.step([[0.1], [0.2], [0.3]])
+        for a, b in zip(got[:4], want[:4]):
+            np.testing.assert_array_equal(a, b)
+    finally:
+        ours.close()
+        local.close()
+
+
 def test_an_env_that_casts_its_actions_keeps_float64_rows_on_the_column() -> None:
     # FinRL casts every action to its float32 space (and checks the bounds there): float64
     # rows need not travel inline, and reach it exactly as the same rows in float32 would.
@@ -45,8 +79,8 @@ def test_an_env_that_casts_its_actions_keeps_float64_rows_on_the_column() -> Non
     try:
         assert "actions_as_sent" not in envs.remote_spec and gym_v0.remote_spec["actions_as_sent"]
         rows = np.random.default_rng(0).uniform(-1, 1, size=(2, 20))
-        assert isinstance(envs._column_or_rows(envs._action_batch(rows)), np.ndarray)  # the column, not rows
-        assert isinstance(gym_v0._column_or_rows(gym_v0._action_batch(rows[:, :1])), list)
+        assert isinstance(envs._column_or_rows(envs._action_batch(rows), rows), np.ndarray)  # the column, not rows
+        assert isinstance(gym_v0._column_or_rows(gym_v0._action_batch(rows[:, :1]), rows[:, :1]), list)
         envs.reset(seed=3)
         wide = [envs.step(rows)[:4] for _ in range(3)]
         envs.reset(seed=3)
