@@ -735,11 +735,13 @@ class RemoteVectorEnv(VectorEnv):
         (the caller's list) or ``arr``'s in their own dtype."""
         if not self._actions_as_sent or arr.dtype.kind not in "fiu":
             return arr
-        if isinstance(given, (list, tuple)) and isinstance(self.single_action_space, spaces.Box):
+        if isinstance(given, (list, tuple)) and isinstance(self.single_action_space, spaces.Box) \
+                and not all(isinstance(row, np.ndarray) for row in given):
             # SyncVectorEnv hands each env its row as given: a list of Python numbers, which a
             # float32-state env (MountainCarContinuous) adds in float32 where the same numbers
             # as an np.float64 or np.int64 row turn its state float64. The env's parse_action
-            # keeps a list of numbers as sent.
+            # keeps a list of numbers as sent. A list of arrays (space.sample()'s) is a batch
+            # of arrays, as an array's rows are.
             return list(given)
         if arr.dtype != self.single_action_space.dtype:
             # The column holds the space's dtype: float64 actions written there would reach an
