@@ -148,6 +148,8 @@ class Environment(gym.Env):
                 value = array = raw.copy()
             elif (array := _numbers(raw)) is not None:
                 value = raw
+            elif space.shape == () and _is_number(raw):
+                value, array = raw, np.asarray(raw)  # a shape-() Box's action, as sent
             else:
                 value = from_wire(raw, space)  # an array, or what cannot be one (for contains)
                 array = value if isinstance(value, (np.ndarray, np.generic)) else None
@@ -322,6 +324,11 @@ def _numbers(raw: Any) -> np.ndarray | None:
     except (ValueError, TypeError):  # ragged, or not numbers at all
         return None
     return array if array.dtype.kind in "fiu" else None
+
+
+def _is_number(raw: Any) -> bool:
+    """Whether ``raw`` is one int or float, Python's or numpy's (not a bool)."""
+    return type(raw) in (int, float) or (isinstance(raw, np.generic) and raw.dtype.kind in "fiu")
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -740,8 +740,8 @@ class RemoteVectorEnv(VectorEnv):
             # SyncVectorEnv hands each env its row as given: a list of Python numbers, which a
             # float32-state env (MountainCarContinuous) adds in float32 where the same numbers
             # as an np.float64 or np.int64 row turn its state float64. The env's parse_action
-            # keeps a list of numbers as sent. A list of arrays (space.sample()'s) is a batch
-            # of arrays, as an array's rows are.
+            # keeps a list of numbers (or a shape-() Box's number) as sent. A list of arrays
+            # (space.sample()'s) is a batch of arrays, as an array's rows are.
             return list(given)
         if arr.dtype != self.single_action_space.dtype:
             # The column holds the space's dtype: float64 actions written there would reach an

@@ -57,3 +57,26 @@ def test_a_list_action_reaches_the_env_as_the_list_it_is(env_id: str) -> None:
     finally:
         ours.close()
         local.close()
+
+
+def test_a_scalar_box_action_reaches_the_env_as_sent() -> None:
+    # A shape-() Box's action is a bare number: cast to the space's float32 it lost digits a
+    # local env keeps (0.1 became 0.10000000149011612).
+    from tests.vector.scalar_box_env import ENV_ID
+
+    ours = gym.make("OpenEnv/Gym-v0", env_id=f"tests.vector.scalar_box_env:{ENV_ID}", provider="process")
+    local = gym.make(ENV_ID)
+    try:
+        ours.reset(seed=0)
+        local.reset(seed=0)
+        for action in (0.1, np.float64(-2.3), 7, np.array(0.3), 1e40):  # 1e40 was inf in float32
+            got, want = ours.step(action), local.step(action)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert got[1] == want[1] == float(action)
+        for bad in (float("nan"), float("inf")):
+            with pytest.raises(InvalidActionError, match="not in the action space"):
+                ours.step(bad)
+        assert ours.step(0.25)[1] == 0.25
+    finally:
+        ours.close()
+        local.close()

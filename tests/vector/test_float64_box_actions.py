@@ -71,6 +71,29 @@ def test_list_actions_match_sync_vector_env(shared_memory: bool) -> None:
         local.close()
 
 
+def test_a_scalar_box_gets_its_numbers_unrounded() -> None:
+    # Rows of a shape-() Box are bare numbers (np.float64 out of an array): the worker cast
+    # them to the space's float32, where SyncVectorEnv hands each env its number as it is.
+    from tests.vector.scalar_box_env import ENV_ID
+
+    ours = gym.make_vec("OpenEnv/Gym-v0", 2, env_id=f"tests.vector.scalar_box_env:{ENV_ID}",
+                        provider="process")
+    local = gym.make_vec(ENV_ID, 2, vectorization_mode="sync")
+    try:
+        ours.reset(seed=0)
+        local.reset(seed=0)
+        for actions in ([0.1, -2.3], (1e-3, 7), np.array([0.3, -0.7]), [np.float64(0.9), 2]):
+            got, want = ours.step(actions), local.step(actions)
+            for a, b in zip(got[:4], want[:4]):
+                np.testing.assert_array_equal(a, b)
+            assert got[1].tolist() == [float(x) for x in actions]  # not float32-rounded
+        with pytest.raises(InvalidActionError, match="env 1"):
+            ours.step([0.5, float("inf")])
+    finally:
+        ours.close()
+        local.close()
+
+
 def test_an_env_that_casts_its_actions_keeps_float64_rows_on_the_column() -> None:
     # FinRL casts every action to its float32 space (and checks the bounds there): float64
     # rows need not travel inline, and reach it exactly as the same rows in float32 would.
