@@ -141,15 +141,13 @@ class Environment(gym.Env):
             # The served env decides, as locally: any finite array of the right shape, in
             # the dtype it came in (a float64 action rounded to the space's float32 would
             # change its dynamics; wire arrays are read-only views of the frame: copied), or
-            # a list of numbers handed over as the list it is (a local env computes with
-            # its Python floats: MountainCarContinuous in float32 beside its state, where
-            # np.float64 would turn the sum float64).
+            # a list of numbers (or a shape-() Box's number) handed over as it is (a local
+            # env computes with its Python floats: MountainCarContinuous in float32 beside
+            # its state, where np.float64 would turn the sum float64).
             if isinstance(raw, np.ndarray) and raw.dtype.kind in "fiu":
                 value = array = raw.copy()
             elif (array := _numbers(raw)) is not None:
                 value = raw
-            elif space.shape == () and _is_number(raw):
-                value, array = raw, np.asarray(raw)  # a shape-() Box's action, as sent
             else:
                 value = from_wire(raw, space)  # an array, or what cannot be one (for contains)
                 array = value if isinstance(value, (np.ndarray, np.generic)) else None
@@ -315,20 +313,15 @@ def _plain_model(model: type[BaseModel]) -> bool:
 
 
 def _numbers(raw: Any) -> np.ndarray | None:
-    """numpy's array of ``raw`` when it is a list or tuple of numbers (ints or floats,
-    nested); None otherwise (ragged, text, bools, anything else)."""
-    if not isinstance(raw, (list, tuple)):
+    """numpy's array of ``raw`` when it is a number (Python's or numpy's int or float) or a
+    list or tuple of numbers (nested); None otherwise (ragged, text, bools, anything else)."""
+    if not isinstance(raw, (list, tuple, int, float, np.generic)):
         return None
     try:
         array = np.asarray(raw)
     except (ValueError, TypeError):  # ragged, or not numbers at all
         return None
     return array if array.dtype.kind in "fiu" else None
-
-
-def _is_number(raw: Any) -> bool:
-    """Whether ``raw`` is one int or float, Python's or numpy's (not a bool)."""
-    return type(raw) in (int, float) or (isinstance(raw, np.generic) and raw.dtype.kind in "fiu")
 
 
 def _short(value: Any, limit: int = 80) -> str:
