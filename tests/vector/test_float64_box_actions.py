@@ -9,6 +9,7 @@ from gymnasium.vector import AutoresetMode
 
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import InvalidActionError
+from tests.vector.vector_helpers import step_both
 
 
 @pytest.mark.parametrize("shared_memory", [True, False])
@@ -58,14 +59,10 @@ def test_list_actions_match_sync_vector_env(shared_memory: bool) -> None:
                 rows[1] = (0.25,)  # a tuple
             elif t % 4 == 3:
                 rows[2] = np.array([0.3], dtype=np.float32)  # an array among lists, as it is
-            got, want = ours.step(rows), local.step(rows)
-            for a, b in zip(got[:4], want[:4]):
-                np.testing.assert_array_equal(a, b)
+            step_both(ours, local, rows, f"step {t}")
         with pytest.raises(InvalidActionError, match="env 2"):
             ours.step([[0.0], [0.5], [float("nan")]])  # refused before any env stepped
-        got, want = ours.step([[0.1], [0.2], [0.3]]), local.step([[0.1], [0.2], [0.3]])
-        for a, b in zip(got[:4], want[:4]):
-            np.testing.assert_array_equal(a, b)
+        step_both(ours, local, [[0.1], [0.2], [0.3]], "after the refused step")
     finally:
         ours.close()
         local.close()
@@ -83,9 +80,7 @@ def test_a_scalar_box_gets_its_numbers_unrounded() -> None:
         ours.reset(seed=0)
         local.reset(seed=0)
         for actions in ([0.1, -2.3], (1e-3, 7), np.array([0.3, -0.7]), [np.float64(0.9), 2]):
-            got, want = ours.step(actions), local.step(actions)
-            for a, b in zip(got[:4], want[:4]):
-                np.testing.assert_array_equal(a, b)
+            got, _ = step_both(ours, local, actions, repr(actions))
             assert got[1].tolist() == [float(x) for x in actions]  # not float32-rounded
         with pytest.raises(InvalidActionError, match="env 1"):
             ours.step([0.5, float("inf")])
