@@ -12,12 +12,13 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from openenv_gym.errors import InvalidRequestError
 
-__all__ = ["merge_env_kwargs", "take_render_mode"]
+__all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit"]
 
 
 def merge_env_kwargs(env_kwargs: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -55,3 +56,40 @@ def take_render_mode(env_kwargs: dict[str, Any], render_mode: str | None) -> str
         raise InvalidRequestError(f"render_mode given twice: {render_mode!r}, and {given!r} in "
                                   "env_kwargs; give it once")
     return given
+
+
+def gym_make_time_limit(env: object) -> int | None:
+    """The episode limit of the ``TimeLimit`` that the ``gym.make`` call now building ``env``
+    (from its constructor) wraps around it: ``gym.make``'s ``max_episode_steps``, else the
+    given spec's; None when there is none (or -1: none), or when ``gym.make`` is not what
+    called ``env``'s constructor.
+
+    ``gym.make`` keeps ``max_episode_steps`` for that wrapper and never passes it on, while a
+    served env may have a limit of its own (Gym-v0's inner ``TimeLimit``: CartPole-v1's 500;
+    Echo's ``max_steps``) that ends longer episodes first, where locally
+    ``gym.make("CartPole-v1", max_episode_steps=1000)`` runs to 1000. Gymnasium offers no other
+    way to learn it in time (an ``additional_wrappers`` hook would run after the worker
+    started, and ``make_vec`` refuses such a spec), so its frame is read: the local names are
+    its documented parameter and the spec it wraps by. Anything else finds nothing, and the
+    served env keeps its own limit, as before (``tests/client/test_gym_make_time_limit.py``
+    fails if a Gymnasium release changes this).
+
+    Args:
+        env: The env whose ``__init__`` (or a subclass's, calling it) is running.
+
+    Example:
+        >>> gym_make_time_limit(object()) is None   # not built by gym.make
+        True
+    """
+    from gymnasium.envs.registration import make
+
+    frame = sys._getframe(1)
+    # Past env's own constructors (a subclass's __init__ calling its base's) to their caller.
+    while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is env:
+        frame = frame.f_back
+    if frame is None or frame.f_code is not make.__code__:
+        return None
+    steps = frame.f_locals.get("max_episode_steps")
+    if steps is None:
+        steps = getattr(frame.f_locals.get("env_spec"), "max_episode_steps", None)
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else None

@@ -1,0 +1,130 @@
+"""``gym.make(..., max_episode_steps=N)`` sets the served env's own limit too, as it does locally.
+
+``gym.make`` keeps ``max_episode_steps`` for the ``TimeLimit`` it wraps around the client,
+while a served env has a limit of its own (Gym-v0's inner ``TimeLimit``: MountainCar-v0's
+200; Echo's ``max_steps``: 100): without passing it on, longer episodes ended at the served
+env's limit, where ``gym.make("MountainCar-v0", max_episode_steps=300)`` runs to 300.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import openenv_gym  # noqa: F401
+
+PUSH_RIGHT = 2  # MountainCar never reaches the flag pushing one way: episodes end by the limit
+
+
+def episode(env: gym.Env) -> tuple[int, bool, bool, np.ndarray]:
+    """Steps, the last flags and the last observation of one episode pushing right."""
+    env.reset(seed=0)
+    steps = 0
+    while True:
+        steps += 1
+        obs, _, terminated, truncated, _ = env.step(PUSH_RIGHT)
+        if terminated or truncated:
+            return steps, terminated, truncated, obs
+
+
+def same_episode(ours: gym.Env, local: gym.Env) -> None:
+    try:
+        got, want = episode(ours), episode(local)
+        assert got[:3] == want[:3]
+        np.testing.assert_array_equal(got[3], want[3])
+    finally:
+        ours.close()
+        local.close()
+
+
+@pytest.mark.parametrize("limit", [300, 50])
+def test_gym_make_max_episode_steps_is_the_served_envs_limit(limit: int) -> None:
+    # 300 is past MountainCar-v0's own 200: the served env's TimeLimit ended the episode there.
+    ours = gym.make("OpenEnv/Gym-v0", env_id="MountainCar-v0", provider="process",
+                    max_episode_steps=limit)
+    same_episode(ours, gym.make("MountainCar-v0", max_episode_steps=limit))
+
+
+def test_without_max_episode_steps_the_served_env_keeps_its_own_limit() -> None:
+    ours = gym.make("OpenEnv/Gym-v0", env_id="MountainCar-v0", provider="process")
+    assert "max_episode_steps" not in ours.unwrapped.spec.kwargs
+    same_episode(ours, gym.make("MountainCar-v0"))
+
+
+def test_an_env_made_again_from_its_spec_keeps_the_limit() -> None:
+    first = gym.make("OpenEnv/Gym-v0", env_id="MountainCar-v0", provider="process",
+                     max_episode_steps=300)
+    try:
+        again = gym.make(first.spec)
+    finally:
+        first.close()
+    assert again.spec.max_episode_steps == 300
+    same_episode(again, gym.make("MountainCar-v0", max_episode_steps=300))
+
+
+def test_sub_envs_of_a_sync_vector_env_get_the_limit() -> None:
+    ours = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, vectorization_mode="sync",
+                        env_id="MountainCar-v0", provider="process", max_episode_steps=300)
+    local = gym.make_vec("MountainCar-v0", num_envs=2, vectorization_mode="sync",
+                         max_episode_steps=300)
+    try:
+        for envs in (ours, local):
+            envs.reset(seed=0)
+        actions = np.full(2, PUSH_RIGHT)
+        for step in range(1, 301):
+            got, want = ours.step(actions), local.step(actions)
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[3], want[3])  # truncated at 300, not at 200
+        assert got[3].all()
+    finally:
+        ours.close()
+        local.close()
+
+
+def echo_episode_length(env: gym.Env) -> int:
+    """Steps of one Echo episode (the env is closed after)."""
+    try:
+        env.reset(seed=0)
+        steps = 0
+        while True:
+            steps += 1
+            _, _, terminated, truncated, _ = env.step({"message": "hi"})
+            if terminated or truncated:
+                return steps
+    finally:
+        env.close()
+
+
+def test_echo_runs_to_gym_makes_limit_past_its_own_max_steps() -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider="process", max_episode_steps=150)
+    assert echo_episode_length(env) == 150  # Echo's own max_steps is 100
+
+
+def test_the_served_envs_own_argument_wins() -> None:
+    # As in the vector env: an argument given for the served env's limit is kept.
+    env = gym.make("OpenEnv/Echo-v0", provider="process", max_episode_steps=150, max_steps=5)
+    assert echo_episode_length(env) == 5
+
+
+class _Holder(gym.Env):
+    """A local env that serves nothing itself: it builds a remote Echo env in its constructor."""
+
+    def __init__(self) -> None:
+        from openenv_gym import RemoteEnv
+
+        self.inner = RemoteEnv("echo", provider="process")
+        self.observation_space, self.action_space = self.inner.observation_space, self.inner.action_space
+
+
+def test_a_remote_env_built_inside_another_envs_constructor_keeps_its_own_limit() -> None:
+    # gym.make's limit is for the env it builds; a remote env that one makes for itself is
+    # not the one the TimeLimit wraps.
+    gym.register("OpenEnvTest/Holder-v0", entry_point=_Holder)
+    try:
+        holder = gym.make("OpenEnvTest/Holder-v0", max_episode_steps=150, disable_env_checker=True)
+    finally:
+        del gym.registry["OpenEnvTest/Holder-v0"]
+    assert echo_episode_length(holder.unwrapped.inner) == 100  # Echo's own max_steps
