@@ -641,6 +641,17 @@ class RemoteEnv(gym.Env):
     def __reduce__(self) -> Any:
         raise not_copyable(self)
 
+    def __getattr__(self, name: str) -> Any:
+        # Only names neither this client nor gym.Env has reach here. Locally
+        # ``env.unwrapped.gravity`` is the env's own; here the served env's attributes are
+        # read by request, never behind a plain attribute (hasattr() probes would each cost a
+        # round trip), so the error says where they are.
+        hint = "" if name.startswith("_") else (
+            f"; the served env's attribute is read with env.get_wrapper_attr({name!r}) and its "
+            f"method called with env.unwrapped.call({name!r}, ...), after the first reset")
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}{hint}",
+                             name=name, obj=self)
+
     def _closed_error(self) -> gym.error.ClosedEnvironmentError:
         return gym.error.ClosedEnvironmentError(
             f"this RemoteEnv ({self.info.name}) is closed; make a new one with gym.make")

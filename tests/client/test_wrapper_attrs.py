@@ -27,3 +27,20 @@ def test_has_get_set_wrapper_attr_agree_through_wrappers() -> None:
         assert env.get_wrapper_attr("_tag") == 1
     finally:
         env.close()
+
+
+def test_a_served_attribute_read_off_the_client_names_where_it_is() -> None:
+    # Locally env.unwrapped.gravity is CartPole's own attribute; the client's plain attribute
+    # lookup must not become a request, and its error says how to read the served env's.
+    env = gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider="process")
+    try:
+        env.reset(seed=0)
+        with pytest.raises(AttributeError, match=r"get_wrapper_attr\('gravity'\)"):
+            env.unwrapped.gravity
+        assert not hasattr(env.unwrapped, "gravity")
+        assert env.unwrapped.get_wrapper_attr("gravity") == 9.8
+        with pytest.raises(AttributeError) as private:
+            env.unwrapped._gravity
+        assert "get_wrapper_attr" not in str(private.value)  # a private name is nobody's to serve
+    finally:
+        env.close()
