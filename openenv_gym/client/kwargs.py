@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from openenv_gym._numbers import is_int
 from openenv_gym.errors import InvalidRequestError
 
 __all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit"]
@@ -92,4 +93,4 @@ def gym_make_time_limit(env: object) -> int | None:
     steps = frame.f_locals.get("max_episode_steps")
     if steps is None:
         steps = getattr(frame.f_locals.get("env_spec"), "max_episode_steps", None)
-    return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else None
+    return int(steps) if is_int(steps, 1) else None
