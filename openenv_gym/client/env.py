@@ -30,7 +30,12 @@ import gymnasium as gym
 import numpy as np
 
 from openenv_gym.catalog import get_env_info
-from openenv_gym.client.kwargs import gym_make_time_limit, merge_env_kwargs, take_render_mode
+from openenv_gym.client.kwargs import (
+    add_time_limit,
+    gym_make_time_limit,
+    merge_env_kwargs,
+    take_render_mode,
+)
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import (
@@ -151,11 +156,8 @@ class RemoteEnv(gym.Env):
         env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
         render_mode = take_render_mode(env_kwargs, render_mode)
         self.info = get_env_info(env)
-        limit = gym_make_time_limit(self)
-        if limit is not None and self.info.time_limit_kwarg and base_url is None:
-            # The served env's own limit would end episodes before gym.make's TimeLimit does
-            # (an argument given for it wins, as in the vector env).
-            env_kwargs.setdefault(self.info.time_limit_kwarg, limit)
+        if base_url is None:  # an attached server's env has the arguments it was served with
+            add_time_limit(env_kwargs, self.info.time_limit_kwarg, gym_make_time_limit(self))
         check_render_mode(render_mode)
         first_timeout = call_timeout({}, timeout)  # until the env's spec is known (checked now)
         self._provider: Provider | None = None

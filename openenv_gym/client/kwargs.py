@@ -19,7 +19,7 @@ from typing import Any
 from openenv_gym._numbers import is_int
 from openenv_gym.errors import InvalidRequestError
 
-__all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit"]
+__all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit", "add_time_limit"]
 
 
 def merge_env_kwargs(env_kwargs: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -94,3 +94,24 @@ def gym_make_time_limit(env: object) -> int | None:
     if steps is None:
         steps = getattr(frame.f_locals.get("env_spec"), "max_episode_steps", None)
     return int(steps) if is_int(steps, 1) else None
+
+
+def add_time_limit(env_kwargs: dict[str, Any], time_limit_kwarg: str | None, steps: int | None) -> None:
+    """Give the served env ``steps`` as its own episode limit, through its constructor argument
+    ``time_limit_kwarg`` (the catalog's: Gym-v0's ``max_episode_steps``, Echo's ``max_steps``),
+    unless the caller gave that argument itself. Its own limit (CartPole's 500) would otherwise
+    end episodes before the trainer's ``steps`` do.
+
+    Args:
+        env_kwargs: The served env's arguments (changed in place).
+        time_limit_kwarg: The argument, or None for an env without a limit of its own.
+        steps: The limit (None: none asked for).
+
+    Example:
+        >>> kwargs = {"env_id": "CartPole-v1"}
+        >>> add_time_limit(kwargs, "max_episode_steps", 1000)
+        >>> kwargs
+        {'env_id': 'CartPole-v1', 'max_episode_steps': 1000}
+    """
+    if steps is not None and time_limit_kwarg:
+        env_kwargs.setdefault(time_limit_kwarg, steps)

@@ -42,7 +42,7 @@ from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.env import RemoteEnv, ServedGenerator, check_render_mode, not_copyable
-from openenv_gym.client.kwargs import merge_env_kwargs, take_render_mode
+from openenv_gym.client.kwargs import add_time_limit, merge_env_kwargs, take_render_mode
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.errors import (
     InvalidActionError,
@@ -243,9 +243,7 @@ class RemoteVectorEnv(VectorEnv):
                                     **provider_options_dict(provider_options))
         self.provider_name = provider_obj.name
         kwargs = dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {}))
-        if max_episode_steps is not None and self.info.time_limit_kwarg:
-            # The served env's own limit (CartPole's 500) would otherwise end longer episodes.
-            kwargs.setdefault(self.info.time_limit_kwarg, max_episode_steps)
+        add_time_limit(kwargs, self.info.time_limit_kwarg, max_episode_steps)
         self._pool = WorkerPool(provider_obj, self.info.name, num_envs, envs_per_worker, kwargs,
                                 timeout=self.step_timeout)
         try:
