@@ -19,13 +19,13 @@ import openenv_gym  # noqa: F401
 PUSH_RIGHT = 2  # MountainCar never reaches the flag pushing one way: episodes end by the limit
 
 
-def episode(env: gym.Env) -> tuple[int, bool, bool, np.ndarray]:
-    """Steps, the last flags and the last observation of one episode pushing right."""
+def episode(env: gym.Env, action: Any = PUSH_RIGHT) -> tuple[int, bool, bool, Any]:
+    """Steps, the last flags and the last observation of one episode of ``action``."""
     env.reset(seed=0)
     steps = 0
     while True:
         steps += 1
-        obs, _, terminated, truncated, _ = env.step(PUSH_RIGHT)
+        obs, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             return steps, terminated, truncated, obs
 
@@ -87,13 +87,7 @@ def test_sub_envs_of_a_sync_vector_env_get_the_limit() -> None:
 def echo_episode_length(env: gym.Env) -> int:
     """Steps of one Echo episode (the env is closed after)."""
     try:
-        env.reset(seed=0)
-        steps = 0
-        while True:
-            steps += 1
-            _, _, terminated, truncated, _ = env.step({"message": "hi"})
-            if terminated or truncated:
-                return steps
+        return episode(env, {"message": "hi"})[0]
     finally:
         env.close()
 
