@@ -3,7 +3,9 @@
 A class that starts workers (:class:`~openenv_gym.vector.RemoteVectorEnv`,
 :class:`~openenv_gym.trl.EnvPool`) takes the env's arguments as its own ``**kwargs``, so a
 name it also takes itself (``step_timeout``: the worker deadline there, the sandbox's limit
-in Coding and Git) reaches the env only through ``env_kwargs=``.
+in Coding and Git) reaches the env only through ``env_kwargs=``. A trainer's episode limit
+becomes one of those arguments too (:func:`add_time_limit`; for ``gym.make``, whose limit
+never reaches the env's constructor, :func:`gym_make_time_limit`).
 
 Example:
     >>> merge_env_kwargs({"step_timeout": 5}, {"task": "humaneval"})
