@@ -122,3 +122,26 @@ def test_a_remote_env_built_inside_another_envs_constructor_keeps_its_own_limit(
     finally:
         del gym.registry["OpenEnvTest/Holder-v0"]
     assert echo_episode_length(holder.unwrapped.inner) == 100  # Echo's own max_steps
+
+
+def test_minus_one_leaves_the_served_limit_and_env_kwargs_removes_it() -> None:
+    # As the README says: gym.make's -1 (locally: no limit at all) only drops the trainer's
+    # TimeLimit; the served env's own limit goes with its own argument.
+    ours = gym.make("OpenEnv/Gym-v0", env_id="MountainCar-v0", provider="process", max_episode_steps=-1)
+    try:
+        assert episode(ours)[:3] == (200, False, True)  # MountainCar-v0's own limit
+    finally:
+        ours.close()
+    unlimited = gym.make("OpenEnv/Gym-v0", env_id="MountainCar-v0", provider="process",
+                         env_kwargs={"max_episode_steps": -1})
+    local = gym.make("MountainCar-v0", max_episode_steps=-1)
+    try:
+        for env in (unlimited, local):
+            env.reset(seed=0)
+        for _ in range(250):  # past 200, no episode end on either side
+            got, want = unlimited.step(PUSH_RIGHT), local.step(PUSH_RIGHT)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert got[2:4] == want[2:4] == (False, False)
+    finally:
+        unlimited.close()
+        local.close()
