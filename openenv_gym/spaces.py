@@ -204,7 +204,8 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
     them, or a numpy integer; a bool becomes an ``int``) and arrays of the space's dtype,
     so ``space.contains`` holds (and holds without warning: ``Box.contains`` warns about
     any value that is not an array).
-    Values that do not fit are returned as they are, for the caller's ``contains`` check.
+    Values that do not fit are returned as they are (their arrays copied, with ``copy``), for
+    the caller's ``contains`` check.
 
     Args:
         value: The decoded value.
@@ -221,6 +222,14 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
         >>> from_wire([0.5, 1.0], spaces.Box(0, 1, (2,)))
         array([0.5, 1. ], dtype=float32)
     """
+    out = _normalized(value, space, copy)
+    # A value that does not fit comes back as sent: still the caller's to write into, as what
+    # an env hands over locally is, even where the env strays from its own space.
+    return owned(out) if copy and out is value else out
+
+
+def _normalized(value: Any, space: spaces.Space, copy: bool) -> Any:
+    """:func:`from_wire`'s work, before a value left as sent is copied."""
     try:
         if isinstance(space, spaces.Box):
             if isinstance(value, np.generic) and value.dtype == space.dtype and space.shape == ():
@@ -315,12 +324,12 @@ def exact_cast(arr: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray
 
 
 def owned(value: Any) -> Any:
-    """``value`` (a decoded info) with its read-only arrays, views of the wire frame, copied:
-    what an env hands over locally is the caller's to write into. Dicts and lists are
-    updated in place (a decoded message is the caller's own).
+    """``value`` (a decoded info, frame or attribute) with its read-only arrays, views of the
+    wire frame, copied: what an env hands over locally is the caller's to write into. Dicts
+    and lists are updated in place (a decoded message is the caller's own).
 
     Args:
-        value: A decoded value (an info dict, usually).
+        value: A decoded value (an info dict, a reply).
 
     Returns:
         ``value``, its arrays writable.

@@ -501,8 +501,7 @@ class RemoteEnv(gym.Env):
         self._check_open()
         if self.render_mode is None or self._sid is None:
             return None
-        frame = self._request(ops.render(self._sid))["frame"]
-        return frame.copy() if hasattr(frame, "copy") else frame
+        return owned(self._request(ops.render(self._sid))["frame"])
 
     def state(self) -> dict[str, Any]:
         """The session's state (``GET /state``): episode id, step count, env fields."""
@@ -619,12 +618,12 @@ class RemoteEnv(gym.Env):
 
     def _session_request(self, build: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
         """Send ``build(sid, *args)`` (a :mod:`~openenv_gym.protocol.ops` builder) in this
-        env's session."""
+        env's session; the reply's arrays are the caller's to write into (a ``call``'s value)."""
         self._check_open()
         if self._sid is None:
             raise ResetNeededError(f"call reset() before {build.__name__}(): the served env "
                                    "lives from the first reset")
-        return self._request(build(self._sid, *args))
+        return owned(self._request(build(self._sid, *args)))
 
     def _request(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send ``message`` (every call of this env goes through here; see :meth:`_unless_closed`)."""

@@ -1289,7 +1289,7 @@ class RemoteVectorEnv(VectorEnv):
             for k, sub in zip(order[w], reply):
                 if not sub["ok"]:
                     raise self._per_env_error(targets[k], sub)
-                values[k] = sub
+                values[k] = owned(sub)  # a call's value, a frame: the caller's to write into
         return tuple(values)
 
     def _per_env_error(self, i: int, sub: dict[str, Any]) -> OpenEnvError:
