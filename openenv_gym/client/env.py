@@ -366,11 +366,10 @@ class RemoteEnv(gym.Env):
 
     @np_random.setter
     def np_random(self, value: Any) -> None:
-        if self._sid is not None:
-            raise TypeError("the served env's np_random lives in its worker and a Generator cannot "
-                            "cross the wire: seed it with reset(seed=...)")
-        self._np_random = value
-        self._np_random_seed = -1
+        # Before the first reset too: the served env is made by that reset, with a Generator
+        # of its own; one kept here would be ignored without a word.
+        raise TypeError("the served env's np_random lives in its worker and a Generator cannot "
+                        "cross the wire: seed it with reset(seed=...)")
 
     @property
     def np_random_seed(self) -> int:
@@ -739,7 +738,17 @@ class ServedGenerator:
         if name.startswith("_") or not callable(getattr(np.random.Generator, name, None)):
             raise AttributeError(f"{name!r}: a served env's np_random offers the Generator's draws "
                                  "(integers, random, uniform, choice, ...), run in its worker")
-        return lambda *args, **kwargs: self._draw(name, args, kwargs)
+
+        def draw(*args: Any, **kwargs: Any) -> Any:
+            if name == "shuffle" or kwargs.get("out") is not None:
+                # The worker would change its own copy of the array and the caller's would stay
+                # as it was (a list came back unshuffled, without a word).
+                raise TypeError(f"np_random.{name}() would write into your array, which the "
+                                "served env's Generator in its worker cannot change: use the "
+                                "value it returns (x = env.np_random.permutation(x) for "
+                                "shuffle(x); a draw without out=)")
+            return self._draw(name, args, kwargs)
+        return draw
 
     def __repr__(self) -> str:
         return "ServedGenerator(the served env's np_random, in its worker)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from tests.vector.vector_helpers import kill_worker
@@ -57,3 +58,39 @@ def _after_restart(provider: str) -> np.ndarray:
 
 def test_a_seeded_env_stays_reproducible_through_a_worker_restart(provider: str) -> None:
     np.testing.assert_array_equal(_after_restart(provider), _after_restart(provider))
+
+
+def test_np_random_draws_that_write_into_the_caller_s_array_are_refused() -> None:
+    local = gym.make("CartPole-v1")
+    env = gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider="process")
+    try:
+        local.reset(seed=0)
+        env.reset(seed=0)
+        deck = [1, 2, 3, 4]
+        # The worker would shuffle its own copy: the caller's list stayed as it was, unsaid.
+        with pytest.raises(TypeError, match=r"permutation\(x\)"):
+            env.np_random.shuffle(deck)
+        with pytest.raises(TypeError, match="out="):
+            env.np_random.random(2, out=np.zeros(2))
+        assert deck == [1, 2, 3, 4]
+        # Neither drew: the served Generator goes on as the local one does.
+        np.testing.assert_array_equal(env.np_random.permutation(8), local.np_random.permutation(8))
+    finally:
+        env.close()
+        local.close()
+
+
+def test_a_generator_set_before_the_first_reset_is_refused_not_ignored() -> None:
+    env = gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider="process")
+    try:
+        # It would have been kept on the client while the served env, made by the first
+        # reset, drew its own entropy: an unseeded run the caller believed seeded.
+        with pytest.raises(TypeError, match=r"reset\(seed=\.\.\.\)"):
+            env.unwrapped.np_random = np.random.default_rng(123)
+        with pytest.raises(TypeError, match=r"reset\(seed=\.\.\.\)"):
+            env.np_random = np.random.default_rng(123)  # through the wrappers' setter
+        env.reset(seed=0)
+        with pytest.raises(TypeError, match=r"reset\(seed=\.\.\.\)"):
+            env.unwrapped.np_random = np.random.default_rng(123)
+    finally:
+        env.close()
