@@ -95,7 +95,8 @@ def read_spec(spec: dict[str, Any]) -> tuple[spaces.Space, spaces.Space, dict[st
             "image (provider_options['image']) must be rebuilt FROM the image `openenv-gym build "
             "ENV` makes now")
     metadata = dict(spec.get("metadata", {}))
-    metadata["render_modes"] = [m for m in metadata.get("render_modes", []) if m != "human"]
+    if "render_modes" in metadata:  # an env that declares none is left so (checks only warn)
+        metadata["render_modes"] = [m for m in metadata["render_modes"] if m != "human"]
     metadata["openenv_env"] = spec["env"]
     return (space_from_dict(spec["observation_space"]), space_from_dict(spec["action_space"]),
             metadata)

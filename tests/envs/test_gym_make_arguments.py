@@ -4,6 +4,7 @@ served env (``OpenEnv/*``), which would otherwise start workers from inside its 
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from gymnasium.wrappers.common import PassiveEnvChecker
 
@@ -57,3 +58,30 @@ def test_id_among_the_served_envs_arguments_is_refused_naming_env_id() -> None:
         GymEnv(id="CartPole-v1")
     with pytest.raises(openenv_gym.InvalidRequestError, match=r"pass env_id='Pendulum-v1'"):
         openenv_gym.RemoteEnv("gym", provider="process", env_id="CartPole-v1", id="Pendulum-v1")
+
+
+def test_a_render_mode_the_served_env_s_metadata_leaves_out_renders_as_locally() -> None:
+    # Locally gym.make only warns for a render_mode its env's metadata does not list (many
+    # third-party envs declare no render_modes and render all the same); the worker refused it.
+    from tests.client.loose_env import NO_RENDER_MODES_ID
+
+    local = gym.make(NO_RENDER_MODES_ID, render_mode="rgb_array")
+    local.reset()
+    want = local.render()
+    remote_id = f"tests.client.loose_env:{NO_RENDER_MODES_ID}"
+    env = gym.make("OpenEnv/Gym-v0", env_id=remote_id, render_mode="rgb_array", provider="process")
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id=remote_id, render_mode="rgb_array",
+                        provider="process")
+    try:
+        env.reset()
+        np.testing.assert_array_equal(env.render(), want)
+        # The client keeps the served env's metadata as it is (no render_modes), so Gymnasium's
+        # checks on this side only warn, as on the local env.
+        assert "render_modes" not in env.unwrapped.metadata
+        envs.reset()
+        for frame in envs.render():
+            np.testing.assert_array_equal(frame, want)
+    finally:
+        env.close()
+        envs.close()
+        local.close()

@@ -70,7 +70,10 @@ class GymEnv(Environment):
         self.metadata = dict(self.inner.metadata)
         self.action_space = self.inner.action_space
         self.observation_space = self.inner.observation_space
-        super().__init__(render_mode=render_mode)
+        super().__init__()
+        # Not checked against the served env's metadata: gym.make above took the mode, as it
+        # does locally for one the metadata leaves out (a warning only; the env renders).
+        self.render_mode = render_mode
         self.env_id = env_id
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
