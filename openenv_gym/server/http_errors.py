@@ -18,7 +18,9 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import math
 import socket
+import sys
 from typing import Any, Callable, Coroutine
 
 from fastapi import FastAPI, Request, Response
@@ -102,25 +104,36 @@ def _invalid(message: str, status: int, headers: dict[str, str] | None = None) -
                         status_code=status, headers=headers)
 
 
-class _NonFinite(ValueError):
-    pass
+class _Unreadable(ValueError):
+    """A number the server will not read; the message says why and what to send."""
 
 
 def _refuse_constant(name: str) -> Any:
-    raise _NonFinite(name)
+    raise _Unreadable(f"{name} is not a JSON number; send a finite number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e309: valid JSON, beyond a double, read as inf
+        raise _Unreadable(f"{text} is beyond a 64-bit float's range (it would be read as "
+                          "infinity); send a finite number")
+    return value
 
 
 class _JSONRequest(Request):
-    """A request whose body must be standard JSON: Python's ``json`` also reads ``NaN`` and
-    ``Infinity``, which would reach an env as numbers no field's bounds catch clearly (a
-    Coding timeout of NaN "should be <= 3600")."""
+    """A request whose body must be standard JSON of finite numbers: Python's ``json`` also
+    reads ``NaN`` and ``Infinity`` (and ``1e309`` as infinity), which would reach an env as
+    numbers no field's bounds catch clearly (a Coding timeout of NaN "should be <= 3600")."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
             try:
-                self._json = json.loads(body, parse_constant=_refuse_constant)
-            except (_NonFinite, UnicodeDecodeError, RecursionError) as exc:
+                self._json = json.loads(body, parse_constant=_refuse_constant,
+                                        parse_float=_finite_float)
+            except json.JSONDecodeError:
+                raise  # FastAPI names the position
+            except (ValueError, RecursionError) as exc:
                 # As FastAPI reports a JSON syntax error (422), not as a body it could not
                 # read (400, no reason). Position -1: none, as json names none for these.
                 if isinstance(exc, RecursionError):  # Python's reader nests ~1000 deep at most
@@ -128,8 +141,11 @@ class _JSONRequest(Request):
                               "reader (about 1000 levels); send a flatter body")
                 elif isinstance(exc, UnicodeDecodeError):
                     reason = f"it is not UTF-8 text ({exc.reason} at byte {exc.start})"
-                else:
-                    reason = f"{exc} is not a JSON number; send a finite number"
+                elif isinstance(exc, _Unreadable):
+                    reason = str(exc)
+                else:  # int(): Python reads integers of up to sys.get_int_max_str_digits() digits
+                    reason = (f"it holds an integer longer than the server reads "
+                              f"({sys.get_int_max_str_digits()} digits at most); send a shorter one")
                 raise json.JSONDecodeError(reason, body.decode("utf-8", "replace"), -1) from None
         return self._json
 
