@@ -25,8 +25,10 @@ def typed_openapi(app: FastAPI, spec: dict[str, Any]) -> None:
         spec: The env's ``GET /spec`` reply: its spaces, and its models' JSON schemas.
     """
     build = app.openapi
-    # Gym-v0 takes Box actions as sent: the served env decides their bounds, not the space.
-    action = _schema_of(spec, "action", bounds=not spec.get("actions_as_sent"))
+    # Gym-v0 takes a Box action as sent: the served env decides its bounds, not the space. A
+    # Box inside a Dict or Tuple action is checked against the space, bounds and all.
+    as_sent = spec.get("actions_as_sent") and spec["action_space"].get("type") == "Box"
+    action = _schema_of(spec, "action", bounds=not as_sent)
     observation = _schema_of(spec, "observation", reply=True)
 
     def openapi() -> dict[str, Any]:

@@ -30,6 +30,7 @@ import pydantic
 import openenv_gym
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError, SessionNotFoundError, error_to_wire
+from openenv_gym.models import model_space
 from openenv_gym.protocol.slices import check_info_types, map_shared
 from openenv_gym.protocol.wire import PROTOCOL_VERSION
 from openenv_gym.server.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, Session, SessionManager
@@ -138,8 +139,11 @@ class EnvService:
         if check in ("schema", "space"):
             # A vector client checks text and mapping actions this way before it sends a batch.
             spec["action_check"] = check
-        if getattr(env, "observation_model", None) is not None:
-            spec["observation_schema"] = env.observation_model.model_json_schema()
+        model = getattr(env, "observation_model", None)
+        if model is not None and env.observation_space == model_space(model):
+            # Only where the model is the whole observation: Echo's frame_shape adds a field
+            # its model lacks, which a schema forbidding other fields would refuse.
+            spec["observation_schema"] = model.model_json_schema()
         return spec
 
     def spec(self) -> dict[str, Any]:

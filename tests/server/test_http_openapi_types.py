@@ -4,6 +4,7 @@ were any JSON value in every server's document, whatever the env."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import jsonschema
@@ -13,12 +14,19 @@ import requests
 from openenv_gym.server.openapi import space_schema
 from tests.conftest import ServedEnv
 
-#: env, (a valid action, an action the server refuses as outside the space).
+#: case, (env, its server's --env-kwargs, a valid action, an action the server refuses as
+#: outside the space).
 CASES = {
-    "echo": ({"message": "hi"}, {"message": 5}),
-    "gym": (1, 2),  # CartPole-v1: Discrete(2)
-    "finrl": ([0.1] * 20, [0.1] * 19),  # Box(-1, 1, (20,))
-    "atari": (2, 6),  # Pong: Discrete(6)
+    "echo": ("echo", {}, {"message": "hi"}, {"message": 5}),
+    # Echo's frame_shape adds a field its model lacks: the document must not forbid it.
+    "echo-frame": ("echo", {"frame_shape": [2, 3]}, {"message": "hi"}, {"message": 5}),
+    "gym": ("gym", {}, 1, 2),  # CartPole-v1: Discrete(2)
+    # A Box inside a Dict action is checked against its bounds (a top-level one of a Gym-v0
+    # env goes as sent): the document says so.
+    "gym-box-in-dict": ("gym", {"env_id": "tests.server.box_in_dict_env:OpenEnvTest/BoxInDict-v0"},
+                        {"choice": 1, "force": [0.5, -1.0]}, {"choice": 1, "force": [5.0, 5.0]}),
+    "finrl": ("finrl", {}, [0.1] * 20, [0.1] * 19),  # Box(-1, 1, (20,))
+    "atari": ("atari", {}, 2, 6),  # Pong: Discrete(6)
 }
 
 
@@ -27,10 +35,10 @@ def _field(doc: dict[str, Any], model: str, name: str) -> dict[str, Any]:
     return {**doc["components"]["schemas"][model]["properties"][name], "components": doc["components"]}
 
 
-@pytest.mark.parametrize("env", list(CASES))
-def test_openapi_types_the_action_and_observation_the_server_takes_and_sends(env: str) -> None:
-    valid, refused = CASES[env]
-    server = ServedEnv(env)
+@pytest.mark.parametrize("case", list(CASES))
+def test_openapi_types_the_action_and_observation_the_server_takes_and_sends(case: str) -> None:
+    env, env_kwargs, valid, refused = CASES[case]
+    server = ServedEnv(env, "--env-kwargs", json.dumps(env_kwargs))
     try:
         doc = requests.get(server.http + "/openapi.json", timeout=30).json()
         action, observation = _field(doc, "StepRequest", "action"), _field(doc, "StepResponse", "observation")
