@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["UnicodeText", "space_to_dict", "space_from_dict", "from_wire", "exact_cast", "owned", "to_jsonable"]
+__all__ = ["UnicodeText", "space_to_dict", "space_from_dict", "from_wire", "exact_cast", "owned",
+           "not_in_space", "short_repr", "to_jsonable"]
 
 #: Characters :meth:`UnicodeText.sample` draws from (membership accepts any text).
 SAMPLE_CHARSET = string.ascii_letters + string.digits + string.punctuation + " \n\t"
@@ -355,6 +356,70 @@ def owned(value: Any) -> Any:
         items = tuple(owned(item) for item in value)
         return value if all(a is b for a, b in zip(items, value)) else items
     return value
+
+
+def not_in_space(value: Any, space: spaces.Space, shown: Any = None) -> str:
+    """Why an action is refused: "action ... is not in the action space ...", and for a
+    ``Dict`` or ``Tuple`` space the part that does not fit (a missing key, an extra one, the
+    item outside its own space), which the whole space's text leaves the reader to find.
+
+    Args:
+        value: The action as the env checks it (after :func:`from_wire`).
+        space: The action space, whose ``contains(value)`` is False.
+        shown: What to quote as the action (the action as sent); ``value`` by default.
+
+    Returns:
+        The message.
+
+    Example:
+        >>> space = spaces.Dict({"a": spaces.Discrete(2), "b": spaces.MultiBinary(2)})
+        >>> not_in_space({"a": 1, "b": np.array([2, 0])}, space, {"a": 1, "b": [2, 0]})
+        "action {'a': 1, 'b': [2, 0]} is not in the action space Dict('a': Discrete(2), 'b': MultiBinary(2)): at ['b']: [2, 0] is not in MultiBinary(2)"
+    """
+    text = f"action {short_repr(value if shown is None else shown)} is not in the action space {space}"
+    if isinstance(space, (spaces.Dict, spaces.Tuple)):
+        where = _misfit(value, space, "")
+        if where:
+            text += f": {where}"
+    return text
+
+
+def _misfit(value: Any, space: spaces.Space, path: str) -> str | None:
+    """Where ``value`` leaves ``space`` (the first place found), as "at ['key'][0]: ..."."""
+    at = f"at {path}: " if path else ""
+    if isinstance(space, spaces.Dict):
+        if not isinstance(value, dict):
+            return f"{at}a mapping with keys {list(space.spaces)} is needed, got {type(value).__name__}"
+        missing = [k for k in space.spaces if k not in value]
+        extra = [k for k in value if k not in space.spaces]
+        if missing or extra:
+            parts = ([f"missing {', '.join(map(repr, missing))}"] if missing else []) + \
+                    ([f"unexpected {', '.join(map(repr, extra))}"] if extra else [])
+            return f"{at}keys: {'; '.join(parts)}"
+        return next((m for k, sub in space.spaces.items()
+                     if (m := _misfit(value[k], sub, f"{path}[{k!r}]"))), None)
+    if isinstance(space, spaces.Tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
+            got = f"{len(value)} items" if isinstance(value, (tuple, list)) else type(value).__name__
+            return f"{at}a sequence of {len(space.spaces)} items is needed, got {got}"
+        return next((m for i, sub in enumerate(space.spaces)
+                     if (m := _misfit(value[i], sub, f"{path}[{i}]"))), None)
+    if space.contains(value):
+        return None
+    shown = value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value
+    return f"{at}{short_repr(shown)} is not in {space}"
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for quoting a value in an error message
+    (an action may hold a whole program).
+
+    Example:
+        >>> short_repr("x" * 100, 10)
+        "'xxxxxx..."
+    """
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def to_jsonable(value: Any) -> Any:

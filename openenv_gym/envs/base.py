@@ -38,7 +38,7 @@ from openenv_gym.errors import InvalidActionError
 from openenv_gym.models import Action, Observation, State, model_space
 from openenv_gym.protocol.slices import valid_rows
 from openenv_gym.protocol.wire import wire_problem
-from openenv_gym.spaces import from_wire
+from openenv_gym.spaces import from_wire, not_in_space, short_repr
 
 __all__ = ["Environment"]
 
@@ -158,7 +158,7 @@ class Environment(gym.Env):
         else:
             value = from_wire(raw, space)
         if not space.contains(value):
-            raise InvalidActionError(f"action {_short(raw)} is not in the action space {self.action_space}")
+            raise InvalidActionError(not_in_space(value, self.action_space, raw))
         return value
 
     def action_check(self) -> str | None:
@@ -254,7 +254,7 @@ class Environment(gym.Env):
         if problem is None and self.check_observations \
                 and not self.observation_space.contains(from_wire(obs, self.observation_space, copy=False)):
             kind = ValueError
-            problem = f"an observation outside its observation space {self.observation_space}: {_short(obs, 120)}"
+            problem = f"an observation outside its observation space {self.observation_space}: {short_repr(obs, 120)}"
         if problem is None:
             return
         done = "" if call != "step" else " The step itself happened" + (
@@ -324,6 +324,3 @@ def _numbers(raw: Any) -> np.ndarray | None:
     return array if array.dtype.kind in "fiu" else None
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from openenv_gym._numbers import STRICT_SCHEMA_KEY
 from openenv_gym.protocol import wire
-from openenv_gym.spaces import from_wire
+from openenv_gym.spaces import from_wire, not_in_space
 
 __all__ = ["action_checker"]
 
@@ -104,12 +104,8 @@ def _kept(value: Any, depth: int = 0) -> bool:
 
 def _space_check(space: spaces.Space) -> Callable[[Any], str | None]:
     def check(action: Any) -> str | None:
-        if space.contains(from_wire(as_sent(action), space, copy=False)):
-            return None
-        text = repr(action)
-        if len(text) > 80:
-            text = text[:77] + "..."
-        return f"action {text} is not in the action space {space}"
+        value = from_wire(as_sent(action), space, copy=False)
+        return None if space.contains(value) else not_in_space(value, space, action)
     return check
 
 
