@@ -414,6 +414,13 @@ def short_repr(value: Any, limit: int = 80) -> str:
     """``repr(value)`` cut to ``limit`` characters, for quoting a value in an error message
     (an action may hold a whole program).
 
+    Args:
+        value: The value to quote.
+        limit: The longest text returned, the "..." that marks a cut included.
+
+    Returns:
+        The text.
+
     Example:
         >>> short_repr("x" * 100, 10)
         "'xxxxxx..."
