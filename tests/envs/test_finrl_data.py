@@ -333,3 +333,17 @@ def test_a_bare_indicator_name_is_one_indicator() -> None:
     env = FinRLEnv(split="trade", tickers=["AAPL", "JPM"], indicators="macd")
     assert env.observation_space.shape == (1 + 2 + 2 + 2,)
     assert env.data.indicators.shape[1] == 1
+
+
+@pytest.mark.parametrize("ticker", ["NA", "NULL", "None", "nan"])
+def test_a_ticker_pandas_reads_as_missing_is_a_ticker(tmp_path: Path, ticker: str) -> None:
+    # pandas' default missing-value words are real tickers too (Nano Labs trades as NA): the
+    # file was refused with "column 'tic' value nan is empty".
+    rows = [(r[0], ticker if r[1] == "AAA" else r[1], *r[2:]) for r in ROWS]
+    path = write_csv(tmp_path / "na.csv", rows)
+    env = FinRLEnv(split=None, data_path=path, indicators=("macd",))
+    assert list(env.tickers) == sorted([ticker, "BBB"])
+    same = FinRLEnv(split=None, data_path=write_csv(tmp_path / "aaa.csv", ROWS), indicators=("macd",))
+    # Its prices are AAA's (observation: cash, then each ticker's close).
+    assert env.reset(seed=0)[0][1 + env.tickers.index(ticker)] == \
+        same.reset(seed=0)[0][1 + same.tickers.index("AAA")]

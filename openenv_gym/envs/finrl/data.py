@@ -329,7 +329,7 @@ def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
         elif lower.endswith((".csv", ".csv.gz", ".txt")):
             # Tickers are names: "000001" (Shenzhen) or "0700" (HKEX) keep their zeros. Dates
             # stay text, parsed by one rule below: 20200102 is a date, not an integer.
-            frame = pd.read_csv(path, dtype={"tic": str, "date": str})
+            frame = _tickers_as_written(pd.read_csv(path, dtype={"tic": str, "date": str}), path)
         else:
             raise InvalidDataError(f"data_path {path!r}: use a .csv, .csv.gz or .parquet file")
     except InvalidDataError:
@@ -448,7 +448,7 @@ def _raise_first_bad_row(path: str, frame, raw: dict) -> None:
     checks: list[tuple[str, str, np.ndarray]] = [
         ("date", "is not an ISO date; write dates as YYYY-MM-DD, e.g. 2016-01-04 (a day/month "
                  "order such as 02/01/2016 is ambiguous)", frame["date"].isna().to_numpy()),
-        ("tic", "is empty", (frame["tic"].isna() | frame["tic"].isin(["", "nan", "None"])).to_numpy()),
+        ("tic", "is empty", (raw["tic"].isna() | (frame["tic"] == "")).to_numpy()),
     ]
     for col in _NUMERIC:
         checks.append((col, "is not a finite number", ~np.isfinite(frame[col].to_numpy())))
@@ -473,6 +473,18 @@ def _raise_first_bad_row(path: str, frame, raw: dict) -> None:
     value = value.item() if isinstance(value, np.generic) else value  # 0.0, not np.float64(0.0)
     raise InvalidDataError(f"data_path {path!r}, row {row + 1} (line {row + 2}): column {column!r} "
                            f"value {value!r} {problem}")
+
+
+def _tickers_as_written(frame, path: str):
+    """``frame`` with its ``tic`` column as the file writes it: pandas reads "NA", "NULL",
+    "None" or "nan" as a missing value, and they are tickers too (Nano Labs trades as NA).
+    Read again, as text, only where a ticker came out missing."""
+    import pandas as pd
+
+    names = [c for c in frame.columns if str(c).strip() == "tic"]
+    if len(names) == 1 and frame[names[0]].isna().any():
+        frame[names[0]] = pd.read_csv(path, usecols=names, dtype=str, keep_default_na=False)[names[0]]
+    return frame
 
 
 def _from_long(frame, path: str) -> _Table:
