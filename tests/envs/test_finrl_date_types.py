@@ -1,5 +1,6 @@
-"""FinRL-v0 user files: a ``date`` column of YYYYMMDD numbers (a Parquet int column, or
-floats where it has a blank) is read by the same rule as its text form, row by row."""
+"""FinRL-v0 dates: a user file's ``date`` column of YYYYMMDD numbers (a Parquet int column,
+or floats where it has a blank) is read by the same rule as its text form, row by row; and
+``start``/``end`` are days, never a year or month alone."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 pytest.importorskip("stockstats")
 
+from openenv_gym.envs.finrl.data import load_market_data  # noqa: E402
 from openenv_gym.envs.finrl.env import FinRLEnv  # noqa: E402
 from openenv_gym.errors import InvalidDataError  # noqa: E402
 from tests.envs.test_finrl_accounting import write_csv  # noqa: E402
@@ -74,3 +76,13 @@ def test_a_float_column_with_a_blank_refuses_only_the_blank_row(tmp_path: Path) 
     with pytest.raises(InvalidDataError, match=r"row 6 \(line 7\): column 'date' value 20210106.5 is not"):
         _env(_parquet(tmp_path, dates))
 
+
+
+@pytest.mark.parametrize("kwargs, unit", [({"end": "2016-02"}, "month"), ({"start": "2016"}, "year"),
+                                          ({"start": "2016", "end": "2016"}, "year")])
+def test_a_year_or_month_alone_is_refused_not_read_as_its_first_day(kwargs, unit) -> None:
+    # numpy reads '2016-02' as 2016-02-01: end='2016-02' ended the window on the month's first
+    # day without a word, and start='2016', end='2016' held 0 trading days.
+    name = next(iter(kwargs))
+    with pytest.raises(InvalidDataError, match=rf"{name}='{kwargs[name]}' is a {unit} alone; {name} is one day"):
+        load_market_data(split=None, **kwargs)

@@ -87,9 +87,16 @@ class MarketData:
 
 def _day(value: str, what: str) -> np.datetime64:
     try:
-        return np.datetime64(str(value), "D")
+        unit = np.datetime_data(np.datetime64(str(value)).dtype)[0]
+        day = np.datetime64(str(value), "D")
     except ValueError:
         raise InvalidDataError(f"{what}={value!r} is not an ISO date like '2016-01-04'") from None
+    if unit in ("Y", "M"):
+        # numpy reads '2016-02' as 2016-02-01: end='2016-02' would end the window on the
+        # month's first day, not cover the month.
+        raise InvalidDataError(f"{what}={value!r} is a {'year' if unit == 'Y' else 'month'} alone; "
+                               f"{what} is one day (inclusive), e.g. '2016-01-04'")
+    return day
 
 
 def load_market_data(split: str | None = "auto", start: str | None = None, end: str | None = None,
