@@ -1,4 +1,4 @@
-"""FinRL-v0 refuses non-finite numbers at construction (tests/envs/)."""
+"""FinRL-v0 refuses non-finite numbers and a fractional hmax at construction (tests/envs/)."""
 
 from __future__ import annotations
 
@@ -15,3 +15,13 @@ def test_finrl_refuses_non_finite_numbers(kwargs) -> None:
 
     with pytest.raises(InvalidDataError, match=next(iter(kwargs))):
         FinRLEnv(split="trade", tickers=["AAPL", "JPM"], **kwargs)
+
+
+@pytest.mark.parametrize("hmax", [1.9, 0, -5, True, "100"])
+def test_finrl_refuses_an_hmax_that_is_not_a_whole_number_of_shares(hmax) -> None:
+    # 1.9 was traded as 1 share a step without a word.
+    from openenv_gym.envs.finrl.env import FinRLEnv
+
+    with pytest.raises(InvalidDataError, match=r"hmax must be a whole number of shares >= 1, got "):
+        FinRLEnv(split="trade", tickers=["AAPL", "JPM"], hmax=hmax)
+    assert FinRLEnv(split="trade", tickers=["AAPL", "JPM"], hmax=7).hmax == 7

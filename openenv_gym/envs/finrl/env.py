@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from openenv_gym._numbers import is_finite
+from openenv_gym._numbers import is_finite, is_int
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.finrl.accounting import Portfolio
 from openenv_gym.envs.finrl.baselines import equal_weight_curve
@@ -91,7 +91,9 @@ class FinRLEnv(Environment):
                  indicators: str | Sequence[str] = DEFAULT_INDICATORS,
                  render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
-        for name, value in (("hmax", hmax), ("initial_amount", initial_amount),
+        if not is_int(hmax, 1):  # 1.9 was traded as 1 share a step, without a word
+            raise InvalidDataError(f"hmax must be a whole number of shares >= 1, got {hmax!r}")
+        for name, value in (("initial_amount", initial_amount),
                             ("buy_cost_pct", buy_cost_pct), ("sell_cost_pct", sell_cost_pct),
                             ("reward_scaling", reward_scaling)):
             if not is_finite(value):
@@ -100,8 +102,8 @@ class FinRLEnv(Environment):
         if turbulence_threshold is not None and not is_finite(turbulence_threshold):
             raise InvalidDataError(f"turbulence_threshold must be a finite number (liquidate at or "
                                    f"above it) or None (off), got {turbulence_threshold!r}")
-        if int(hmax) < 1 or initial_amount <= 0:
-            raise InvalidDataError(f"hmax must be >= 1 and initial_amount > 0, got {hmax}, {initial_amount}")
+        if initial_amount <= 0:
+            raise InvalidDataError(f"initial_amount must be > 0, got {initial_amount}")
         if not (0 <= buy_cost_pct < 1 and 0 <= sell_cost_pct < 1):
             raise InvalidDataError(f"costs must be fractions in [0, 1), got {buy_cost_pct}, {sell_cost_pct}")
         # Turbulence only matters with a threshold: without one it is not computed.
