@@ -555,6 +555,9 @@ class RemoteEnv(gym.Env):
             # The worker serves public names only: a private one is nobody's, as locally.
             raise AttributeError(f"{name!r} is not an attribute of this RemoteEnv (a served env's "
                                  "private attributes are not reachable)")
+        if self._closed:  # an AttributeError still: has_wrapper_attr answers False
+            raise AttributeError(f"{name!r} is not an attribute of this RemoteEnv, and its served "
+                                 "env ended with close(): make another env to read it")
         if self._sid is None:
             raise AttributeError(f"{name!r} is not an attribute of this RemoteEnv, and its served "
                                  "env lives from the first reset: call reset() first")

@@ -44,3 +44,13 @@ def test_a_served_attribute_read_off_the_client_names_where_it_is() -> None:
         assert "get_wrapper_attr" not in str(private.value)  # a private name is nobody's to serve
     finally:
         env.close()
+
+
+def test_a_served_attribute_read_after_close_says_the_env_is_closed() -> None:
+    # It said "call reset() first", which does not help: a closed env is not reset again.
+    env = gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider="process")
+    env.reset(seed=0)
+    env.close()
+    with pytest.raises(AttributeError, match=r"'gravity' .*ended with close\(\): make another env"):
+        env.get_wrapper_attr("gravity")
+    assert not env.has_wrapper_attr("gravity")
