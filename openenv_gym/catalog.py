@@ -104,17 +104,36 @@ def _plugin_envs() -> list[EnvInfo]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
             loaded: Any = ep.load()
+            # Its env_info() too: a mistake in the EnvInfo it builds (an argument misspelled)
+            # raises here, and would take `import openenv_gym` and `doctor` down with it.
+            items = loaded() if callable(loaded) and not isinstance(loaded, EnvInfo) else loaded
         except Exception as exc:  # a broken plugin must not break `import openenv_gym`
-            warnings.warn(f"openenv_gym plugin {ep.name!r} failed to load: {exc}", stacklevel=2)
+            warnings.warn(f"openenv_gym plugin {ep.name!r} failed to load: {type(exc).__name__}: "
+                          f"{exc}", stacklevel=2)
             continue
-        items = loaded() if callable(loaded) and not isinstance(loaded, EnvInfo) else loaded
         for item in items if isinstance(items, (list, tuple)) else [items]:
-            if isinstance(item, EnvInfo):
-                found.append(item)
-            else:
+            if not isinstance(item, EnvInfo):
                 warnings.warn(f"openenv_gym plugin {ep.name!r} gave {item!r}, not an EnvInfo",
                               stacklevel=2)
+            elif (problem := _gym_id_problem(item.gym_id)) is not None:
+                warnings.warn(f"openenv_gym plugin {ep.name!r}: env {item.name!r} is ignored: its "
+                              f"gym_id {item.gym_id!r} {problem}", stacklevel=2)
+            else:
+                found.append(item)
     return found
+
+
+def _gym_id_problem(gym_id: Any) -> str | None:
+    """Why Gymnasium would refuse ``gym_id`` at registration (None: it takes it)."""
+    from gymnasium.envs.registration import parse_env_id  # noqa: PLC0415  (plugins only)
+
+    if not isinstance(gym_id, str):
+        return "is not a string"
+    try:
+        parse_env_id(gym_id)
+    except Exception as exc:  # noqa: BLE001 - gymnasium.error.Error, worded by Gymnasium
+        return f"is not a Gymnasium id ({exc}); e.g. 'OpenEnv/MyEnv-v0'"
+    return None
 
 
 _cache: tuple[EnvInfo, ...] | None = None
