@@ -266,18 +266,12 @@ def check_worker_start() -> list[Check]:
 def check_envs() -> list[Check]:
     """Which providers can run each env here."""
     from openenv_gym.catalog import all_envs
-    from openenv_gym.cli.envs import runnable_providers
+    from openenv_gym.cli.envs import missing_here, runnable_providers
 
     out = []
     for info in all_envs():
         provs = runnable_providers(info)
-        modules = [m for m in info.modules if importlib.util.find_spec(m) is None]
-        programs = [p for p in info.programs if not shutil.which(p)]
-        missing = modules + programs
-        fixes = [f"pip install 'openenv-gym[{info.extra}]'"] if modules and info.extra else []
-        if programs:
-            fixes.append(f"install {', '.join(programs)} (apt-get install {' '.join(programs)})")
-        install = " and ".join(fixes)
+        missing, install = missing_here(info)
         # What only some uses need (Coding-v0's task mode): it runs without them.
         uses = [f"{use} needs {m}" for m, use in info.optional_modules.items()
                 if importlib.util.find_spec(m) is None]

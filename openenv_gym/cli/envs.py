@@ -33,7 +33,18 @@ from openenv_gym.cli._ui import (
 from openenv_gym.errors import EnvServerError, OpenEnvError, ProviderUnavailableError
 from openenv_gym.server.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
 
-__all__ = ["register", "runnable_providers"]
+__all__ = ["missing_here", "register", "runnable_providers"]
+
+
+def missing_here(info: EnvInfo) -> tuple[list[str], str]:
+    """What ``info`` needs outside Docker that this machine lacks (its modules, then its
+    programs), and how to install it ("" when nothing says how)."""
+    modules = [m for m in info.modules if importlib.util.find_spec(m) is None]
+    programs = [p for p in info.programs if not shutil.which(p)]
+    fixes = [f"pip install 'openenv-gym[{info.extra}]'"] if modules and info.extra else []
+    if programs:
+        fixes.append(f"install {', '.join(programs)} (apt-get install {' '.join(programs)})")
+    return modules + programs, " and ".join(fixes)
 
 
 def runnable_providers(info: EnvInfo) -> list[str]:
@@ -42,8 +53,7 @@ def runnable_providers(info: EnvInfo) -> list[str]:
 
     names = []
     # Docker images carry the env's packages and programs; other providers need them here.
-    here_ok = (all(importlib.util.find_spec(m) is not None for m in info.modules)
-               and all(shutil.which(p) for p in info.programs))
+    here_ok = not missing_here(info)[0]
     for name in PROVIDERS:
         try:
             ok, _ = provider_class(name).available()
@@ -71,7 +81,11 @@ def _list(args: argparse.Namespace) -> int:
         table.add_column(col)
     for info in all_envs():
         provs = runnable_providers(info)
-        hint = ", ".join(provs) if provs else f"none (pip install 'openenv-gym[{info.extra}]')"
+        if provs:
+            hint = ", ".join(provs)
+        else:  # as doctor says it: not every env has an extra (Git-v0 needs a program)
+            missing, install = missing_here(info)
+            hint = f"none (missing {', '.join(missing) or '?'}{f': {install}' if install else ''})"
         table.add_row(*map(escape, (info.gym_id, info.name, info.description, hint)))
     console.print(table)
     return OK

@@ -38,6 +38,16 @@ def test_list_shows_builtin_envs_and_where_they_run() -> None:
     assert "process" in out.stdout
 
 
+def test_list_names_a_missing_program_as_doctor_does(tmp_path) -> None:
+    # Without git on PATH, Git-v0 (which has no pip extra) was shown as "none (pip install
+    # 'openenv-gym[None]')".
+    out = run("list", env={"PATH": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if "OpenEnv/Git-v0" in line)
+    assert "none (missing git: install git (apt-get install git))" in row
+    assert "[None]" not in out.stdout
+
+
 def test_doctor_reports_python_packages_envs_and_exits_zero_when_core_works() -> None:
     findings = run_json("doctor", "--json")
     by_area = {f["area"]: f for f in findings}
