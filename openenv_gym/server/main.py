@@ -336,6 +336,8 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
     def announce() -> None:
         while not server.started and not done.is_set():
             time.sleep(0.01)
+        if not server.started:  # told to stop first (Ctrl-C while the env was being made)
+            return
         sockets = [s for srv in getattr(server, "servers", []) for s in srv.sockets]
         port = sockets[0].getsockname()[1] if sockets else http_port
         service.http_address = f"http://{host}:{port}"

@@ -14,12 +14,15 @@ from gymnasium import spaces
 
 
 class GatedStart(gym.Env):
-    """Observation 0, reward 1 per step; its constructor returns once ``gate_file`` exists."""
+    """Observation 0, reward 1 per step; its constructor returns once ``gate_file`` exists
+    (and first makes ``entered_file``, when given: the test then knows it is waiting)."""
 
     observation_space = spaces.Box(-1, 1, (1,), np.float32)
     action_space = spaces.Discrete(2)
 
-    def __init__(self, gate_file: str) -> None:
+    def __init__(self, gate_file: str, entered_file: str | None = None) -> None:
+        if entered_file:
+            open(entered_file, "w").close()
         while not os.path.exists(gate_file):
             time.sleep(0.02)
 
