@@ -59,6 +59,21 @@ def names(name: str) -> dict[str, str]:
             "dist": name.replace("_", "-")}
 
 
+def _importable(name: str) -> bool:
+    """Whether ``name`` imports as a module here. A plain folder of that name in the current
+    directory does not count: ``python -m`` puts the directory on ``sys.path``, where the
+    folder (the project folder ``init`` makes, perhaps) reads as a namespace package, and
+    ``python -m openenv_gym init NAME`` refused what ``openenv-gym init NAME`` made."""
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return False
+    here = os.path.realpath(os.getcwd())
+    locations = list(spec.submodule_search_locations or [])
+    namespace = spec.origin in (None, "namespace")
+    return not (namespace and locations
+                and all(os.path.dirname(os.path.realpath(p)) == here for p in locations))
+
+
 def _problem(name: str) -> str | None:
     """Why ``name`` cannot name a new env package (without a suggestion), or None."""
     from openenv_gym.catalog import ENTRY_POINT_GROUP, all_envs
@@ -90,7 +105,7 @@ def _problem(name: str) -> str | None:
             # One id, two envs: gym.make would run whichever registered first.
             return (f"{name!r} gives the Gymnasium id {derived['gym_id']}, which environment "
                     f"{info.name!r} already has (see `openenv-gym list`)")
-    if importlib.util.find_spec(name) is not None:
+    if _importable(name):
         return f"a Python module named {name!r} is already importable here"
     try:
         dist = importlib.metadata.distribution(derived["dist"])

@@ -32,6 +32,19 @@ def test_init_rejects_bad_names_and_existing_folders(tmp_path) -> None:
     assert out.returncode == 1 and "--force" in out.stderr
 
 
+def test_init_under_python_m_takes_an_empty_folder_of_the_name_as_the_console_script_does(tmp_path) -> None:
+    # `python -m` puts the current directory on sys.path, where the folder reads as a
+    # namespace package: "a Python module named 'probe_env' is already importable here".
+    (tmp_path / "probe_env").mkdir()
+    out = run("init", "probe_env", cwd=tmp_path)  # (run is `python -m openenv_gym.cli`)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "probe_env" / "probe_env" / "__init__.py").is_file()
+    # A module of that name that really imports from here is still refused.
+    (tmp_path / "other_env.py").write_text("")
+    out = run("init", "other_env", "--dir", str(tmp_path / "elsewhere"), cwd=tmp_path)
+    assert out.returncode == 2 and "is already importable here" in out.stderr
+
+
 @pytest.mark.parametrize("name, why", [
     ("echo_", "distribution name 'echo-' would not be a valid PEP 508 name"),
     ("my__env", "Gymnasium id OpenEnv/MyEnv-v0 would be that of 'my_env'"),
