@@ -630,7 +630,12 @@ class Child:
         for pipe in (self.proc.stdout, self.proc.stderr):
             if pipe is not None:
                 pipe.close()
-        stdout, stderr = self.out.text() + (FLOOD_MARK if self.flooded else ""), self.err.text()
+        stdout, stderr = self.out.text(), self.err.text()
+        if self.flooded:  # on the stream that flooded (stdout where stderr is merged into it)
+            if self.out.dropped >= self.err.dropped:
+                stdout += FLOOD_MARK
+            else:
+                stderr += FLOOD_MARK
         # A SIGKILL none of ours (the deadline, a flood, the kill above), while the cgroup's
         # OOM kill count rose. The count is the whole worker's: a child that SIGKILLed itself
         # just as another session's child was OOM-killed would get the note too (no cgroup

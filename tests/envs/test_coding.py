@@ -188,6 +188,10 @@ def test_output_flood_is_capped(free_env: gym.Env) -> None:
     free_env.reset()
     obs, reward = _run(free_env, "import sys\nwhile True: sys.stdout.write('y' * 4096)")
     assert len(obs["stdout"]) < 70_000 and "truncated" in obs["stdout"]
+    assert obs["stdout"].endswith("[... process killed: it kept writing past the output cap ...]\n")
+    # A stderr flood's note is on stderr: stdout, which the program left empty, stays so.
+    obs, reward = _run(free_env, "import sys\nwhile True: sys.stderr.write('e' * 4096)")
+    assert obs["stdout"] == "" and obs["stderr"].endswith("kept writing past the output cap ...]\n")
     obs, reward = _run(free_env, "print('z' * 100_000)")
     assert "truncated" in obs["stdout"] and obs["stdout"].startswith("z" * 65536)
     assert _run(free_env, "print('ok')")[0]["stdout"] == "ok\n"
