@@ -38,3 +38,16 @@ def test_the_env_is_registered_whatever_is_imported_first(tmp_path: Path, first:
     out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_installed(tmp_path),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_the_scaffold_env_renders_without_gymnasium_warnings(tmp_path: Path) -> None:
+    # Its metadata lacked render_fps: gym.make(..., render_mode="ansi") warned "No render fps".
+    script = ("import warnings; warnings.simplefilter('error')\n"
+              "import gymnasium as gym, openenv_gym\n"
+              f"env = gym.make({GYM_ID!r}, provider='process', render_mode='ansi')\n"
+              "env.reset(seed=0)\n"
+              "assert isinstance(env.render(), str)\n"
+              "env.close()\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_installed(tmp_path),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
