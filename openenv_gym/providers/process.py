@@ -93,6 +93,7 @@ class ProcessWorker(Worker):
         self.socket_path = os.path.join(folder, f"{name}.sock")
         check_socket_path(self.socket_path)
         self.log_path = os.path.join(folder, f"{name}.log")
+        self._log_start = 0  # where this start's output begins in the log (see _spawn)
         self.address = f"unix://{self.socket_path}"
         self.startup_timeout = startup_timeout
         self.proc: subprocess.Popen | _forks.ForkedProcess | None = None
@@ -121,6 +122,9 @@ class ProcessWorker(Worker):
         make_owned_folder(self.folder)
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)
+        # The log keeps every start's output; an error about this start quotes this start's
+        # (a failed restart's tail held the same traceback once per attempt).
+        self._log_start = os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
         private_tmp, tmpdir = None, None
         untrusted = get_env_info(self.env).untrusted
         if self.tmpfs:
@@ -223,8 +227,11 @@ class ProcessWorker(Worker):
                 pass
 
     def logs(self, tail: int = 50) -> str:
+        """The last lines this start of the worker wrote to its log (the file keeps those of
+        earlier starts too), and a line for processes its cgroup OOM-killed."""
         try:
             with open(self.log_path, "rb") as f:
+                f.seek(self._log_start)
                 lines = f.read().decode(errors="replace").splitlines()
         except OSError:
             lines = []

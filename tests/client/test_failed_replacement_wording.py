@@ -32,6 +32,8 @@ def test_a_failed_replacement_is_named_and_a_later_reset_starts_the_worker(tmp_p
         with pytest.raises(EnvServerError, match="this start fails on purpose") as failed:
             env.reset(seed=1)
         assert failures.read_text() == "0"  # every start was tried
+        # The log tail quoted is the last start's, not parts of every attempt's.
+        assert str(failed.value).count("openenv-gym worker failed:") == 1, failed.value
         assert (f"starting a replacement worker failed {RESTART_ATTEMPTS} times: the next reset() "
                 "tries to start one again") in str(failed.value), failed.value
 
