@@ -57,6 +57,8 @@ class Worker(abc.ABC):
         address: Binary address (``unix://...`` or ``tcp://127.0.0.1:PORT``); may change on
             :meth:`restart`.
         restarts: How many times it was restarted.
+        last_exit: Why the worker the last restart replaced had stopped (``"killed by signal
+            9 (SIGKILL)"``; ``"replaced while running"`` for a hung one), None before any.
 
     Example:
         >>> import gymnasium as gym
@@ -69,6 +71,7 @@ class Worker(abc.ABC):
 
     address: str
     restarts: int = 0
+    last_exit: str | None = None
 
     @abc.abstractmethod
     def alive(self) -> bool:
@@ -106,6 +109,10 @@ class Worker(abc.ABC):
     def logs(self, tail: int = 50) -> str:
         """The last lines of the worker's output, for error messages."""
         return ""
+
+    def _note_exit(self) -> None:
+        """Keep why the worker about to be replaced stopped, as :attr:`last_exit`."""
+        self.last_exit = self.exit_reason() or "replaced while running"
 
     def exit_reason(self) -> str:
         """Why the worker stopped (``"killed by signal 9 (SIGKILL)"``); ``""`` while it runs

@@ -124,7 +124,6 @@ class DockerWorker(Worker):
                         *server_argv(env, kwargs_json, unix=f"{SOCKET_DIR}/{_SOCKET_NAME}",
                                      idle_timeout=idle_timeout)]
         self.container: Any = None
-        self.last_exit: str | None = None
         self._lock = threading.Lock()
         self._spawn()
         track(self)
@@ -233,7 +232,7 @@ class DockerWorker(Worker):
 
     def restart(self) -> None:
         with self._lock:
-            self.last_exit = self.exit_reason() or "replaced while running"
+            self._note_exit()
             logger.warning("openenv-gym: worker container %s (env %s) died: %s; replacing it",
                            self.name, self.env, self.last_exit)
             self._remove()

@@ -187,8 +187,17 @@ class ProcessWorker(Worker):
                 return f"killed by signal {-code}"
         return f"exited with code {code}"
 
+    def _note_exit(self) -> None:
+        if self.proc is not None and not self.exit_reason():
+            # Its connection closes as it dies, a moment before its exit status can be read:
+            # a worker whose death a call just saw would pass for one replaced while running.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=0.2)
+        super()._note_exit()
+
     def restart(self) -> None:
         with self._lock:
+            self._note_exit()
             self._terminate()
             self.restarts += 1
             self._spawn()

@@ -257,6 +257,7 @@ class RayWorker(Worker):
 
     def restart(self) -> None:
         with self._lock:
+            self._note_exit()
             self._kill()
             self.restarts += 1
             self._place(restarting=True)

@@ -46,6 +46,8 @@ def test_killed_worker_is_replaced_and_only_its_envs_truncate(provider: str, mod
         assert all("worker 1" in text for text in infos["worker_error"][hit])
         np.testing.assert_array_equal(rewards, [1.0, 1.0, 0.0, 0.0])
         assert victim.alive() and victim.restarts == 1
+        # Why the replaced worker stopped, on every provider (it was the Docker worker's only).
+        assert victim.last_exit is not None and "SIGKILL" in victim.last_exit, victim.last_exit
         if mode is AutoresetMode.SAME_STEP:
             # The last observation closes the episode; the new episode already started.
             final = infos["final_obs"]
