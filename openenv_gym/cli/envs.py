@@ -85,7 +85,8 @@ def _list(args: argparse.Namespace) -> int:
             hint = ", ".join(provs)
         else:  # as doctor says it: not every env has an extra (Git-v0 needs a program)
             missing, install = missing_here(info)
-            hint = f"none (missing {', '.join(missing) or '?'}{f': {install}' if install else ''})"
+            hint = (f"none (missing {', '.join(missing)}{f': {install}' if install else ''})"
+                    if missing else "none (`openenv-gym doctor` says why)")
         table.add_row(*map(escape, (info.gym_id, info.name, info.description, hint)))
     console.print(table)
     return OK

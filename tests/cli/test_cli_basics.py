@@ -41,7 +41,8 @@ def test_list_shows_builtin_envs_and_where_they_run() -> None:
 def test_list_names_a_missing_program_as_doctor_does(tmp_path) -> None:
     # Without git on PATH, Git-v0 (which has no pip extra) was shown as "none (pip install
     # 'openenv-gym[None]')".
-    out = run("list", env={"PATH": str(tmp_path)})
+    # (No Docker engine either: with one, Docker would run it.)
+    out = run("list", env={"PATH": str(tmp_path), "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"})
     assert out.returncode == 0, out.stderr
     row = next(line for line in out.stdout.splitlines() if "OpenEnv/Git-v0" in line)
     assert "none (missing git: install git (apt-get install git))" in row

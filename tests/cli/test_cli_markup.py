@@ -28,7 +28,7 @@ def test_list_names_the_extra_of_an_env_no_provider_can_run(
     from openenv_gym.cli import envs
 
     info = EnvInfo("atari", "OpenEnv/Atari-v0", "openenv_gym.envs.atari.env:AtariEnv",
-                   "Atari games", modules=("ale_py",), extra="atari")
+                   "Atari games", modules=("no_such_module_for_this_test",), extra="atari")
     monkeypatch.setenv("COLUMNS", "250")
     monkeypatch.setattr(envs, "all_envs", lambda: (info,))
     monkeypatch.setattr(envs, "runnable_providers", lambda _info: [])
