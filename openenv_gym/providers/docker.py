@@ -84,6 +84,13 @@ def _check_utf8(folder: str) -> None:
             f"the runtime folder {folder!r} is not valid UTF-8, and the Docker engine takes only "
             "UTF-8 paths; set TMPDIR to a folder whose path is UTF-8 (such as /tmp), or use "
             "provider='process'") from None
+    if ":" in folder:
+        # A bind mount is written "source:target:mode": the engine refused the worker's with
+        # "invalid volume specification", which read as a container option's fault.
+        raise ProviderUnavailableError(
+            f"the runtime folder {folder!r} holds a ':', which the Docker engine's bind mounts "
+            "cannot take; set TMPDIR to a folder without one (such as /tmp), or use "
+            "provider='process'")
 
 
 class DockerWorker(Worker):
@@ -171,7 +178,14 @@ class DockerWorker(Worker):
                              daemon=True).start()
             raise
         try:
-            self.container.start()
+            try:
+                self.container.start()
+            except docker.errors.APIError as exc:
+                # Options the engine checks only at start (a network that does not exist, a
+                # device, ulimits the runtime refuses) are the caller's to fix, as at create.
+                raise ProviderUnavailableError(
+                    f"the Docker engine could not start the worker container: "
+                    f"{exc.explanation or exc}; check provider_options['container_options']") from None
             wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
             os.chmod(self.folder, 0o555)  # connecting needs no write; filling the host's disk would
         except BaseException:  # a failed start, or an interrupt (Ctrl-C): leave no container

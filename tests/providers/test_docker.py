@@ -437,6 +437,11 @@ def test_container_option_the_engine_refuses_is_a_clear_error() -> None:
     with pytest.raises(openenv_gym.ProviderUnavailableError, match="Unknown runtime.*container_options"):
         gym.make("OpenEnv/Echo-v0", provider="docker",
                  provider_options={"container_options": {"runtime": "no-such-runtime"}})
+    # Refused only when the container starts (a docker-py APIError reached the caller).
+    with pytest.raises(openenv_gym.ProviderUnavailableError,
+                       match="could not start the worker container.*nonexistent-net.*container_options"):
+        gym.make("OpenEnv/Echo-v0", provider="docker",
+                 provider_options={"container_options": {"network_mode": "nonexistent-net"}})
 
 
 def _as_non_root() -> list[str]:
@@ -569,6 +574,19 @@ def test_a_runtime_folder_that_is_not_utf8_is_refused_naming_tmpdir(client, tmp_
     assert done.returncode == 1 and "ProviderUnavailableError" in err, err
     assert "is not valid UTF-8" in err and "set TMPDIR" in err, err
     assert os.listdir(tmp_path) == [os.fsdecode(b"t\xff")]  # nothing made beside it
+
+
+def test_a_runtime_folder_with_a_colon_is_refused_naming_tmpdir(client, tmp_path) -> None:
+    # A bind mount is written "source:target:mode": the engine refused it as an "invalid
+    # volume specification" and the error blamed container_options, which nobody had given.
+    tmpdir = tmp_path / "a:b"
+    tmpdir.mkdir()
+    script = "import gymnasium as gym, openenv_gym\ngym.make('OpenEnv/Echo-v0', provider='docker')\n"
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmpdir)},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "ProviderUnavailableError" in done.stderr, done.stderr
+    assert "holds a ':'" in done.stderr and "set TMPDIR" in done.stderr, done.stderr
+    assert "container_options" not in done.stderr
 
 
 _HOLD_PROCESSES = """
