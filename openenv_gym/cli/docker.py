@@ -151,9 +151,7 @@ def _stop(args: argparse.Namespace) -> int:
     if args.names:
         chosen, unknown, ambiguous = [], [], []
         for n in args.names:
-            # As `docker rm`: a name, or an id prefix that names one container only (a short
-            # prefix would otherwise take other trainers' containers with it).
-            hits = [c for c in ours if c.name == n] or [c for c in ours if c.id.startswith(n)]
+            hits = _named(ours, n)
             if not hits:
                 unknown.append(n)
             elif len(hits) > 1:
@@ -187,14 +185,24 @@ def _stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _named(containers: list[Any], name: str) -> list[Any]:
+    """The containers ``name`` names, as ``docker rm`` reads it: a name, or an id prefix (more
+    than one hit: the prefix is ambiguous, and a short one would take others' containers)."""
+    return [c for c in containers if c.name == name] or [c for c in containers if c.id.startswith(name)]
+
+
 def _logs(args: argparse.Namespace) -> int:
     client = _client()
     if client is None:
         return FAILED
-    for c in _ours(client):
-        if c.name == args.name or c.id.startswith(args.name):
-            print(c.logs(tail=args.tail).decode(errors="replace"), end="")
-            return 0
+    hits = _named(_ours(client), args.name)
+    if len(hits) > 1:  # the first of them was printed, as if it were the one meant
+        return error(f"ambiguous id prefix {args.name!r} ({len(hits)} containers)",
+                     "give the container's name or a longer id prefix (`openenv-gym docker ps`)",
+                     USAGE)
+    if hits:
+        print(hits[0].logs(tail=args.tail).decode(errors="replace"), end="")
+        return 0
     return error(f"no openenv_gym container named {args.name!r}",
                  "`openenv-gym docker ps` lists them; pools' workers: `openenv-gym logs POOL`")
 

@@ -642,6 +642,10 @@ def test_docker_stop_takes_a_name_or_an_id_prefix_of_one_container(provider, cli
         common = os.path.commonprefix([a.id, b.id])  # fits both (and maybe others): ambiguous
         out = run("docker", "stop", common)
         assert out.returncode == 2 and "ambiguous" in out.stderr, out.stderr
+        # `docker logs` reads a prefix alike (it printed the first container's log).
+        out = run("docker", "logs", common)
+        assert out.returncode == 2 and "ambiguous" in out.stderr and out.stdout == "", out.stderr
+        assert run("docker", "logs", a.id[:12]).returncode == 0
         out = run("docker", "stop", a.id[:12], "no-such-openenv-container")
         assert out.returncode == 1 and "no-such-openenv-container" in out.stderr, out.stderr
         assert {c.id for c in _ours(client)} >= {a.id, b.id}  # nothing was removed
