@@ -214,7 +214,7 @@ class DockerWorker(Worker):
         return self._state().get("Status") == "running"
 
     def exit_reason(self) -> str:
-        """Why the container stopped (``"OOM-killed (exit 137)"``), or ``""`` while it runs."""
+        """Why the container stopped (``"exited with code 3"``), or ``""`` while it runs."""
         state = self._state()
         status = state.get("Status", "removed")
         if status == "running":
@@ -226,7 +226,11 @@ class DockerWorker(Worker):
         # Coding-v0 sandbox child's (made the OOM killer's first choice, the worker lives
         # on). The worker itself died of it only if it ended by SIGKILL (137).
         if state.get("OOMKilled") and code == _SIGKILL_EXIT:
-            return f"OOM-killed (exit {code}): raise container_options mem_limit"
+            # Most likely, not surely: a child OOM-killed earlier (a Coding sandbox's, which the
+            # worker outlived) then a `docker kill` reads the same.
+            return (f"OOM-killed at its mem_limit, most likely (exit {code}; or killed by "
+                    "`docker kill` after a process in it was OOM-killed): raise "
+                    "container_options mem_limit")
         if code is None:
             return status
         if code == _SIGKILL_EXIT:
