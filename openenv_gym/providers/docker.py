@@ -472,6 +472,22 @@ class DockerProvider(Provider):
             raise
 
 
+#: Arguments of ``containers.run`` it does not pass on as they are (it builds the bind mounts,
+#: the networks and the output handling from them), and why a worker cannot take them.
+_RUN_OWN_KWARGS = {
+    "volumes": "the worker's socket folder is mounted that way; mount a host folder with "
+               "mounts=[docker.types.Mount('/data', '/host/folder', type='bind', read_only=True)]",
+    "ports": "workers have no network (network_mode 'none'); the trainer reaches them through "
+             "a Unix socket",
+    "network": "workers have no network; network_mode='bridge' gives one",
+    "networking_config": "workers have no network; network_mode='bridge' gives one",
+    "remove": "the provider removes its containers itself",
+    "stdout": "the provider reads the worker's output itself",
+    "stderr": "the provider reads the worker's output itself",
+    "stream": "the provider reads the worker's output itself",
+}
+
+
 def _checked_container_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     """``container_options`` as a dict of ``containers.run`` keyword arguments.
 
@@ -486,6 +502,11 @@ def _checked_container_options(options: Mapping[str, Any] | None) -> dict[str, A
         raise InvalidRequestError(f"provider_options['container_options'] must be a mapping of "
                                   f"containers.run keyword arguments, got {type(options).__name__}")
     known = set(RUN_CREATE_KWARGS) | set(RUN_HOST_CONFIG_KWARGS)
+    own = sorted(set(options) & set(_RUN_OWN_KWARGS))
+    if own:  # containers.run takes these, but turns them into what the provider sets itself
+        raise InvalidRequestError(
+            "provider_options['container_options'] cannot set "
+            + "; ".join(f"{k!r}: {_RUN_OWN_KWARGS[k]}" for k in own))
     unknown = sorted(set(options) - known)
     if unknown:
         raise InvalidRequestError(f"provider_options['container_options'] has keys containers.run "

@@ -7,6 +7,7 @@ engine (and fail under OPENENV_GYM_REQUIRE_DOCKER=1).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -416,6 +417,26 @@ def test_container_options_docker_py_refuses_are_typed_errors_naming_the_option(
     try:
         env.reset(seed=0)
         assert env.step({"message": "ok"})[0]["echo"] == "ok"
+    finally:
+        env.close()
+
+
+def test_container_options_run_builds_itself_are_refused_naming_what_to_use(client, tmp_path) -> None:
+    # containers.run takes volumes and ports, so "containers.run does not take: ['volumes']"
+    # was false: the provider mounts its socket folder that way and gives workers no network.
+    from docker.types import Mount
+
+    for key, value, hint in (("volumes", {str(tmp_path): {"bind": "/data"}}, "mounts=[docker.types.Mount("),
+                             ("ports", {"80/tcp": 8080}, "no network")):
+        with pytest.raises(openenv_gym.InvalidRequestError, match=rf"cannot set '{key}': .*{re.escape(hint)}"):
+            gym.make("OpenEnv/Echo-v0", provider="docker", provider_options={"container_options": {key: value}})
+    # What the message offers works: a host folder mounted read-only beside the socket folder.
+    env = gym.make("OpenEnv/Echo-v0", provider="docker", provider_options={"container_options": {
+        "mounts": [Mount("/data", str(tmp_path), type="bind", read_only=True)]}})
+    try:
+        env.reset(seed=0)
+        mounts = client.containers.get(env.unwrapped._worker.container_id).attrs["Mounts"]
+        assert {(m["Destination"], m["RW"]) for m in mounts} >= {("/data", False), ("/run/openenv", True)}, mounts
     finally:
         env.close()
 
