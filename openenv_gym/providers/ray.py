@@ -49,7 +49,7 @@ except ImportError as _exc:  # the registry turns this into "pip install 'openen
     raise ImportError(f"the ray provider needs Ray: {_exc}") from None
 
 from openenv_gym._numbers import is_finite  # noqa: E402
-from openenv_gym.errors import OpenEnvError, ProviderUnavailableError, WorkerError  # noqa: E402
+from openenv_gym.errors import InvalidRequestError, OpenEnvError, ProviderUnavailableError, WorkerError  # noqa: E402
 from openenv_gym.providers._docker_owner import owner_alive  # noqa: E402
 from openenv_gym.providers._ray_connection import acquire_ray, broken_ray, cause, ray_session, release_ray  # noqa: E402
 from openenv_gym.providers._ray_host import ServerHost, actor_name  # noqa: E402
@@ -381,21 +381,21 @@ class RayProvider(Provider):
                  cgroups: bool = True, private_tmp: bool = True) -> None:
         strategy = strategy.upper()
         if isolation not in ("process", "docker"):
-            raise ValueError(f"isolation must be 'process' or 'docker', got {isolation!r}")
+            raise InvalidRequestError(f"isolation must be 'process' or 'docker', got {isolation!r}")
         if strategy not in STRATEGIES:
-            raise ValueError(f"unknown Ray placement strategy {strategy!r}; use one of "
+            raise InvalidRequestError(f"unknown Ray placement strategy {strategy!r}; use one of "
                              f"{', '.join(STRATEGIES)}")
         if node_id is not None and strategy in _GROUP_STRATEGIES:
-            raise ValueError(f"node_id pins workers to one node; it cannot be combined with "
+            raise InvalidRequestError(f"node_id pins workers to one node; it cannot be combined with "
                              f"strategy={strategy!r} (use SPREAD or DEFAULT)")
         if not (is_finite(num_cpus) and num_cpus >= 0):
-            raise ValueError(f"num_cpus must be a number >= 0, got {num_cpus!r}")
+            raise InvalidRequestError(f"num_cpus must be a number >= 0, got {num_cpus!r}")
         for name, value in (("startup_timeout", startup_timeout), ("placement_timeout", placement_timeout),
                             ("alive_timeout", alive_timeout), ("regroup_timeout", regroup_timeout)):
             # Ray takes a negative timeout for a broken invariant and aborts this process
             # (a C++ check failure in ray.get: SIGABRT, no exception), NaN for "no limit".
             if not (is_finite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+                raise InvalidRequestError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
         self.address = address
         self.num_cpus = float(num_cpus)
         self.resources = dict(resources or {})
@@ -467,7 +467,7 @@ class RayProvider(Provider):
         demand = {k: v for k, v in self.demand().items() if v > 0}
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         if self.node_id is not None and not any(n["NodeID"] == self.node_id for n in nodes):
-            raise ValueError(f"no live Ray node has id {self.node_id!r}; live nodes: "
+            raise InvalidRequestError(f"no live Ray node has id {self.node_id!r}; live nodes: "
                              f"{[n['NodeID'] for n in nodes]}")
         if not any(all(n["Resources"].get(k, 0) >= v for k, v in demand.items()) for n in nodes):
             offered = [{k: v for k, v in n["Resources"].items() if not k.startswith("node:")}

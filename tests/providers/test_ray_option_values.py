@@ -23,6 +23,17 @@ def test_a_bad_timeout_is_a_value_error_naming_it(name: str, value: object) -> N
         RayProvider(**{name: value})
 
 
+@pytest.mark.parametrize("options, name", [({"strategy": "BOGUS"}, "strategy"), ({"num_cpus": -1}, "num_cpus"),
+                                           ({"isolation": "vm"}, "isolation"),
+                                           ({"node_id": "n", "strategy": "PACK"}, "node_id")])
+def test_a_bad_option_is_an_openenv_error_as_every_refused_argument_is(options, name) -> None:
+    # A bare ValueError: `except openenv_gym.OpenEnvError` (the README's promise) missed it.
+    from openenv_gym.errors import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match=name):
+        RayProvider(**options)
+
+
 def test_nan_cpus_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="num_cpus must be a number >= 0, got nan"):
         RayProvider(num_cpus=math.nan)
