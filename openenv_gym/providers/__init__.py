@@ -14,6 +14,7 @@ from typing import Any
 
 from openenv_gym._lazy import import_or_undo
 from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
+from openenv_gym.providers import _ray_fork  # noqa: F401  (marks forks of Ray users from the start)
 from openenv_gym.providers.base import Provider, Worker
 
 # PROVIDERS, provider_class, provider_options_dict and resolve_provider_name serve the

@@ -19,9 +19,10 @@ from typing import Any, Callable, Iterator
 import ray
 
 from openenv_gym.errors import ProviderUnavailableError
+from openenv_gym.providers._ray_fork import forked_from_ray_user, mark_ray_used
 from openenv_gym.providers._ray_host import ACTOR_NAME_PREFIX
 
-__all__ = ["acquire_ray", "broken_ray", "cause", "release_ray", "ray_session"]
+__all__ = ["acquire_ray", "broken_ray", "cause", "refuse_in_fork", "release_ray", "ray_session"]
 
 logger = logging.getLogger("openenv_gym.ray")
 
@@ -41,6 +42,19 @@ _our_session: tuple[str, str] | None = None
 #: work on it), rather than a cluster it joined (its shutdown only disconnects this process).
 _we_started = False
 _started_pid = 0  # the process that started it: a fork's Popen handles on it poll as exited
+def refuse_in_fork() -> None:
+    """Raise at once in a fork of a process that had used Ray, where Ray's calls hang.
+
+    Raises:
+        ProviderUnavailableError: This process is such a fork.
+    """
+    if forked_from_ray_user():
+        raise ProviderUnavailableError(
+            "this process was forked from one that had used Ray, and Ray cannot be used after a "
+            "fork (its calls hang): make provider='ray' envs in a process started fresh, e.g. "
+            "gym.make_vec(..., provider='ray') (its own vector env) rather than "
+            "vectorization_mode='async', or vector_kwargs={'context': 'spawn'}; a DataLoader's "
+            "workers with multiprocessing_context='spawn'")
 
 
 def ray_session() -> tuple[str, str] | None:
@@ -131,6 +145,7 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
         ProviderUnavailableError: Nothing answers at ``address``.
     """
     global _connection_users, _our_session, _we_started, _started_pid
+    refuse_in_fork()
     with _connection_lock:
         what = broken_ray()
         if what:
@@ -160,7 +175,8 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
             # The users of a Ray of ours that the user shut down went with it.
             _our_session, _connection_users, _we_started = ray_session(), 0, local
             _started_pid = os.getpid()
-        elif _our_session is None or ray_session() != _our_session:
+        mark_ray_used()
+        if _our_session is None or ray_session() != _our_session:
             return None  # the user's own ray.init: never shut it down for them
         _connection_users += 1
         return _our_session

@@ -51,7 +51,15 @@ except ImportError as _exc:  # the registry turns this into "pip install 'openen
 from openenv_gym._numbers import is_finite  # noqa: E402
 from openenv_gym.errors import InvalidRequestError, OpenEnvError, ProviderUnavailableError, WorkerError  # noqa: E402
 from openenv_gym.providers._docker_owner import owner_alive  # noqa: E402
-from openenv_gym.providers._ray_connection import acquire_ray, broken_ray, cause, ray_session, release_ray  # noqa: E402
+from openenv_gym.providers._ray_connection import (  # noqa: E402
+    acquire_ray,
+    broken_ray,
+    cause,
+    ray_session,
+    refuse_in_fork,
+    release_ray,
+)
+from openenv_gym.providers._ray_fork import forked_from_ray_user  # noqa: E402
 from openenv_gym.providers._ray_host import ServerHost, actor_name  # noqa: E402
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json  # noqa: E402
 
@@ -141,6 +149,7 @@ class RayWorker(Worker):
         session is gone by then (``grace`` covers a Ray that orders it otherwise); any other
         ``SystemExit`` or ``RayError`` stands.
         """
+        refuse_in_fork()  # a fork's copy of this worker: Ray's calls would hang (alive(): 10 s)
         if not self._on_its_ray():
             raise self._shut_down_error()
         try:
@@ -305,6 +314,8 @@ class RayWorker(Worker):
             with self._unless_ray_shut_down():
                 return str(self._get(self.actor.logs.remote(tail), timeout=5.0))
         except ProviderUnavailableError:
+            if forked_from_ray_user():
+                return "(logs unavailable in a forked child: Ray cannot be used after a fork)"
             return "(logs unavailable: Ray was shut down, and the actor with it)"
         except (RayError, GetTimeoutError) as exc:
             return f"(logs unavailable: the actor is gone: {type(exc).__name__})"
