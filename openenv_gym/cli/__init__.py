@@ -1,13 +1,16 @@
 """The ``openenv-gym`` command line.
 
 Each module in :data:`COMMAND_MODULES` adds its subcommands through ``register(subparsers)``;
-a subcommand's handler returns the process exit code (0 ok, 1 failure, 2 usage error).
+a subcommand's handler returns the process exit code (0 ok, 1 failure, 2 usage error; any
+command: 130 after Ctrl-C, 141 when stdout was closed, as by ``| head``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 
 __all__ = ["main", "build_parser", "COMMAND_MODULES"]
@@ -37,26 +40,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``openenv-gym``; returns the exit code (130 after Ctrl-C, quietly).
+    """Entry point of ``openenv-gym``; returns the exit code (quietly, 130 after Ctrl-C and
+    141 when stdout was closed).
 
     Args:
         argv: The arguments; None: ``sys.argv[1:]``, and the process is the command's own.
     """
     try:
-        # Inside the try: building the parser imports every command module (rich, numpy,
-        # the providers), which takes a moment in which a Ctrl-C is as likely as in a command.
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        if not getattr(args, "handler", None):
-            parser.print_help()
-            return 2
-        # The command line's own process (argv from sys.argv) may be split in two, as `serve`
-        # does (cli/_supervise.py); a caller passing argv embeds the CLI, and keeps its
-        # process, signal handlers and children as they are.
-        args.owns_process = argv is None
-        return int(args.handler(args) or 0)
+        try:
+            # Inside the try: building the parser imports every command module (rich, numpy,
+            # the providers), which takes a moment in which a Ctrl-C is as likely as in a
+            # command.
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            if not getattr(args, "handler", None):
+                parser.print_help()
+                return 2
+            # The command line's own process (argv from sys.argv) may be split in two, as
+            # `serve` does (cli/_supervise.py); a caller passing argv embeds the CLI, and keeps
+            # its process, signal handlers and children as they are.
+            args.owns_process = argv is None
+            return int(args.handler(args) or 0)
+        finally:
+            if argv is None:  # what is still buffered meets a closed pipe here, not at exit
+                sys.stdout.flush()
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        if argv is None:
+            # Python flushes stdout again at exit, and would report the closed pipe there.
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
 """Shared output helpers of the CLI: one style for results, errors and their fixes.
 
 Exit codes used by every command: :data:`OK` (0), :data:`FAILED` (1: the command ran and
-something did not work), :data:`USAGE` (2: bad arguments; nothing was done).
+something did not work), :data:`USAGE` (2: bad arguments; nothing was done); and, from any
+command, 130 (Ctrl-C) and 141 (stdout was closed, as in ``openenv-gym doctor | head -1``): 128 +
+the signal, as a shell reports a command SIGINT or SIGPIPE ended (``seq 1 1000000 | head -1``).
 """
 
 from __future__ import annotations
 
 import errno
+import os
 import socket
 
 from rich.console import Console
@@ -14,17 +17,30 @@ from rich.markup import escape
 
 from openenv_gym.errors import InvalidDataError, InvalidRequestError, UnknownEnvironmentError
 
-__all__ = ["OK", "FAILED", "USAGE", "ENV_ARGUMENT_ERRORS", "console", "error", "env_arguments_refused",
-           "bind_problem", "port_refused"]
+__all__ = ["OK", "FAILED", "USAGE", "ENV_ARGUMENT_ERRORS", "CliConsole", "console", "error",
+           "env_arguments_refused", "bind_problem", "port_refused"]
 
 OK, FAILED, USAGE = 0, 1, 2
 
 #: What a worker raises when the env cannot be made from the arguments given (exit :data:`USAGE`).
 ENV_ARGUMENT_ERRORS = (InvalidRequestError, InvalidDataError, UnknownEnvironmentError)
 
+
+class CliConsole(Console):
+    """A :class:`rich.console.Console` that leaves a closed pipe to the CLI's entry point.
+
+    Rich exits 1 on a closed pipe, which is ``doctor``'s "the core does not work";
+    :func:`openenv_gym.cli.main` turns the :class:`BrokenPipeError` into exit 141.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # as rich does: nothing more is written to a pipe nobody reads
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
 #: Results go to stdout; errors and progress to stderr, so output can be piped.
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = CliConsole(highlight=False)
+err_console = CliConsole(stderr=True, highlight=False)
 
 
 def error(message: str, fix: str | None = None, code: int = FAILED) -> int:

@@ -18,13 +18,12 @@ import argparse
 import time
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from openenv_gym.cli._args import exit_codes, non_negative_int
-from openenv_gym.cli._ui import FAILED, USAGE, error
+from openenv_gym.cli._ui import FAILED, USAGE, CliConsole, error
 from openenv_gym.errors import OpenEnvError
 
 __all__ = ["register", "containers_table"]
@@ -50,7 +49,7 @@ def _build(args: argparse.Namespace) -> int:
     from openenv_gym.catalog import all_envs, get_env_info
     from openenv_gym.providers._docker_images import build_image, env_code_missing, prune_old
 
-    console = Console(stderr=True)
+    console = CliConsole(stderr=True)
     try:
         infos = [get_env_info(e) for e in args.envs] if args.envs else [
             i for i in all_envs() if env_code_missing(i) is None]
@@ -87,7 +86,7 @@ def _build(args: argparse.Namespace) -> int:
             progress.update(task, description=f"[green]{status}", total=1, completed=1)
             table.add_row(info.name, result.tag, _size(result.size),
                           f"{time.monotonic() - started:.1f} s", status)
-    Console().print(table)
+    CliConsole().print(table)
     if failed:
         return error(f"{failed} of {len(infos)} images did not build (the table says why)",
                      "fix what the table names, then build again; `openenv-gym doctor` "
@@ -136,14 +135,14 @@ def _ps(args: argparse.Namespace) -> int:
         image = c.attrs.get("Config", {}).get("Image", "")
         rows.append((c.name, c.labels.get(LABEL_ENV, ""), c.labels.get(LABEL_POOL, ""), owner,
                      c.status, image))
-    Console().print(containers_table(rows))
+    CliConsole().print(containers_table(rows))
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
     from openenv_gym.providers._docker_owner import remove, stale
 
-    console = Console()
+    console = CliConsole()
     client = _client()
     if client is None:
         return FAILED

@@ -8,7 +8,6 @@ import ipaddress
 import shutil
 import socket
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -24,6 +23,7 @@ from openenv_gym.cli._ui import (
     ENV_ARGUMENT_ERRORS,
     OK,
     USAGE,
+    CliConsole,
     bind_problem,
     env_arguments_refused,
     env_raised,
@@ -75,7 +75,7 @@ def _exposed(host: str) -> bool:
 
 
 def _list(args: argparse.Namespace) -> int:
-    console = Console()
+    console = CliConsole()
     table = Table(title="openenv_gym environments")
     for col in ("id", "name", "description", "providers here"):
         table.add_column(col)
