@@ -197,7 +197,7 @@ def space_from_dict(d: dict[str, Any]) -> spaces.Space:
     raise ValueError(f"unknown space type {kind!r} in spec")
 
 
-def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
+def from_wire(value: Any, space: spaces.Space, copy: bool = True, keep_dtype: bool = False) -> Any:
     """Turn a decoded wire value into the Python type ``space`` holds.
 
     An older peer brings back lists for tuples; this makes them ``tuple``, discrete values
@@ -213,6 +213,10 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
         space: The space it belongs to.
         copy: Copy arrays (wire arrays are read-only views of the frame, and users expect
             writable ones); ``False`` for a value only checked, as a worker checks its env's.
+        keep_dtype: Leave an array of another dtype than the space's as sent (an env's
+            observation, which a local env hands over as it made it: float64 for a float32
+            ``Box``); ``False`` casts it where no value changes (an action, which the env
+            expects in its space's dtype).
 
     Returns:
         The normalized value.
@@ -222,21 +226,23 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True) -> Any:
         (1, 2)
         >>> from_wire([0.5, 1.0], spaces.Box(0, 1, (2,)))
         array([0.5, 1. ], dtype=float32)
+        >>> from_wire(np.array([0.5, 1.0]), spaces.Box(0, 1, (2,)), keep_dtype=True).dtype
+        dtype('float64')
     """
-    out = _normalized(value, space, copy)
+    out = _normalized(value, space, copy, keep_dtype)
     # A value that does not fit comes back as sent: still the caller's to write into, as what
     # an env hands over locally is, even where the env strays from its own space.
     return owned(out) if copy and out is value else out
 
 
-def _normalized(value: Any, space: spaces.Space, copy: bool) -> Any:
+def _normalized(value: Any, space: spaces.Space, copy: bool, keep: bool = False) -> Any:
     """:func:`from_wire`'s work, before a value left as sent is copied."""
     try:
         if isinstance(space, spaces.Box):
             if isinstance(value, np.generic) and value.dtype == space.dtype and space.shape == ():
                 return value  # a numpy scalar stays one, as the env handed it over
             # Not reshaped: an action of another shape is refused, as Box.contains refuses it.
-            return _as_dtype(value, space.dtype, copy)
+            return _as_dtype(value, space.dtype, copy, keep)
         if isinstance(space, spaces.Discrete):
             if isinstance(value, np.integer) or (isinstance(value, int) and not isinstance(value, bool)):
                 return value
@@ -244,15 +250,15 @@ def _normalized(value: Any, space: spaces.Space, copy: bool) -> Any:
                 return int(value)
             return value
         if isinstance(space, (spaces.MultiDiscrete, spaces.MultiBinary)):
-            return _as_dtype(value, space.dtype, copy)
+            return _as_dtype(value, space.dtype, copy, keep)
         if isinstance(space, spaces.Dict):
             if not isinstance(value, dict):
                 return value
-            return {k: from_wire(v, space.spaces[k], copy) if k in space.spaces else v for k, v in value.items()}
+            return {k: from_wire(v, space.spaces[k], copy, keep) if k in space.spaces else v for k, v in value.items()}
         if isinstance(space, spaces.Tuple):
             if not isinstance(value, (list, tuple)) or len(value) != len(space.spaces):
                 return value
-            return tuple(from_wire(v, s, copy) for v, s in zip(value, space.spaces))
+            return tuple(from_wire(v, s, copy, keep) for v, s in zip(value, space.spaces))
         if isinstance(space, spaces.OneOf):
             # (index, value), as OneOf.sample gives it: the index a numpy int, as locally
             if not isinstance(value, (list, tuple)) or len(value) != 2:
@@ -260,37 +266,38 @@ def _normalized(value: Any, space: spaces.Space, copy: bool) -> Any:
             index, sub = value
             if isinstance(index, (int, np.integer)) and not isinstance(index, bool) \
                     and 0 <= index < len(space.spaces):
-                return (np.int64(index), from_wire(sub, space.spaces[int(index)], copy))
+                return (np.int64(index), from_wire(sub, space.spaces[int(index)], copy, keep))
             return tuple(value)
         if isinstance(space, spaces.Sequence):
             if space.stack:  # one array (or a Dict/Tuple of arrays) for the whole sequence
                 feature = space.feature_space
                 if isinstance(feature, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
-                    return _as_dtype(value, space.stacked_feature_space.dtype, copy)
+                    return _as_dtype(value, space.stacked_feature_space.dtype, copy, keep)
                 return value
             if not isinstance(value, (list, tuple)):
                 return value
-            return tuple(from_wire(v, space.feature_space, copy) for v in value)
+            return tuple(from_wire(v, space.feature_space, copy, keep) for v in value)
         if isinstance(space, spaces.Graph):
             if not isinstance(value, (list, tuple)) or len(value) != 3:
                 return value
             nodes, edges, links = value
             node_dtype = space.node_space.dtype
             return spaces.GraphInstance(
-                _as_dtype(nodes, node_dtype, copy),
-                None if edges is None or space.edge_space is None else _as_dtype(edges, space.edge_space.dtype, copy),
+                _as_dtype(nodes, node_dtype, copy, keep),
+                None if edges is None or space.edge_space is None else _as_dtype(edges, space.edge_space.dtype, copy, keep),
                 None if links is None else _as_dtype(links, np.dtype(np.int64) if not isinstance(links, np.ndarray)
-                                                      else links.dtype, copy))
+                                                      else links.dtype, copy, keep))
     except (TypeError, ValueError, OverflowError):
         return value
     return value
 
 
-def _as_dtype(value: Any, dtype: np.dtype, copy: bool) -> Any:
+def _as_dtype(value: Any, dtype: np.dtype, copy: bool, keep: bool = False) -> Any:
     """``value`` as an array of ``dtype``; ``value`` itself where that cast would change it
     (a float truncated to an integer, an integer wrapped into a narrower one), for the
-    caller's ``contains`` to judge as a local env's space would: 1.5 is not ``1``."""
-    if isinstance(value, np.ndarray) and value.dtype == dtype:  # the usual case
+    caller's ``contains`` to judge as a local env's space would: 1.5 is not ``1``; and, with
+    ``keep``, an array of another dtype (the env's own, which the wire kept)."""
+    if isinstance(value, np.ndarray) and (value.dtype == dtype or keep):  # the usual case first
         return value.copy() if copy else value
     arr = np.asarray(value)
     if arr.dtype == dtype:

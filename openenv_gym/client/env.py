@@ -455,7 +455,9 @@ class RemoteEnv(gym.Env):
         info = owned(out["info"])
         if fresh and self._worker is not None:
             info = {**info, "worker_restarted": True}
-        return from_wire(out["obs"], self.observation_space), info
+        # keep_dtype: an env that strays from its space's dtype (float64 for a float32 Box) is
+        # handed over as it made it, as locally (where the env checker warns of it).
+        return from_wire(out["obs"], self.observation_space, keep_dtype=True), info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """Take a step in the worker.
@@ -492,7 +494,7 @@ class RemoteEnv(gym.Env):
             raise self._timed_out(exc) from exc
         except (WorkerCrashedError, WorkerConnectionError) as exc:
             raise self._explained(exc) from exc
-        obs = from_wire(out["obs"], self.observation_space)
+        obs = from_wire(out["obs"], self.observation_space, keep_dtype=True)  # as in reset()
         return obs, out["reward"], out["terminated"], out["truncated"], owned(out["info"])
 
     def render(self) -> Any:

@@ -15,16 +15,24 @@ NO_RENDER_MODES_ID = "OpenEnvTest/NoRenderModes-v0"
 
 class LooseObs(gym.Env):
     """``kind="int_box"``: floats for an int64 Box; ``"discrete"``: a 0-d array for a
-    Discrete. Three steps an episode."""
+    Discrete; ``"float64_box"``: float64 for a float32 Box (in range: only the dtype strays);
+    ``"float64_dict"``: that inside a Dict. Three steps an episode."""
 
     def __init__(self, kind: str = "int_box") -> None:
         self.kind = kind
         self.observation_space = {"int_box": spaces.Box(0, 10, (2,), np.int64),
-                                  "discrete": spaces.Discrete(5)}[kind]
+                                  "discrete": spaces.Discrete(5),
+                                  "float64_box": spaces.Box(0, 10, (2,), np.float32),
+                                  "float64_dict": spaces.Dict({"x": spaces.Box(0, 10, (2,), np.float32)}),
+                                  }[kind]
         self.action_space = spaces.Discrete(2)
         self.t = 0
 
-    def _obs(self) -> np.ndarray:
+    def _obs(self) -> np.ndarray | dict:
+        if self.kind == "float64_box":
+            return np.array([0.1, 2.2 + self.t])  # 0.1 is not a float32: a cast changes it
+        if self.kind == "float64_dict":
+            return {"x": np.array([0.1, 2.2 + self.t])}
         return np.array([1.7, 2.2]) if self.kind == "int_box" else np.array(self.t % 5)
 
     def reset(self, *, seed=None, options=None):
