@@ -65,9 +65,17 @@ def env_arguments_refused(exc: Exception) -> int:
 
 def env_raised(exc: Exception) -> int:
     """Report an :class:`~openenv_gym.errors.EnvServerError` the env's constructor raised:
-    usually a value of the wrong type in --env-kwargs. Returns :data:`FAILED`."""
+    usually a value of the wrong type in --env-kwargs.
+
+    Returns:
+        :data:`USAGE` for a :class:`TypeError` (the constructor refused its arguments: an
+        unknown one, as Gym-v0's env takes any and passes them on, or a value of the wrong
+        type; the message names it), as for the arguments the worker refuses itself
+        (:func:`env_arguments_refused`); :data:`FAILED` for anything else.
+    """
     return error(str(exc).split("\nTraceback")[0], "check the types and values in --env-kwargs "
-                 "against the env's arguments (see its README)")
+                 "against the env's arguments (see its README)",
+                 USAGE if isinstance(exc, TypeError) else FAILED)
 
 
 def bind_problem(host: str, port: int) -> OSError | None:
