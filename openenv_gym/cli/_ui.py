@@ -100,12 +100,18 @@ def bind_problem(host: str, port: int) -> OSError | None:
 
 
 def port_refused(flag: str, port: int, exc: OSError, host: str = "127.0.0.1") -> int:
-    """Report that the port given by ``flag`` cannot be listened on; returns :data:`FAILED`."""
+    """Report that the port given by ``flag`` cannot be listened on.
+
+    Returns:
+        :data:`FAILED` (the port is taken, or not ours to take); :data:`USAGE` when the host is
+        the problem (a name that resolves to nothing, an IPv6 address, an address of another
+        machine): an argument no later try would make work.
+    """
     if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
         # The host is the problem, not the port.
         return error(f"cannot listen on {host}:{port} ({flag}): {exc}",
                      f"--host must be an address of this machine: 127.0.0.1 (the default) "
-                     "or localhost")
+                     "or localhost", USAGE)
     return error(f"cannot listen on {host}:{port} ({flag}): {exc}",
                  f"pick a free port with {flag} N ({flag} 0: any free port); "
                  f"`openenv-gym doctor --port {port}` checks one, "

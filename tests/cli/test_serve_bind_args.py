@@ -1,5 +1,5 @@
-"""What `openenv-gym serve` says about where it cannot listen: the same port twice (exit 2),
-or a host that is not this machine (not "pick a free port")."""
+"""What `openenv-gym serve` says about where it cannot listen: the same port twice, or a host
+that is not this machine (not "pick a free port"); bad arguments all (exit 2)."""
 
 import socket
 
@@ -16,7 +16,7 @@ def test_the_same_port_for_both_servers_is_refused(capsys) -> None:
 
 def test_a_host_that_is_not_this_machine_is_named_not_the_port(capsys) -> None:
     # A name that resolves to nothing (.invalid, RFC 2606): the bind fails on the host.
-    assert main(["serve", "echo", "--host", "no-such-host.invalid", "--port", "0"]) == 1
+    assert main(["serve", "echo", "--host", "no-such-host.invalid", "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert "--host must be an address of this machine" in err and "pick a free port" not in err
 
@@ -30,5 +30,6 @@ def test_a_host_that_is_not_loopback_is_refused_before_its_port(capsys) -> None:
 
 def test_an_ipv6_host_is_named_not_a_traceback(capsys) -> None:
     # The pre-bind check took ::1, and the binary server (IPv4 only) then raised gaierror.
-    assert main(["serve", "echo", "--host", "::1", "--port", "0"]) == 1
+    # The servers listen on IPv4 loopback only: a usage error, as a non-loopback host is.
+    assert main(["serve", "echo", "--host", "::1", "--port", "0"]) == 2
     assert "--host must be an address of this machine" in capsys.readouterr().err
