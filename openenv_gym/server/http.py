@@ -15,6 +15,7 @@ connection stay usable. Non-finite floats (a ``-inf`` reward) are written as ``n
 
 from __future__ import annotations
 
+import threading
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
@@ -78,13 +79,16 @@ class StepResponse(BaseModel):
 #: The body model of each route that takes one, to name the fields it knows.
 _BODIES: dict[str, type[BaseModel]] = {"/reset": ResetRequest, "/step": StepRequest}
 
-def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
+def create_app(service: EnvService, max_body_size: int = MAX_FRAME,
+               stopping: threading.Event | None = None) -> FastAPI:
     """Build the FastAPI app serving ``service``.
 
     Args:
         service: The env service (shared with the binary server of the same process).
         max_body_size: Largest request body read, in bytes (the binary path's frame limit);
             a larger one is refused with 413 before it is read.
+        stopping: Set it when the server starts to shut down: open ``/web/events`` streams
+            then end at once (uvicorn waits for every open response before it exits).
 
     Returns:
         The app; run it with uvicorn on 127.0.0.1.
@@ -177,7 +181,7 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME) -> FastAPI:
 
     from openenv_gym.server.web import openapi_31, web_router  # the live view at /web
 
-    app.include_router(web_router(service.web, title=f"openenv_gym: {service.env_name}"))
+    app.include_router(web_router(service.web, stopping, title=f"openenv_gym: {service.env_name}"))
     openapi_31(app)
     typed_openapi(app, service.spec())
     return app

@@ -315,13 +315,15 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
             super().handle_exit(sig, frame)
             stop()
 
-    config = uvicorn.Config(create_app(service), host=host, port=http_port, log_level="warning",
-                            access_log=False)
+    streams_end = threading.Event()
+    config = uvicorn.Config(create_app(service, stopping=streams_end), host=host, port=http_port,
+                            log_level="warning", access_log=False)
     server = Server(config)
     stopped = threading.Event()
 
     def stop_serving() -> None:
         done.wait()
+        streams_end.set()  # as `start --web` does: an open /web page must not hold the exit
         server.should_exit = True
         # uvicorn lets the requests in flight finish: a step would run on to its timeout (up
         # to max_timeout) before the server exits, with nothing said. End their children
