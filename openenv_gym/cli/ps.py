@@ -105,6 +105,20 @@ def _container_logs(container: str, tail: int) -> str:
         return f"(no logs from container {container[:12]}: {exc})"
 
 
+def _no_output(record: pools.PoolRecord) -> str:
+    """What ``logs`` prints for a worker with nothing to show."""
+    if record.provider == "ray":
+        # Its server writes to a pipe read by its Ray actor, in the Ray session of the
+        # pool's owner; the record names no cluster or actor, so this process cannot ask it.
+        return ("(a Ray worker keeps no log file: its Ray actor holds the last lines of its "
+                "output, which the process that placed the worker reads with worker.logs() (a "
+                "vector env's: envs.unwrapped.workers[i].logs()); this command cannot reach the "
+                f"actor. This pool's is its `openenv-gym start` (pid {record.owner_pid}), which "
+                "does not show them: start the pool with --provider process or docker for "
+                "output that `openenv-gym logs` shows)")
+    return "(no output yet)"
+
+
 def _logs(args: argparse.Namespace) -> int:
     record = pools.find(args.name)
     if record is None:
@@ -126,7 +140,7 @@ def _logs(args: argparse.Namespace) -> int:
         if not text and worker.get("container"):
             text = _container_logs(worker["container"], args.tail)
         console.rule(f"{record.name} w{worker['index']} ({worker['address']})")
-        console.print(text or "(no output yet)", markup=False, highlight=False, soft_wrap=True)
+        console.print(text or _no_output(record), markup=False, highlight=False, soft_wrap=True)
     return OK
 
 
