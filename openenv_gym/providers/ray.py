@@ -551,6 +551,11 @@ class RayProvider(Provider):
             ray.get(group.ready(), timeout=self.placement_timeout)
         except GetTimeoutError:
             remove_placement_group(group)
+            too_few = self._too_few_nodes(n, bundle) if self.strategy == "STRICT_SPREAD" else ""
+            if too_few:
+                raise WorkerError(f"Ray could not reserve {n} x {bundle} with strategy "
+                                  f"STRICT_SPREAD within {self.placement_timeout:.0f} s: "
+                                  f"{too_few}") from None
             softer = {"STRICT_SPREAD": "SPREAD or PACK", "STRICT_PACK": "PACK or SPREAD"}.get(
                 self.strategy)
             raise WorkerError(
@@ -558,6 +563,22 @@ class RayProvider(Provider):
                 f"{self.placement_timeout:.0f} s: {self.shortfall(n)}"
                 + (f" A softer strategy ({softer}) may fit too." if softer else "")) from None
         self._groups[pool] = group  # bundle i hosts worker i of this pool
+
+    def _too_few_nodes(self, n: int, bundle: dict[str, float]) -> str:
+        """Why a STRICT_SPREAD group of ``n`` bundles cannot be placed when the cluster has
+        fewer nodes that can host one than that, and what to do; else "" (the shortage is
+        elsewhere: :meth:`shortfall` says what)."""
+        # The free CPUs of one node are no use to a second worker there: counting them (as
+        # shortfall() does) blamed "other work" on an idle 1-node cluster.
+        hosts = sum(1 for node in ray.nodes() if node.get("Alive")
+                    and all(node["Resources"].get(k, 0.0) >= v for k, v in bundle.items()))
+        if hosts >= n:
+            return ""
+        nodes = f"{hosts} node{'s' * (hosts != 1)} that can host one"
+        return (f"STRICT_SPREAD puts each worker on a node of its own, so the pool's {n} "
+                f"workers need {n} nodes, and the cluster has {nodes}. Use at most {hosts} "
+                "worker" + "s" * (hosts != 1) + ", strategy SPREAD (workers share nodes where "
+                "they must), or add nodes (`ray start --address=...` on another machine).")
 
     def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
         kwargs_json = env_kwargs_json(env_kwargs)
