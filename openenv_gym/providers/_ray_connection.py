@@ -142,7 +142,8 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
         when Ray runs by the user's own ``ray.init`` (never shut down for them).
 
     Raises:
-        ProviderUnavailableError: Nothing answers at ``address``.
+        ProviderUnavailableError: Nothing answers at ``address``, or this process is a fork
+            of one that had used Ray, where Ray's calls hang (:func:`refuse_in_fork`).
     """
     global _connection_users, _our_session, _we_started, _started_pid
     refuse_in_fork()
