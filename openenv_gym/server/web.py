@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # the web stack is imported only where a page is served
     from openenv_gym.server.service import EnvService
     from openenv_gym.server.sessions import Session
 
-__all__ = ["snapshot", "web_router", "pool_source", "encode_png", "openapi_31", "Source", "PAGE_PATH"]
+__all__ = ["snapshot", "web_router", "shared", "pool_source", "encode_png", "openapi_31", "Source", "PAGE_PATH"]
 
 #: A callable answering ``known_version -> snapshot`` (``{"unchanged": True}`` when unchanged).
 Source = Callable[[str | None], dict[str, Any]]
@@ -378,6 +378,51 @@ def openapi_31(app: Any) -> None:
     app.openapi = openapi
 
 
+def shared(source: Source) -> Source:
+    """``source`` read once per version, however many pages ask for it.
+
+    Every open page polls for changes: each building its own snapshot of the same sessions
+    (50 pages: 500 a second) slowed the steps of the very server they watch. The last
+    snapshot built is kept, and a caller is given it whenever ``source`` says nothing changed
+    since: the check costs little, the snapshot it saves a lot.
+
+    Args:
+        source: A :data:`Source`.
+
+    Returns:
+        A :data:`Source` answering as ``source`` does.
+
+    Example:
+        >>> built = []
+        >>> def source(known):
+        ...     if known == "1":
+        ...         return {"version": "1", "unchanged": True}
+        ...     built.append(known)
+        ...     return {"version": "1", "sessions": []}
+        >>> read = shared(source)
+        >>> read(None) == read(None) == {"version": "1", "sessions": []}, len(built)
+        (True, 1)
+        >>> read("1")
+        {'version': '1', 'unchanged': True}
+    """
+    lock = threading.Lock()
+    last: dict[str, Any] | None = None  # the last snapshot built
+
+    def read(known: str | None) -> dict[str, Any]:
+        nonlocal last
+        with lock:  # a caller waits for a snapshot being built rather than build another
+            data = source(last["version"] if last else None)
+            if data.get("unchanged"):
+                data = last
+            else:
+                last = data
+        if data["version"] == known:
+            return {"version": known, "unchanged": True}
+        return data
+
+    return read
+
+
 # -- the page -----------------------------------------------------------------------------
 def web_router(source: Source, stopping: threading.Event | None = None,
                title: str = "openenv_gym") -> "APIRouter":
@@ -407,6 +452,7 @@ def web_router(source: Source, stopping: threading.Event | None = None,
 
     router = APIRouter(tags=["web view"], route_class=ErrorRoute)
     stop = stopping or threading.Event()
+    source = shared(source)
 
     # response_model=None: the return annotation is a string here (postponed annotations)
     # that FastAPI cannot resolve, which broke /openapi.json and /docs.

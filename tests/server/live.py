@@ -107,8 +107,9 @@ def live_server(factory: Callable[[], Environment], *, max_sessions: int = 8,
         return env
 
     service = EnvService(make, env_name="test", max_sessions=max_sessions, idle_timeout=idle_timeout)
-    config = uvicorn.Config(create_app(service, max_body_size=max_body_size), host="127.0.0.1",
-                            port=0, log_config=None, access_log=False)
+    stopping = threading.Event()
+    config = uvicorn.Config(create_app(service, max_body_size=max_body_size, stopping=stopping),
+                            host="127.0.0.1", port=0, log_config=None, access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -123,6 +124,7 @@ def live_server(factory: Callable[[], Environment], *, max_sessions: int = 8,
         for env in envs:  # a failed test must not leave steps (and so the server) waiting
             if isinstance(env, GateEnv):
                 env.gate.open()
+        stopping.set()  # open /web/events streams end, as on a served env
         server.should_exit = True
         thread.join(30)
         service.shutdown()

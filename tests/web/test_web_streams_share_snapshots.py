@@ -1,0 +1,48 @@
+"""Many open pages share one snapshot per version: each ``/web/events`` stream built its own
+(50 pages: 500 snapshots a second), which slowed the steps of the server they watched."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any, Iterator
+
+import httpx
+
+from openenv_gym.server import web
+from tests.server.live import PLAIN, Gate, GateEnv, live_server
+
+PAGES = 5
+
+
+def _next_data(lines: Iterator[str]) -> dict[str, Any]:
+    return json.loads(next(line for line in lines if line.startswith("data:"))[5:])
+
+
+def test_open_pages_share_one_snapshot_per_version(monkeypatch) -> None:
+    built: list[str] = []
+    real = web.snapshot
+
+    def counted(service: Any, known: str | None = None) -> dict[str, Any]:
+        out = real(service, known)
+        if not out.get("unchanged"):
+            built.append(out["version"])
+        return out
+
+    monkeypatch.setattr(web, "snapshot", counted)
+    monkeypatch.setattr(web, "STREAM_LIFETIME", 120.0)  # no stream ends while the test reads
+    with live_server(lambda: GateEnv(Gate())) as live:
+        sid = live.service.reset(seed=0)["sid"]
+        with httpx.Client(timeout=30) as client, contextlib.ExitStack() as stack:
+            pages = []
+            for _ in range(PAGES):
+                stream = stack.enter_context(client.stream("GET", f"{live.url}/web/events"))
+                pages.append(stream.iter_lines())
+            first = [_next_data(lines) for lines in pages]
+            live.service.step(sid, PLAIN)
+            second = [_next_data(lines) for lines in pages]
+    assert {d["sessions"][0]["step_count"] for d in first} == {0}
+    assert {d["sessions"][0]["step_count"] for d in second} == {1}
+    # One per version, not one per page (a snapshot taken while the step still held its
+    # session is a version of its own, built once too).
+    assert len(built) == len(set(built)) >= 2, built
