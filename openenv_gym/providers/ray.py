@@ -59,7 +59,6 @@ from openenv_gym.providers._ray_connection import (  # noqa: E402
     refuse_in_fork,
     release_ray,
 )
-from openenv_gym.providers._ray_fork import forked_from_ray_user  # noqa: E402
 from openenv_gym.providers._ray_host import ServerHost, actor_name  # noqa: E402
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json  # noqa: E402
 
@@ -313,10 +312,8 @@ class RayWorker(Worker):
         try:
             with self._unless_ray_shut_down():
                 return str(self._get(self.actor.logs.remote(tail), timeout=5.0))
-        except ProviderUnavailableError:
-            if forked_from_ray_user():
-                return "(logs unavailable in a forked child: Ray cannot be used after a fork)"
-            return "(logs unavailable: Ray was shut down, and the actor with it)"
+        except ProviderUnavailableError as exc:  # a fork of a Ray user, or Ray shut down: says which
+            return f"(logs unavailable: {exc})"
         except (RayError, GetTimeoutError) as exc:
             return f"(logs unavailable: the actor is gone: {type(exc).__name__})"
 

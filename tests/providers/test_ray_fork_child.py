@@ -28,7 +28,7 @@ def in_a_fork(job):
         except openenv_gym.ProviderUnavailableError as exc:
             print("refused in %.1f s:" % (time.monotonic() - start), exc, flush=True)
         except openenv_gym.WorkerError as exc:
-            print("failed in %.1f s" % (time.monotonic() - start), flush=True)
+            print("failed in %.1f s:" % (time.monotonic() - start), repr(str(exc)), flush=True)
         except BaseException as exc:  # uncaught, Ray's excepthook would hang the fork
             print("raised", type(exc).__name__, exc, flush=True)
         os._exit(0)
@@ -64,3 +64,5 @@ def test_ray_in_a_fork_of_a_ray_user_is_refused_at_once() -> None:
     for line in lines[:2]:
         assert line.startswith("refused in 0.") and "forked from one that had used Ray" in line, line
     assert lines[2].startswith("failed in 0."), lines[2]  # not 10 s on Ray's dead connection
+    # Its log tail says why there is none: this fork cannot use Ray (not that Ray was shut down).
+    assert "(logs unavailable: this process was forked from one that had used Ray" in lines[2], lines[2]
