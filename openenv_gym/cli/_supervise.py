@@ -5,9 +5,11 @@ SIGKILL (or by the OOM killer) a server can end none of them: they were re-paren
 and ran on past their deadline. So the process the user started forks the server and stays
 small: it is the subreaper of everything the server starts, ends what the server left
 running once it has exited however it exited, and passes the first signal that stops a
-server on to it (a second one kills it: "now", without uvicorn's tracebacks). The server watches its supervisor in turn (``run_server(owner_pid=...)``):
-when the supervisor is killed, the server stops and ends its steps. A process provider's
-workers get the same from the fork server (:mod:`openenv_gym.server.forkserver`).
+server on to it (a second one kills it: "now", without uvicorn's tracebacks); a Ctrl-Z
+stops the server with it, and ``fg`` or ``bg`` continue both. The server watches its
+supervisor in turn (``run_server(owner_pid=...)``): when the supervisor is killed, the
+server stops and ends its steps. A process provider's workers get the same from the fork
+server (:mod:`openenv_gym.server.forkserver`).
 
 Example:
     >>> supervised(lambda owner: 0)  # doctest: +SKIP
@@ -100,8 +102,25 @@ def _supervise(server: int) -> int:
             os.kill(server, signal.SIGKILL if asked else _FORWARDED[signal.Signals(sig)])
         asked.append(sig)
 
+    def suspend(_sig: int, _frame: object) -> None:
+        # The server's group is not the terminal's foreground one: a Ctrl-Z stopped this
+        # process alone, and the server served on. Stop it first, then this one as the
+        # terminal would have (the shell sees a job stopped by SIGTSTP).
+        with contextlib.suppress(OSError):
+            os.killpg(server, signal.SIGTSTP)
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)  # returns once continued (fg, bg, kill -CONT)
+        signal.signal(signal.SIGTSTP, suspend)
+
+    def resume(_sig: int, _frame: object) -> None:
+        # `fg` and `bg` continue the job's group, which the server is not in.
+        with contextlib.suppress(OSError):
+            os.killpg(server, signal.SIGCONT)
+
     for sig in _FORWARDED:
         signal.signal(sig, forward)
+    signal.signal(signal.SIGTSTP, suspend)
+    signal.signal(signal.SIGCONT, resume)
     while True:
         pid, status = os.waitpid(-1, 0)  # also reaps what the server's orphans left here
         if pid == server:
