@@ -21,7 +21,10 @@ from typing import Any
 from openenv_gym._numbers import is_int
 from openenv_gym.errors import InvalidRequestError
 
-__all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit", "add_time_limit"]
+__all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit", "add_time_limit", "NO_LIMIT"]
+
+#: ``gym.make``'s ``max_episode_steps`` for no episode limit at all.
+NO_LIMIT = -1
 
 
 def merge_env_kwargs(env_kwargs: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -64,8 +67,9 @@ def take_render_mode(env_kwargs: dict[str, Any], render_mode: str | None) -> str
 def gym_make_time_limit(env: object) -> int | None:
     """The episode limit of the ``TimeLimit`` that the ``gym.make`` call now building ``env``
     (from its constructor) wraps around it: ``gym.make``'s ``max_episode_steps``, else the
-    given spec's; None when there is none (or -1: none), or when ``gym.make`` is not what
-    called ``env``'s constructor.
+    given spec's; :data:`NO_LIMIT` (-1) when ``gym.make`` was asked for none, which locally
+    removes the env's own limit too; None when there is none, or when ``gym.make`` is not
+    what called ``env``'s constructor.
 
     ``gym.make`` keeps ``max_episode_steps`` for that wrapper and never passes it on, while a
     served env may have a limit of its own (Gym-v0's inner ``TimeLimit``: CartPole-v1's 500;
@@ -93,6 +97,8 @@ def gym_make_time_limit(env: object) -> int | None:
     if frame is None or frame.f_code is not make.__code__:
         return None
     steps = frame.f_locals.get("max_episode_steps")
+    if is_int(steps, NO_LIMIT, NO_LIMIT):
+        return NO_LIMIT
     if steps is None:
         steps = getattr(frame.f_locals.get("env_spec"), "max_episode_steps", None)
     return int(steps) if is_int(steps, 1) else None
@@ -102,12 +108,15 @@ def add_time_limit(env_kwargs: dict[str, Any], time_limit_kwarg: str | None, ste
     """Give the served env ``steps`` as its own episode limit, through its constructor argument
     ``time_limit_kwarg`` (the catalog's: Gym-v0's ``max_episode_steps``, Echo's ``max_steps``),
     unless the caller gave that argument itself. Its own limit (CartPole's 500) would otherwise
-    end episodes before the trainer's ``steps`` do.
+    end episodes before the trainer's ``steps`` do. :data:`NO_LIMIT` reaches only an argument
+    named ``max_episode_steps``, ``gym.make``'s own (Gym-v0's, which passes it to its
+    ``gym.make``), where it means no limit as it does locally; any other (Echo's ``max_steps``
+    takes no value for none) keeps the env's own limit.
 
     Args:
         env_kwargs: The served env's arguments (changed in place).
         time_limit_kwarg: The argument, or None for an env without a limit of its own.
-        steps: The limit (None: none asked for).
+        steps: The limit (None: none asked for; :data:`NO_LIMIT`: no limit at all).
 
     Example:
         >>> kwargs = {"env_id": "CartPole-v1"}
@@ -115,5 +124,8 @@ def add_time_limit(env_kwargs: dict[str, Any], time_limit_kwarg: str | None, ste
         >>> kwargs
         {'env_id': 'CartPole-v1', 'max_episode_steps': 1000}
     """
-    if steps is not None and time_limit_kwarg:
-        env_kwargs.setdefault(time_limit_kwarg, steps)
+    if steps is None or not time_limit_kwarg:
+        return
+    if steps == NO_LIMIT and time_limit_kwarg != "max_episode_steps":
+        return
+    env_kwargs.setdefault(time_limit_kwarg, steps)

@@ -124,24 +124,34 @@ def test_a_remote_env_built_inside_another_envs_constructor_keeps_its_own_limit(
     assert echo_episode_length(holder.unwrapped.inner) == 100  # Echo's own max_steps
 
 
-def test_minus_one_leaves_the_served_limit_and_env_kwargs_removes_it() -> None:
-    # As the README says: gym.make's -1 (locally: no limit at all) only drops the trainer's
-    # TimeLimit; the served env's own limit goes with its own argument.
-    ours = gym.make("OpenEnv/Gym-v0", env_id="MountainCar-v0", provider="process", max_episode_steps=-1)
-    try:
-        assert episode(ours)[:3] == (200, False, True)  # MountainCar-v0's own limit
-    finally:
-        ours.close()
-    unlimited = gym.make("OpenEnv/Gym-v0", env_id="MountainCar-v0", provider="process",
-                         env_kwargs={"max_episode_steps": -1})
+def minus_one_matches_local(ours: gym.Env) -> None:
+    """``ours`` (MountainCar-v0 served without a limit) steps past 200 as the local one does."""
     local = gym.make("MountainCar-v0", max_episode_steps=-1)
     try:
-        for env in (unlimited, local):
+        for env in (ours, local):
             env.reset(seed=0)
         for _ in range(250):  # past 200, no episode end on either side
-            got, want = unlimited.step(PUSH_RIGHT), local.step(PUSH_RIGHT)
+            got, want = ours.step(PUSH_RIGHT), local.step(PUSH_RIGHT)
             np.testing.assert_array_equal(got[0], want[0])
             assert got[2:4] == want[2:4] == (False, False)
     finally:
-        unlimited.close()
+        ours.close()
         local.close()
+
+
+def test_minus_one_removes_the_served_envs_limit_as_locally() -> None:
+    # gym.make's -1 (locally: no TimeLimit at all) only dropped the trainer's TimeLimit: the
+    # served env's own ended episodes at 200.
+    minus_one_matches_local(gym.make("OpenEnv/Gym-v0", env_id="MountainCar-v0", provider="process",
+                                     max_episode_steps=-1))
+
+
+def test_env_kwargs_minus_one_removes_it_too() -> None:
+    minus_one_matches_local(gym.make("OpenEnv/Gym-v0", env_id="MountainCar-v0", provider="process",
+                                     env_kwargs={"max_episode_steps": -1}))
+
+
+def test_minus_one_leaves_the_limit_of_an_env_that_has_no_value_for_none() -> None:
+    # Echo's max_steps takes no -1 (it would refuse it): its own limit stays.
+    env = gym.make("OpenEnv/Echo-v0", provider="process", max_episode_steps=-1)
+    assert echo_episode_length(env) == 100
