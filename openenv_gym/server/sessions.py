@@ -186,9 +186,12 @@ def _returned(call: str, result: Any) -> tuple[Any, ...]:
                     f"({', '.join(names)}), as Gymnasium's Env.{call} does{old}")
 
 
-def _reward(reward: Any) -> float:
-    """The step's reward as a float. Text is refused, though ``float`` would read it: locally
+def _reward(reward: Any) -> float | int:
+    """The step's reward as a float, or as the int it is (FrozenLake's and Taxi's, which a
+    local env hands over as ints). Text is refused, though ``float`` would read it: locally
     a trainer given ``"1.0"`` fails (SB3 adds it to a float array), so it is the env's bug."""
+    if type(reward) is int and -(1 << 63) <= reward < (1 << 63):  # (larger: msgpack has no int for it)
+        return reward
     if not isinstance(reward, (str, bytes)):
         try:
             return float(reward)

@@ -162,8 +162,10 @@ def test_box_bounds_are_the_served_env_s_to_apply(provider: str) -> None:
         local.close()
 
 
-@pytest.mark.parametrize("env_id", ["FrozenLake-v1", "Blackjack-v1"])
+@pytest.mark.parametrize("env_id", ["FrozenLake-v1", "Blackjack-v1", "CliffWalking-v1"])
 def test_discrete_observations_arrive_as_the_python_ints_a_local_env_returns(env_id: str) -> None:
+    """... and rewards as the type the env gives: FrozenLake's and CliffWalking's ints,
+    Blackjack's floats."""
     import json
 
     ours = gym.make("OpenEnv/Gym-v0", env_id=env_id, provider="process")
@@ -175,8 +177,9 @@ def test_discrete_observations_arrive_as_the_python_ints_a_local_env_returns(env
             if isinstance(want, tuple):
                 assert [type(v) for v in got] == [type(v) for v in want] == [int] * len(want)
             json.dumps(got)  # what a local discrete env's observation allows
-            got, *_, done, trunc, _ = ours.step(action)
-            want, *_ = local.step(action)
+            got, reward, done, trunc, _ = ours.step(action)
+            want, local_reward, *_ = local.step(action)
+            assert reward == local_reward and type(reward) is type(local_reward)
             if done or trunc:
                 break
     finally:
