@@ -325,7 +325,8 @@ class RemoteVectorEnv(VectorEnv):
     def _wait_for_pending_step(self) -> None:
         """Wait (holding no turn) while another live thread's ``step_async`` awaits its
         ``step_wait``; a pending step of this thread, or of a thread that ended, is left to
-        the call to handle (it discards it, or refuses a second ``step_async``)."""
+        the call to handle (it refuses this thread's, :meth:`_refuse_pending_call`, and
+        discards a dead thread's)."""
         me = threading.current_thread()
         while self._pending is not None and self._pool is not None:
             owner = self._pending_thread
@@ -373,12 +374,15 @@ class RemoteVectorEnv(VectorEnv):
         Raises:
             InvalidRequestError: ``options`` is not a mapping (a single env's worker refuses
                 it too), or a seed of an env being reset is negative or not an int.
+            gym.error.AlreadyPendingCallError: This thread's ``step_async`` awaits its
+                ``step_wait`` (as ``AsyncVectorEnv`` refuses it): the step stays pending.
         """
         if options is not None and not isinstance(options, Mapping):
             # dict() took a list of pairs as options, and failed on others with its own text.
             raise InvalidRequestError(f"options must be a mapping (a dict) or None, got "
                                       f"{type(options).__name__}; nothing was reset")
-        self._discard_pending()
+        self._refuse_pending_call("reset()")
+        self._discard_pending()  # a step sent by a thread that has ended: no one gathers it
         if self.pool.inherited:
             if options and "reset_mask" in options and not _check_mask(options["reset_mask"],
                                                                         self.num_envs).all():
@@ -1267,10 +1271,7 @@ class RemoteVectorEnv(VectorEnv):
                 ``step_wait`` (as Gymnasium's ``AsyncVectorEnv`` refuses the call): the
                 served envs have stepped, and answering first would lose that step's results.
         """
-        if self._pending is not None and self._pending_thread is threading.current_thread():
-            raise gym.error.AlreadyPendingCallError(
-                "a step is pending: call step_wait() before call(), get_attr(), set_attr() or "
-                "render(), or the step's rewards and episode ends would be lost", "step")
+        self._refuse_pending_call()
         self._discard_pending()  # a step sent by a thread that has ended: no one gathers it
         pool = self.pool
         self._refuse_inherited()
@@ -1291,6 +1292,20 @@ class RemoteVectorEnv(VectorEnv):
                     raise self._per_env_error(targets[k], sub)
                 values[k] = owned(sub)  # a call's value, a frame: the caller's to write into
         return tuple(values)
+
+    def _refuse_pending_call(self, what: str = "call(), get_attr(), set_attr() or render()") -> None:
+        """Refuse ``what`` while this thread's ``step_async`` awaits its ``step_wait``, as
+        Gymnasium's ``AsyncVectorEnv`` refuses any call then (also one this side could answer
+        without a request, such as ``get_attr("spec")``): the served envs have stepped, and a
+        reset would drop that step's results. The step stays pending for ``step_wait``.
+
+        Raises:
+            gym.error.AlreadyPendingCallError: This thread's step is pending.
+        """
+        if self._pending is not None and self._pending_thread is threading.current_thread():
+            raise gym.error.AlreadyPendingCallError(
+                f"a step is pending: call step_wait() before {what}, or the step's rewards and "
+                "episode ends would be lost", "step")
 
     def _per_env_error(self, i: int, sub: dict[str, Any]) -> OpenEnvError:
         """The error of env ``i``'s failed call, render or attribute request (``sub``)."""

@@ -89,3 +89,27 @@ def test_own_threads_call_during_a_pending_step_is_refused_and_loses_nothing() -
     finally:
         envs.close()
         venv.close()
+
+
+def test_own_threads_reset_during_a_pending_step_is_refused_and_the_step_still_gathered() -> None:
+    # was: reset() dropped this thread's pending step silently (the envs had stepped) and
+    # step_wait() then raised NoAsyncCallError; AsyncVectorEnv raises AlreadyPendingCallError.
+    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", max_steps=7)
+    venv = RemoteVecEnv("echo", 2, provider="process", max_steps=7)
+    try:
+        envs.reset(seed=0)
+        venv.reset()
+        envs.step_async({"message": ("ab", "cd")})
+        venv.step_async([{"message": "ab"}, {"message": "cd"}])
+        for reset in (lambda: envs.reset(seed=1), venv.reset):
+            with pytest.raises(gym.error.AlreadyPendingCallError, match=r"call step_wait\(\) before reset"):
+                reset()
+        obs, rewards, *_ = envs.step_wait()
+        assert list(obs["echo"]) == ["ab", "cd"] and np.allclose(rewards, 0.2)
+        sb3_obs, sb3_rewards, *_ = venv.step_wait()
+        assert list(sb3_obs["echo"]) == ["ab", "cd"] and np.allclose(sb3_rewards, 0.2)
+        obs, _ = envs.reset(seed=1)  # once gathered, a reset resets
+        assert list(obs["echo"]) == ["", ""]
+    finally:
+        envs.close()
+        venv.close()
