@@ -159,6 +159,8 @@ class RemoteVecEnv(VecEnv):
         Returns:
             One value per env in ``indices``.
         """
+        # Refused during this thread's pending step even when answered here, as the served ones are.
+        self.venv._refuse_pending_call()
         targets = self._indices(indices)
         local = {**self.venv.sub_env_view(), "render_mode": self._render_mode}
         if attr_name in local:

@@ -1337,7 +1337,12 @@ class RemoteVectorEnv(VectorEnv):
 
         Returns:
             One result per sub-env (in ``indices``).
+
+        Raises:
+            gym.error.AlreadyPendingCallError: This thread's ``step_async`` awaits its
+                ``step_wait``, even for an attribute answered here (``"spec"``).
         """
+        self._refuse_pending_call()
         held = self.sub_env_view()
         if name in held:  # attributes, read as Gymnasium's call reads one that is no method
             return (held[name],) * len(self._targets(indices))
@@ -1354,6 +1359,7 @@ class RemoteVectorEnv(VectorEnv):
         Returns:
             One value per sub-env.
         """
+        self._refuse_pending_call()
         targets = self._targets(indices)
         held = self.sub_env_view()
         if name in held:
@@ -1416,6 +1422,7 @@ class RemoteVectorEnv(VectorEnv):
     def render(self) -> tuple[Any, ...]:
         """Every sub-env's frame (``rgb_array``) or text (``ansi``); one None per sub-env
         without a render mode, as Gymnasium's ``SyncVectorEnv`` and ``AsyncVectorEnv`` give."""
+        self._refuse_pending_call()
         if self.render_mode is None:
             return (None,) * self.num_envs
         return tuple(s["frame"] for s in self._per_env(lambda i, sid: ops.render(sid)))

@@ -113,3 +113,30 @@ def test_own_threads_reset_during_a_pending_step_is_refused_and_the_step_still_g
     finally:
         envs.close()
         venv.close()
+
+
+def test_own_threads_call_of_an_attribute_held_here_during_a_pending_step_is_refused() -> None:
+    # was: call("spec"), get_attr("observation_space") and render() without a render mode
+    # were answered on this side during the pending step, where AsyncVectorEnv (whose
+    # get_attr and render are call) raises AlreadyPendingCallError for any call, as ours
+    # does for the served attributes.
+    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", max_steps=7)
+    venv = RemoteVecEnv("echo", 2, provider="process", max_steps=7)
+    try:
+        envs.reset(seed=0)
+        venv.reset()
+        envs.step_async({"message": ("ab", "cd")})
+        venv.step_async([{"message": "ab"}, {"message": "cd"}])
+        for call in (lambda: envs.call("spec"), lambda: envs.get_attr("spec"),
+                     lambda: envs.get_attr("observation_space"), envs.render,
+                     lambda: venv.get_attr("spec"), lambda: venv.get_attr("action_space")):
+            with pytest.raises(gym.error.AlreadyPendingCallError, match=r"call step_wait\(\) before"):
+                call()
+        obs, rewards, *_ = envs.step_wait()
+        assert list(obs["echo"]) == ["ab", "cd"] and np.allclose(rewards, 0.2)
+        venv.step_wait()
+        assert envs.get_attr("spec") == (envs.call("spec")[0],) * 2  # answered once gathered
+        assert envs.render() == (None, None)
+    finally:
+        envs.close()
+        venv.close()
