@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -73,6 +74,17 @@ class RemoteVecEnv(VecEnv):
             step_timeout=step_timeout, provider_options=provider_options,
             max_episode_steps=max_episode_steps, render_mode=render_mode, **env_kwargs)
         self._render_mode = render_mode
+        # The spec gym.make_vec gives a vector env made with these arguments: each sub-env's
+        # (get_attr("spec")) comes from it, what gym.make gives, as DummyVecEnv's envs hold.
+        registered = gym.registry.get(self.venv.info.gym_id)
+        if registered is not None:
+            given = {"provider": provider, "envs_per_worker": envs_per_worker,
+                     "autoreset_mode": AutoresetMode.SAME_STEP, "on_worker_error": on_worker_error,
+                     "step_timeout": step_timeout, "provider_options": provider_options,
+                     "max_episode_steps": max_episode_steps, "render_mode": render_mode}
+            kwargs = {**registered.kwargs, **{k: v for k, v in given.items() if v is not None},
+                      **env_kwargs, "num_envs": num_envs, "vectorization_mode": "vector_entry_point"}
+            self.venv.spec = dataclasses.replace(registered, kwargs=kwargs)
         super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
         # SB3's VecEnv keeps only ``render_modes``; DummyVecEnv's and SubprocVecEnv's users
         # (VecVideoRecorder's ``render_fps``) read the sub-envs' metadata: keep the served env's.

@@ -1,0 +1,36 @@
+"""RemoteVecEnv's ``get_attr("spec")`` gives each sub-env's spec, what ``gym.make`` gives it, as
+DummyVecEnv over ``gym.make`` envs gives each env's ``EnvSpec``."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+import openenv_gym  # noqa: F401, E402  (registers the ids)
+from openenv_gym.sb3 import RemoteVecEnv  # noqa: E402
+from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
+
+
+def test_get_attr_spec_gives_each_sub_env_s_spec() -> None:
+    # was: [None, None] (the vector env was built by its class, without a spec)
+    venv = RemoteVecEnv("OpenEnv/Gym-v0", 2, env_id="CartPole-v1", provider="process",
+                        envs_per_worker=2, max_episode_steps=50)
+    ref = DummyVecEnv([lambda: gym.make("CartPole-v1", max_episode_steps=50)] * 2)
+    try:
+        specs = venv.get_attr("spec")
+        assert len(specs) == 2 and specs[0] == specs[1] and venv.get_attr("spec", indices=[1]) == specs[1:]
+        assert specs[0].id == "OpenEnv/Gym-v0"
+        assert specs[0].max_episode_steps == ref.get_attr("spec")[0].max_episode_steps == 50
+        # The env's own arguments only: none of the vector env's (envs_per_worker, num_envs, ...).
+        assert specs[0].kwargs == {"env": "gym", "env_id": "CartPole-v1", "provider": "process"}
+        single = gym.make(specs[0])
+        try:
+            assert single.spec == specs[0]
+            assert single.observation_space == venv.observation_space
+        finally:
+            single.close()
+    finally:
+        venv.close()
+        ref.close()
