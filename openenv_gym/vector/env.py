@@ -958,10 +958,17 @@ class RemoteVectorEnv(VectorEnv):
                 once every failed worker was tried (:meth:`_replace` leaves those that did not
                 start to the next reset).
         """
+        if not failures:
+            return
+        # Described before any is stopped (their exit reason, their last log lines); then
+        # restarted at the same time: one after the other, each hung worker's stop grace
+        # would add to the step's.
+        texts = {f.worker: self.pool.describe(f.worker, f.error) for f in failures}
+        errors = self.pool.restart_all(list(texts))
         first: OpenEnvError | None = None
         for failure in failures:
             try:
-                lost = self._handle_failure(failure)
+                lost = self._replace(failure.worker, texts[failure.worker], frozenset(), errors)
             except (WorkerError, ProviderUnavailableError) as exc:
                 first = first or exc
                 continue
@@ -1198,11 +1205,16 @@ class RemoteVectorEnv(VectorEnv):
             raise self._worker_error(failure, text=text)
         return self._replace(failure.worker, text, reset_targets)
 
-    def _replace(self, worker: int, text: str, reset_targets: AbstractSet[int]) -> list[int]:
+    def _replace(self, worker: int, text: str, reset_targets: AbstractSet[int],
+                 restarted: Mapping[int, Exception] | None = None) -> list[int]:
         """Restart ``worker`` (failed: ``text`` says how); its envs not being reset are marked
-        lost (their next step reports the restart), and returned."""
+        lost (their next step reports the restart), and returned. ``restarted``: the worker
+        was restarted already, by :meth:`WorkerPool.restart_all`, which returned these errors."""
         try:
-            self.pool.restart(worker)
+            if restarted is None:
+                self.pool.restart(worker)
+            elif worker in restarted:
+                raise restarted[worker]
         except Exception as exc:
             if not self.pool.owned:  # a fork's copy: the text says to make its own env
                 raise WorkerError(f"{text}\nand restarting it failed too: {exc}") from exc

@@ -159,16 +159,25 @@ def test_a_partial_reset_after_a_failed_restart_restarts_the_worker_and_ends_epi
         envs.close()
 
 
-def test_a_worker_replaced_in_the_step_whose_other_restart_failed_reports_its_restart(tmp_path: Path) -> None:
+def test_a_worker_replaced_in_the_step_whose_other_restart_failed_reports_its_restart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     failures = tmp_path / "failures"
     envs = _vector(failures, "next_step")
     try:
         envs.reset(seed=0)
-        failures.write_text(str(RESTART_ATTEMPTS))  # worker 0's starts fail, worker 1's starts
+        # Worker 0's starts fail, worker 1's start. Not by the failures file: the two workers
+        # are restarted at the same time, so which start takes its failures is left to chance.
+        worker_0 = envs.unwrapped.workers[0]
+
+        def failing_start() -> None:
+            raise WorkerError("worker 0's replacement failed to start (the test's doing)")
+
+        monkeypatch.setattr(worker_0, "restart", failing_start)
         for worker in envs.unwrapped.workers:
             kill_worker(worker)
         with pytest.raises(WorkerError, match="restarting it failed too"):
             envs.step(ACTIONS)
+        monkeypatch.undo()  # the reset below starts it
         assert [w.alive() for w in envs.unwrapped.workers] == [False, True]
         envs.reset(options={"reset_mask": np.array([True, False])})
         _, rewards, _, truncated, infos = envs.step(ACTIONS)
