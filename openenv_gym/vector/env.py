@@ -726,6 +726,10 @@ class RemoteVectorEnv(VectorEnv):
             else:
                 # A column of integers would silently truncate 0.5 to 0: refuse, as contains() does.
                 raise InvalidActionError(f"actions for {single} must be integers, got dtype {arr.dtype}")
+        elif arr.dtype.kind not in "biuf":
+            # Text reached numpy's isfinite (a bare TypeError); complex numbers lost their
+            # imaginary part in the column with only numpy's warning.
+            raise InvalidActionError(f"actions for {single} must be numbers, got dtype {arr.dtype}")
         if arr.shape[1:] != single.shape:
             # Written into the action column, it failed with numpy's "could not broadcast".
             raise InvalidActionError(f"actions for {self.num_envs} envs of {single} must have shape "
