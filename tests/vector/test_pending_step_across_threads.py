@@ -5,8 +5,9 @@ is refused, as Gymnasium's AsyncVectorEnv refuses it."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import gymnasium as gym
 import numpy as np
@@ -66,9 +67,12 @@ def test_sb3_step_beside_another_threads_env_method() -> None:
         venv.close()
 
 
-def test_own_threads_call_during_a_pending_step_is_refused_and_loses_nothing() -> None:
-    # was: get_attr discarded this thread's pending step (the envs had stepped), and step_wait
-    # then raised NoAsyncCallError: that step's rewards and episode ends were lost.
+@contextlib.contextmanager
+def _refused_while_pending(calls: Callable[[Any, RemoteVecEnv], list[Callable[[], Any]]],
+                           match: str) -> Iterator[tuple[Any, RemoteVecEnv]]:
+    """A vector env and an SB3 ``RemoteVecEnv`` with a step pending: each of
+    ``calls(envs, venv)`` must raise ``AlreadyPendingCallError`` matching ``match``; then each
+    step is gathered whole, and both are handed over for what follows."""
     envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", max_steps=7)
     venv = RemoteVecEnv("echo", 2, provider="process", max_steps=7)
     try:
@@ -76,43 +80,36 @@ def test_own_threads_call_during_a_pending_step_is_refused_and_loses_nothing() -
         venv.reset()
         envs.step_async({"message": ("ab", "cd")})
         venv.step_async([{"message": "ab"}, {"message": "cd"}])
-        for call in (lambda: envs.get_attr("max_steps"), lambda: envs.call("state"),
-                     lambda: envs.set_attr("max_steps", 9), lambda: venv.get_attr("max_steps"),
-                     lambda: venv.env_method("state", indices=[1])):
-            with pytest.raises(gym.error.AlreadyPendingCallError, match=r"call step_wait\(\) before"):
+        for call in calls(envs, venv):
+            with pytest.raises(gym.error.AlreadyPendingCallError, match=match):
                 call()
         obs, rewards, *_ = envs.step_wait()
         assert list(obs["echo"]) == ["ab", "cd"] and np.allclose(rewards, 0.2)
         sb3_obs, sb3_rewards, *_ = venv.step_wait()
         assert list(sb3_obs["echo"]) == ["ab", "cd"] and np.allclose(sb3_rewards, 0.2)
-        assert envs.get_attr("max_steps") == (7, 7)  # answered once the step is gathered
+        yield envs, venv
     finally:
         envs.close()
         venv.close()
+
+
+def test_own_threads_call_during_a_pending_step_is_refused_and_loses_nothing() -> None:
+    # was: get_attr discarded this thread's pending step (the envs had stepped), and step_wait
+    # then raised NoAsyncCallError: that step's rewards and episode ends were lost.
+    with _refused_while_pending(lambda envs, venv: [
+            lambda: envs.get_attr("max_steps"), lambda: envs.call("state"),
+            lambda: envs.set_attr("max_steps", 9), lambda: venv.get_attr("max_steps"),
+            lambda: venv.env_method("state", indices=[1])], r"call step_wait\(\) before") as (envs, _):
+        assert envs.get_attr("max_steps") == (7, 7)  # answered once the step is gathered
 
 
 def test_own_threads_reset_during_a_pending_step_is_refused_and_the_step_still_gathered() -> None:
     # was: reset() dropped this thread's pending step silently (the envs had stepped) and
     # step_wait() then raised NoAsyncCallError; AsyncVectorEnv raises AlreadyPendingCallError.
-    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", max_steps=7)
-    venv = RemoteVecEnv("echo", 2, provider="process", max_steps=7)
-    try:
-        envs.reset(seed=0)
-        venv.reset()
-        envs.step_async({"message": ("ab", "cd")})
-        venv.step_async([{"message": "ab"}, {"message": "cd"}])
-        for reset in (lambda: envs.reset(seed=1), venv.reset):
-            with pytest.raises(gym.error.AlreadyPendingCallError, match=r"call step_wait\(\) before reset"):
-                reset()
-        obs, rewards, *_ = envs.step_wait()
-        assert list(obs["echo"]) == ["ab", "cd"] and np.allclose(rewards, 0.2)
-        sb3_obs, sb3_rewards, *_ = venv.step_wait()
-        assert list(sb3_obs["echo"]) == ["ab", "cd"] and np.allclose(sb3_rewards, 0.2)
+    with _refused_while_pending(lambda envs, venv: [lambda: envs.reset(seed=1), venv.reset],
+                                r"call step_wait\(\) before reset") as (envs, _):
         obs, _ = envs.reset(seed=1)  # once gathered, a reset resets
         assert list(obs["echo"]) == ["", ""]
-    finally:
-        envs.close()
-        venv.close()
 
 
 def test_own_threads_call_of_an_attribute_held_here_during_a_pending_step_is_refused() -> None:
@@ -120,23 +117,10 @@ def test_own_threads_call_of_an_attribute_held_here_during_a_pending_step_is_ref
     # were answered on this side during the pending step, where AsyncVectorEnv (whose
     # get_attr and render are call) raises AlreadyPendingCallError for any call, as ours
     # does for the served attributes.
-    envs = gym.make_vec("OpenEnv/Echo-v0", num_envs=2, provider="process", max_steps=7)
-    venv = RemoteVecEnv("echo", 2, provider="process", max_steps=7)
-    try:
-        envs.reset(seed=0)
-        venv.reset()
-        envs.step_async({"message": ("ab", "cd")})
-        venv.step_async([{"message": "ab"}, {"message": "cd"}])
-        for call in (lambda: envs.call("spec"), lambda: envs.get_attr("spec"),
-                     lambda: envs.get_attr("observation_space"), envs.render,
-                     lambda: venv.get_attr("spec"), lambda: venv.get_attr("action_space")):
-            with pytest.raises(gym.error.AlreadyPendingCallError, match=r"call step_wait\(\) before"):
-                call()
-        obs, rewards, *_ = envs.step_wait()
-        assert list(obs["echo"]) == ["ab", "cd"] and np.allclose(rewards, 0.2)
-        venv.step_wait()
+    with _refused_while_pending(lambda envs, venv: [
+            lambda: envs.call("spec"), lambda: envs.get_attr("spec"),
+            lambda: envs.get_attr("observation_space"), envs.render,
+            lambda: venv.get_attr("spec"), lambda: venv.get_attr("action_space")],
+            r"call step_wait\(\) before") as (envs, _):
         assert envs.get_attr("spec") == (envs.call("spec")[0],) * 2  # answered once gathered
         assert envs.render() == (None, None)
-    finally:
-        envs.close()
-        venv.close()
