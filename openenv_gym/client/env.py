@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import threading
@@ -28,9 +29,11 @@ from typing import Any, Callable, TypeVar
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.kwargs import (
+    NO_LIMIT,
     add_time_limit,
     gym_make_time_limit,
     merge_env_kwargs,
@@ -156,8 +159,9 @@ class RemoteEnv(gym.Env):
         env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
         render_mode = take_render_mode(env_kwargs, render_mode)
         self.info = get_env_info(env)
+        asked_limit = gym_make_time_limit(self)
         if base_url is None:  # an attached server's env has the arguments it was served with
-            add_time_limit(env_kwargs, self.info.time_limit_kwarg, gym_make_time_limit(self))
+            add_time_limit(env_kwargs, self.info.time_limit_kwarg, asked_limit)
         check_render_mode(render_mode)
         first_timeout = call_timeout({}, timeout)  # until the env's spec is known (checked now)
         self._provider: Provider | None = None
@@ -193,11 +197,43 @@ class RemoteEnv(gym.Env):
             weakref.finalize(self, _end_session, self._client, self._session)
         try:
             self._load_spec()
+            if base_url is not None:
+                self._refuse_longer_limit(base_url, asked_limit)
             self._client.timeout = call_timeout(self.remote_spec, timeout)
         except BaseException:
             self.close()
             raise
         self.render_mode = render_mode
+
+    #: Set by ``gym.make`` (:attr:`spec`).
+    _spec: EnvSpec | None = None
+
+    @property
+    def spec(self) -> EnvSpec | None:
+        """The ``EnvSpec`` ``gym.make`` made this env from, its ``max_episode_steps`` the served
+        env's own limit where ``gym.make`` was given none (CartPole-v1's 500, as a local env's
+        ``TimeLimit`` shows it; the served env applies it, so ``gym.make`` wraps none here)."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, value: EnvSpec | None) -> None:
+        served = getattr(self, "remote_spec", {}).get("max_episode_steps")
+        if value is not None and value.max_episode_steps is None and served is not None:
+            value = dataclasses.replace(value, max_episode_steps=served)
+        self._spec = value
+
+    def _refuse_longer_limit(self, base_url: str, asked: int | None) -> None:
+        """Refuse a ``gym.make`` limit (``asked``) longer than the attached server's own, which
+        ends the episodes first: the client's ``TimeLimit`` can shorten them, never lengthen them."""
+        served = self.remote_spec.get("max_episode_steps")
+        if asked is None or served is None or asked != NO_LIMIT and asked <= served:
+            return
+        kwarg = self.info.time_limit_kwarg or "max_episode_steps"
+        raise InvalidRequestError(
+            f"the server at {base_url} ends episodes after {served} steps, so "
+            f"max_episode_steps={asked} cannot take effect on it; ask for at most {served}, or "
+            f"serve the env with the limit you want (`openenv-gym serve {self.info.name} "
+            f"--env-kwargs '{{\"{kwarg}\": N}}'`)")
 
     def _load_spec(self) -> None:
         spec = self._client.request(ops.spec())["spec"]

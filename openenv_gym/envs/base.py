@@ -91,6 +91,10 @@ class Environment(gym.Env):
     #: episode is then worth its last reward, and summing them pays an agent for lingering.
     #: :class:`~openenv_gym.trl.EnvPool`'s default ``reward_mode`` follows it.
     reward_is_score: bool = False
+    #: The step count at which the env truncates an episode on its own (Gym-v0: its
+    #: ``TimeLimit``'s; Echo: ``max_steps``), None for none: a single env's client shows it
+    #: as ``env.spec.max_episode_steps``, as a local env's ``TimeLimit`` shows its own.
+    episode_limit: int | None = None
     metadata: dict[str, Any] = {"render_modes": []}
     #: The Gymnasium env this one serves, for envs that wrap one (``Gym-v0``, ``Atari-v0``):
     #: a vector env's ``get_attr``/``set_attr``/``call`` then reach it, as they reach the

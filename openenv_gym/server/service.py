@@ -131,6 +131,8 @@ class EnvService:
             spec["max_step_seconds"] = float(env.max_step_seconds)
         if env.reward_is_score:
             spec["reward_is_score"] = True
+        if env.episode_limit is not None:
+            spec["max_episode_steps"] = int(env.episode_limit)
         if getattr(env, "info_types", None):
             spec["info_types"] = check_info_types(env.info_types)  # a bad one fails the start, named
         if getattr(env, "action_model", None) is not None:

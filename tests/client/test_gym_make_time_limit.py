@@ -155,3 +155,47 @@ def test_minus_one_leaves_the_limit_of_an_env_that_has_no_value_for_none() -> No
     # Echo's max_steps takes no -1 (it would refuse it): its own limit stays.
     env = gym.make("OpenEnv/Echo-v0", provider="process", max_episode_steps=-1)
     assert echo_episode_length(env) == 100
+
+
+@pytest.mark.parametrize("env_id, kwargs, limit", [
+    ("OpenEnv/Gym-v0", {"env_id": "CartPole-v1"}, 500),
+    ("OpenEnv/Gym-v0", {"env_id": "CartPole-v1", "max_episode_steps": -1}, None),
+    ("OpenEnv/Gym-v0", {"env_id": "CartPole-v1", "max_episode_steps": 7}, 7),
+    ("OpenEnv/Echo-v0", {"max_steps": 9}, 9),
+])
+def test_spec_max_episode_steps_is_the_served_envs_limit(env_id: str, kwargs: dict[str, Any],
+                                                         limit: int | None) -> None:
+    # was: None unless gym.make was given one, where a local CartPole-v1's spec says 500
+    # (SB3's HerReplayBuffer reads it).
+    env = gym.make(env_id, provider="process", **kwargs)
+    try:
+        assert env.spec.max_episode_steps == limit
+        if env_id == "OpenEnv/Gym-v0":
+            local = gym.make(kwargs["env_id"], **{k: v for k, v in kwargs.items() if k != "env_id"})
+            assert env.spec.max_episode_steps == local.spec.max_episode_steps
+    finally:
+        env.close()
+
+
+def test_attached_env_refuses_a_limit_longer_than_the_servers_own() -> None:
+    # was: gym.make(..., base_url=..., max_episode_steps=150) ran 100-step episodes (the
+    # server's Echo ends them first) without a word; a shorter limit still works.
+    from openenv_gym.providers.process import ProcessProvider
+
+    provider = ProcessProvider()
+    [worker] = provider.start("echo", 1, {"max_steps": 10})
+    try:
+        for asked in (15, -1):
+            with pytest.raises(openenv_gym.InvalidRequestError,
+                               match=r"ends episodes after 10 steps.*ask for at most 10.*max_steps"):
+                gym.make("OpenEnv/Echo-v0", base_url=worker.address, max_episode_steps=asked)
+        env = gym.make("OpenEnv/Echo-v0", base_url=worker.address, max_episode_steps=4)
+        try:
+            assert env.spec.max_episode_steps == 4
+            steps, _, truncated, _ = episode(env, {"message": "x"})
+            assert (steps, truncated) == (4, True)
+        finally:
+            env.close()
+        assert worker.alive()  # the refusals left the server serving
+    finally:
+        provider.stop_all([worker])

@@ -57,7 +57,7 @@ class EchoEnv(Environment):
         super().__init__(render_mode=render_mode)
         if not is_int(max_steps, 1):
             raise ValueError(f"max_steps must be >= 1 (a whole number), got {max_steps!r}")
-        self.max_steps = max_steps
+        self.max_steps = self.episode_limit = max_steps
         self._frame = None
         if frame_shape is not None:
             dims = list(frame_shape) if isinstance(frame_shape, (tuple, list, np.ndarray)) else None

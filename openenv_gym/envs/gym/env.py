@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import find_highest_version, get_env_id, parse_env_id
 
+from openenv_gym._numbers import is_int
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError
 from openenv_gym.models import State
@@ -68,6 +69,8 @@ class GymEnv(Environment):
             raise type(exc)(f"{exc} If a module of yours registers it, name that module in the "
                             f"id, as gym.make takes it: env_id='your_module:{env_id}'") from exc
         self.metadata = dict(self.inner.metadata)
+        limit = getattr(self.inner.spec, "max_episode_steps", None)  # None after gym.make's -1
+        self.episode_limit = limit if is_int(limit, 1) else None
         self.action_space = self.inner.action_space
         self.observation_space = self.inner.observation_space
         super().__init__()
