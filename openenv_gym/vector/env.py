@@ -42,7 +42,7 @@ from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.env import RemoteEnv, ServedGenerator, check_render_mode, not_copyable
-from openenv_gym.client.kwargs import add_time_limit, merge_env_kwargs, take_render_mode
+from openenv_gym.client.kwargs import NO_LIMIT, add_time_limit, merge_env_kwargs, take_render_mode
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.errors import (
     InvalidActionError,
@@ -176,7 +176,8 @@ class RemoteVectorEnv(VectorEnv):
         provider_options: Keyword arguments for the provider.
         max_episode_steps: Truncate episodes after this many steps (as ``gym.make`` does);
             it replaces the served env's own limit (Gym-v0's registered ``TimeLimit``), so
-            longer episodes run to it, as they do locally.
+            longer episodes run to it, as they do locally; -1: no limit at all (Gym-v0's own
+            removed too, as locally).
         render_mode: Render mode of every sub-env (``"rgb_array"``, ``"ansi"``).
         copy: Return copies of the observation buffer (as ``SyncVectorEnv``'s ``copy``).
         shared_memory: Exchange actions, observations, rewards and flags with each worker
@@ -219,7 +220,7 @@ class RemoteVectorEnv(VectorEnv):
         check_render_mode(render_mode)
         if envs_per_worker is not None:
             _check_positive_int("envs_per_worker", envs_per_worker)
-        if max_episode_steps is not None:
+        if max_episode_steps is not None and max_episode_steps != NO_LIMIT:
             _check_positive_int("max_episode_steps", max_episode_steps)
         if "base_url" in env_kwargs:
             raise InvalidRequestError("a vector env starts workers of its own; base_url attaches a "
@@ -235,7 +236,8 @@ class RemoteVectorEnv(VectorEnv):
         self.num_envs = num_envs
         self.on_worker_error = on_worker_error
         self.step_timeout = call_timeout({}, step_timeout, "step_timeout")
-        self.max_episode_steps = max_episode_steps
+        # -1: no limit, the served env's own removed too (add_time_limit), as gym.make_vec does.
+        self.max_episode_steps = None if max_episode_steps == NO_LIMIT else max_episode_steps
         self.render_mode = render_mode
         self.copy = copy
         self._pool: WorkerPool | None = None
@@ -1410,6 +1412,7 @@ class RemoteVectorEnv(VectorEnv):
         kwargs = {k: v for k, v in self.spec.kwargs.items() if k not in _vector_only_kwargs()}
         # A time limit given to make_vec is the sub-env's, as gym.make's TimeLimit holds it.
         limit = self.spec.kwargs.get("max_episode_steps", self.spec.max_episode_steps)
+        limit = None if limit == NO_LIMIT else limit  # as gym.make's spec after its -1
         return dataclasses.replace(self.spec, kwargs=kwargs, max_episode_steps=limit)
 
     def _attr_replies(self, name: str, targets: list[int]) -> tuple[dict[str, Any], ...]:

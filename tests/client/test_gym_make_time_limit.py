@@ -84,6 +84,26 @@ def test_sub_envs_of_a_sync_vector_env_get_the_limit() -> None:
         local.close()
 
 
+def test_make_vec_minus_one_removes_the_served_envs_limit_as_locally() -> None:
+    # was: refused ("max_episode_steps must be a positive integer"), where a local
+    # make_vec runs MountainCar past its 200 steps.
+    ours = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id="MountainCar-v0", provider="process",
+                        max_episode_steps=-1)
+    local = gym.make_vec("MountainCar-v0", num_envs=2, max_episode_steps=-1)
+    try:
+        for envs in (ours, local):
+            envs.reset(seed=0)
+        actions = np.full(2, PUSH_RIGHT)
+        for _ in range(250):
+            got, want = ours.step(actions), local.step(actions)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert not got[3].any() and not want[3].any()
+        assert ours.get_attr("spec")[0].max_episode_steps is None
+    finally:
+        ours.close()
+        local.close()
+
+
 def echo_episode_length(env: gym.Env) -> int:
     """Steps of one Echo episode (the env is closed after)."""
     try:
