@@ -8,10 +8,10 @@ command: 130 after Ctrl-C, 141 when stdout was closed, as by ``| head``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import os
 import sys
+
+from openenv_gym._stdout import stdout_to_devnull
 
 __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 
@@ -68,9 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         if argv is None:
-            # Python flushes stdout again at exit, and would report the closed pipe there.
-            with contextlib.suppress(OSError, ValueError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            stdout_to_devnull()
         return 141
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable, NoReturn
 
 from gymnasium import error as gym_error
 
+from openenv_gym._stdout import stdout_to_devnull
 from openenv_gym._stop_flag import StopFlag
 from openenv_gym.catalog import EnvInfo, get_env_info, load_env_class
 from openenv_gym.envs.base import Environment
@@ -343,7 +344,11 @@ def run_server(env: str, *, unix: str | None = None, tcp_port: int | None = None
         sockets = [s for srv in getattr(server, "servers", []) for s in srv.sockets]
         port = sockets[0].getsockname()[1] if sockets else http_port
         service.http_address = f"http://{host}:{port}"
-        print(ready_line(service.env_name, service.binary_address, also, service.http_address), flush=True)
+        try:
+            print(ready_line(service.env_name, service.binary_address, also, service.http_address), flush=True)
+        except BrokenPipeError:
+            # Nobody reads the output (`serve | true`): serve on, quietly, as after `| head -1`.
+            stdout_to_devnull()
 
     threading.Thread(target=announce, daemon=True).start()
     try:
