@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import openenv_gym  # noqa: F401
-from openenv_gym.errors import InvalidActionError
+from tests.vector.vector_helpers import refused_and_no_env_stepped
 
 
 @pytest.mark.parametrize("actions, dtype", [
@@ -23,11 +23,7 @@ def test_box_actions_that_are_no_numbers_are_refused_and_no_env_steps(actions: o
                         envs_per_worker=1)
     try:
         envs.reset(seed=0)
-        before = envs.call("state")
-        with pytest.raises(InvalidActionError, match=f"must be numbers, got dtype {dtype}"):
-            envs.step(actions)
-        for b, a in zip(before, envs.call("state")):
-            np.testing.assert_array_equal(a, b)
+        refused_and_no_env_stepped(envs, actions, f"must be numbers, got dtype {dtype}")
         envs.step(np.array([[0.5], [-0.5]]))  # the env goes on
     finally:
         envs.close()

@@ -1,4 +1,5 @@
-"""Helpers for the vector tests: a reference SyncVectorEnv, deep comparison, killing workers."""
+"""Helpers for the vector tests: a reference SyncVectorEnv, deep comparison, killing workers,
+a refused batch."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
+from openenv_gym.errors import InvalidActionError
 from tests.conftest import stop_process
 
 MAX_STEPS = 12
@@ -75,3 +78,13 @@ def step_both(remote: Any, local: gym.vector.VectorEnv, actions: np.ndarray, whe
     got, want = remote.step(actions), local.step(actions)
     assert_same(got, want, where)
     return got, want
+
+
+def refused_and_no_env_stepped(envs: Any, actions: Any, match: str) -> None:
+    """``envs.step(actions)`` raises an ``InvalidActionError`` matching ``match``, and every
+    env's ``state()`` (array-valued: Pendulum's) is as it was: no env stepped."""
+    before = envs.call("state")
+    with pytest.raises(InvalidActionError, match=match):
+        envs.step(actions)
+    for b, a in zip(before, envs.call("state")):
+        np.testing.assert_array_equal(a, b)
