@@ -35,7 +35,7 @@ import re  # noqa: E402
 import stat  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
-from typing import Any, Iterator, Sequence  # noqa: E402
+from typing import Any, Iterable, Iterator, Sequence  # noqa: E402
 
 try:
     import ray  # noqa: E402
@@ -69,6 +69,11 @@ __all__ = ["RayProvider", "RayWorker", "ServerHost", "STRATEGIES"]
 STRATEGIES = ("SPREAD", "DEFAULT", "PACK", "STRICT_PACK", "STRICT_SPREAD")
 _GROUP_STRATEGIES = ("PACK", "STRICT_PACK", "STRICT_SPREAD")
 logger = logging.getLogger("openenv_gym.ray")
+
+
+def _amounts(values: dict[str, float], keys: Iterable[str]) -> str:
+    # "2 CPU and 1 docker": only the resources a pool asks for (keys) matter to its placement.
+    return " and ".join(f"{values.get(k, 0.0):g} {k}" for k in keys)
 
 
 _ServerHostActor = ray.remote(ServerHost)
@@ -452,16 +457,13 @@ class RayProvider(Provider):
             return (f"the cluster has {ray.available_resources()} free. Check `ray status`, "
                     "or raise placement_timeout.")
 
-        def amounts(values: dict[str, float]) -> str:
-            return " and ".join(f"{values.get(k, 0.0):g} {k}" for k in each)
-
         cluster, free = ray.cluster_resources(), ray.available_resources()
         room = sum(min(int(node["Resources"].get(k, 0.0) // v) for k, v in each.items())
                    for node in ray.nodes() if node.get("Alive"))
-        asked = (f"the pool's {n} workers ask for {amounts({k: v * n for k, v in each.items()})} "
-                 f"in all ({amounts(each)} each)" if n > 1 else
-                 f"the worker asks for {amounts(each)}")
-        has = f"the cluster has {amounts(cluster)} in all, {amounts(free)} free"
+        total = _amounts({k: v * n for k, v in each.items()}, each)
+        asked = (f"the pool's {n} workers ask for {total} in all ({_amounts(each, each)} each)"
+                 if n > 1 else f"the worker asks for {_amounts(each, each)}")
+        has = f"the cluster has {_amounts(cluster, each)} in all, {_amounts(free, each)} free"
         if room < n:
             return (f"{asked}, and {has}: room for {room} such worker{'s' * (room != 1)}. Use "
                     f"fewer workers, a lower num_cpus= (and resources=), or add nodes "
@@ -548,10 +550,12 @@ class RayProvider(Provider):
             ray.get(group.ready(), timeout=self.placement_timeout)
         except GetTimeoutError:
             remove_placement_group(group)
-            too_few = self._too_few_nodes(n, bundle) if self.strategy == "STRICT_SPREAD" else ""
+            strict = {"STRICT_SPREAD": self._too_few_nodes,
+                      "STRICT_PACK": self._no_node_big_enough}.get(self.strategy)
+            too_few = strict(n, bundle) if strict else ""
             if too_few:
                 raise WorkerError(f"Ray could not reserve {n} x {bundle} with strategy "
-                                  f"STRICT_SPREAD within {self.placement_timeout:.0f} s: "
+                                  f"{self.strategy} within {self.placement_timeout:.0f} s: "
                                   f"{too_few}") from None
             softer = {"STRICT_SPREAD": "SPREAD or PACK", "STRICT_PACK": "PACK or SPREAD"}.get(
                 self.strategy)
@@ -576,6 +580,29 @@ class RayProvider(Provider):
                 f"workers need {n} nodes, and the cluster has {nodes}. Use at most {hosts} "
                 "worker" + "s" * (hosts != 1) + ", strategy SPREAD (workers share nodes where "
                 "they must), or add nodes (`ray start --address=...` on another machine).")
+
+    def _no_node_big_enough(self, n: int, bundle: dict[str, float]) -> str:
+        """Why a STRICT_PACK group of ``n`` bundles cannot be placed when no node of the
+        cluster has, in all, the resources of that many, and what to do; else "" (the
+        shortage is elsewhere: :meth:`shortfall` says what)."""
+        # STRICT_PACK puts every bundle on one node: the cluster's total (which shortfall()
+        # counts) may hold the pool while no node does, and it then blamed "other work".
+        nodes = [node for node in ray.nodes() if node.get("Alive")]
+        fits = [min(int(node["Resources"].get(k, 0.0) // v) for k, v in bundle.items())
+                for node in nodes]
+        most = max(fits, default=0)
+        if most >= n:
+            return ""
+        largest = nodes[fits.index(most)]["Resources"] if nodes else {}
+        workers = f"{most} worker{'s' * (most != 1)}"
+        spread = (f"strategy PACK or SPREAD (the cluster has room for {sum(fits)} such workers "
+                  "over its nodes), " if sum(fits) >= n else "")
+        need = _amounts({k: v * n for k, v in bundle.items()}, bundle)
+        return (f"STRICT_PACK puts all of a pool's workers on one node, so the pool's {n} "
+                f"workers need {need} on one node ({_amounts(bundle, bundle)} each), and no "
+                f"node has that: the largest has {_amounts(largest, bundle)}, room for "
+                f"{workers}. Use at most {workers}, {spread}or a node with {need} (`ray start "
+                "--num-cpus=...` on a bigger machine).")
 
     def _start_one(self, env: str, env_kwargs: dict[str, Any], index: int, pool: str) -> Worker:
         kwargs_json = env_kwargs_json(env_kwargs)
