@@ -76,6 +76,13 @@ def _amounts(values: dict[str, float], keys: Iterable[str]) -> str:
     return " and ".join(f"{values.get(k, 0.0):g} {k}" for k in keys)
 
 
+def _room_by_node(each: dict[str, float]) -> list[tuple[int, dict[str, float]]]:
+    """How many workers asking ``each`` (every amount > 0) each live node holds in all, with
+    the node's resources: what a placement's strategy can use of the cluster."""
+    nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
+    return [(min(int(res.get(k, 0.0) // v) for k, v in each.items()), res) for res in nodes]
+
+
 _ServerHostActor = ray.remote(ServerHost)
 #: ``ray.kill`` without Ray's auto-init: after a ``ray.shutdown()`` (the user's, on another
 #: thread) it raises, where Ray's would silently start a new local cluster, with none of our
@@ -458,8 +465,7 @@ class RayProvider(Provider):
                     "or raise placement_timeout.")
 
         cluster, free = ray.cluster_resources(), ray.available_resources()
-        room = sum(min(int(node["Resources"].get(k, 0.0) // v) for k, v in each.items())
-                   for node in ray.nodes() if node.get("Alive"))
+        room = sum(fits for fits, _ in _room_by_node(each))
         total = _amounts({k: v * n for k, v in each.items()}, each)
         asked = (f"the pool's {n} workers ask for {total} in all ({_amounts(each, each)} each)"
                  if n > 1 else f"the worker asks for {_amounts(each, each)}")
@@ -571,9 +577,8 @@ class RayProvider(Provider):
         elsewhere: :meth:`shortfall` says what)."""
         # The free CPUs of one node are no use to a second worker there: counting them (as
         # shortfall() does) blamed "other work" on an idle 1-node cluster.
-        hosts = sum(1 for node in ray.nodes() if node.get("Alive")
-                    and all(node["Resources"].get(k, 0.0) >= v for k, v in bundle.items()))
-        if hosts >= n:
+        hosts = sum(1 for fits, _ in _room_by_node(bundle) if fits)
+        if not 0 < hosts < n:  # none at all: shortfall() says the cluster is too small
             return ""
         nodes = f"{hosts} node{'s' * (hosts != 1)} that can host one"
         return (f"STRICT_SPREAD puts each worker on a node of its own, so the pool's {n} "
@@ -587,16 +592,14 @@ class RayProvider(Provider):
         shortage is elsewhere: :meth:`shortfall` says what)."""
         # STRICT_PACK puts every bundle on one node: the cluster's total (which shortfall()
         # counts) may hold the pool while no node does, and it then blamed "other work".
-        nodes = [node for node in ray.nodes() if node.get("Alive")]
-        fits = [min(int(node["Resources"].get(k, 0.0) // v) for k, v in bundle.items())
-                for node in nodes]
-        most = max(fits, default=0)
-        if most >= n:
+        rooms = _room_by_node(bundle)
+        most, largest = max(rooms, key=lambda room: room[0], default=(0, {}))
+        if not 0 < most < n:  # none fits one: shortfall() says the cluster is too small
             return ""
-        largest = nodes[fits.index(most)]["Resources"] if nodes else {}
         workers = f"{most} worker{'s' * (most != 1)}"
-        spread = (f"strategy PACK or SPREAD (the cluster has room for {sum(fits)} such workers "
-                  "over its nodes), " if sum(fits) >= n else "")
+        room = sum(fits for fits, _ in rooms)
+        spread = (f"strategy PACK or SPREAD (the cluster has room for {room} such workers "
+                  "over its nodes), " if room >= n else "")
         need = _amounts({k: v * n for k, v in bundle.items()}, bundle)
         return (f"STRICT_PACK puts all of a pool's workers on one node, so the pool's {n} "
                 f"workers need {need} on one node ({_amounts(bundle, bundle)} each), and no "
