@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -31,7 +30,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 from openenv_gym.client.env import served_method
 from openenv_gym.errors import InvalidRequestError
 from openenv_gym.protocol.slices import is_flat
-from openenv_gym.vector.env import RemoteVectorEnv
+from openenv_gym.vector.env import RemoteVectorEnv, make_vec_spec
 
 __all__ = ["RemoteVecEnv"]
 
@@ -68,23 +67,18 @@ class RemoteVecEnv(VecEnv):
                  step_timeout: float | None = None, provider_options: dict[str, Any] | None = None,
                  max_episode_steps: int | None = None, render_mode: str | None = None,
                  **env_kwargs: Any) -> None:
-        self.venv = RemoteVectorEnv(
-            num_envs, env, provider=provider, envs_per_worker=envs_per_worker,
-            autoreset_mode=AutoresetMode.SAME_STEP, on_worker_error=on_worker_error,
-            step_timeout=step_timeout, provider_options=provider_options,
-            max_episode_steps=max_episode_steps, render_mode=render_mode, **env_kwargs)
+        vector_kwargs: dict[str, Any] = {
+            "provider": provider, "envs_per_worker": envs_per_worker,
+            "autoreset_mode": AutoresetMode.SAME_STEP, "on_worker_error": on_worker_error,
+            "step_timeout": step_timeout, "provider_options": provider_options,
+            "max_episode_steps": max_episode_steps, "render_mode": render_mode}
+        self.venv = RemoteVectorEnv(num_envs, env, **vector_kwargs, **env_kwargs)
         self._render_mode = render_mode
-        # The spec gym.make_vec gives a vector env made with these arguments: each sub-env's
-        # (get_attr("spec")) comes from it, what gym.make gives, as DummyVecEnv's envs hold.
-        registered = gym.registry.get(self.venv.info.gym_id)
-        if registered is not None:
-            given = {"provider": provider, "envs_per_worker": envs_per_worker,
-                     "autoreset_mode": AutoresetMode.SAME_STEP, "on_worker_error": on_worker_error,
-                     "step_timeout": step_timeout, "provider_options": provider_options,
-                     "max_episode_steps": max_episode_steps, "render_mode": render_mode}
-            kwargs = {**registered.kwargs, **{k: v for k, v in given.items() if v is not None},
-                      **env_kwargs, "num_envs": num_envs, "vectorization_mode": "vector_entry_point"}
-            self.venv.spec = dataclasses.replace(registered, kwargs=kwargs)
+        # The spec gym.make_vec gives a vector env made with these arguments (those left at
+        # None as not given): each sub-env's (get_attr("spec")) comes from it, what gym.make
+        # gives, as DummyVecEnv's envs hold.
+        given = {k: v for k, v in vector_kwargs.items() if v is not None}
+        self.venv.spec = make_vec_spec(self.venv.info.gym_id, num_envs, {**given, **env_kwargs})
         super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
         # SB3's VecEnv keeps only ``render_modes``; DummyVecEnv's and SubprocVecEnv's users
         # (VecVideoRecorder's ``render_fps``) read the sub-envs' metadata: keep the served env's.

@@ -121,6 +121,34 @@ def _vector_only_kwargs() -> frozenset[str]:
     return frozenset({"vectorization_mode", "vector_kwargs", "wrappers"}
                      | {name for name in ours if name not in single})
 
+
+def make_vec_spec(env_id: str, num_envs: int, kwargs: Mapping[str, Any]) -> EnvSpec | None:
+    """The spec ``gym.make_vec(env_id, num_envs, vectorization_mode="vector_entry_point",
+    **kwargs)`` gives its vector env, for one built by its class with the same arguments (the
+    SB3 ``RemoteVecEnv``'s), so that each sub-env's (:meth:`RemoteVectorEnv.sub_env_view`) is
+    what ``gym.make`` gives.
+
+    Args:
+        env_id: The Gymnasium id.
+        num_envs: Number of sub-envs.
+        kwargs: The keyword arguments of that ``make_vec`` call (the vector env's and the
+            sub-envs').
+
+    Returns:
+        The spec, or None for an id not registered with Gymnasium.
+    """
+    registered = gym.registry.get(env_id)
+    if registered is None:
+        return None
+    # make_vec also passes a registered max_episode_steps on; ours register None (workers
+    # enforce limits themselves), so it has nothing to add here.
+    spec_kwargs = {**registered.kwargs, **kwargs}
+    if num_envs != 1:  # as make_vec, which leaves out the default
+        spec_kwargs["num_envs"] = num_envs
+    spec_kwargs["vectorization_mode"] = "vector_entry_point"
+    return dataclasses.replace(registered, kwargs=spec_kwargs)
+
+
 #: Every vector env of this process, so that a fork gets fresh turn locks.
 _vector_envs: "weakref.WeakSet[RemoteVectorEnv]" = weakref.WeakSet()
 

@@ -34,3 +34,20 @@ def test_get_attr_spec_gives_each_sub_env_s_spec() -> None:
     finally:
         venv.close()
         ref.close()
+
+
+@pytest.mark.parametrize("num_envs", [1, 2])
+def test_spec_is_make_vecs_for_the_same_arguments(num_envs: int) -> None:
+    # was: with num_envs=1 the spec's kwargs held num_envs=1, which gym.make_vec leaves out
+    # (the spec was rebuilt by hand from a second list of the arguments).
+    given = {"provider": "process", "envs_per_worker": 2, "max_steps": 7}
+    venv = RemoteVecEnv("echo", num_envs, **given)
+    ref = gym.make_vec("OpenEnv/Echo-v0", num_envs, vectorization_mode="vector_entry_point",
+                       autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, on_worker_error="restart",
+                       **given)
+    try:
+        assert venv.venv.spec == ref.spec
+        assert venv.get_attr("spec") == list(ref.get_attr("spec"))
+    finally:
+        venv.close()
+        ref.close()
