@@ -165,10 +165,10 @@ class RemoteVecEnv(VecEnv):
         Returns:
             One value per env in ``indices``.
         """
-        # Refused during this thread's pending step even when answered here, as the served ones are.
-        self.venv._refuse_pending_call()
-        targets = self._indices(indices)
+        # sub_env_view() refuses during this thread's pending step, as the served names are
+        # refused: so is every name, also those answered here.
         local = {**self.venv.sub_env_view(), "render_mode": self._render_mode}
+        targets = self._indices(indices)
         if attr_name in local:
             return [local[attr_name]] * len(targets)
         # A method is handed out as SB3's own VecEnvs hand out the bound method (a stand-in

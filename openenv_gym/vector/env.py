@@ -1426,7 +1426,17 @@ class RemoteVectorEnv(VectorEnv):
         """The sub-envs' attributes this side holds, answered without a request: their spaces,
         which cannot cross the wire (``SyncVectorEnv.get_attr("observation_space")`` gives
         each sub-env's), and their ``spec``: a served env is built by its class, not by
-        ``gym.make``, so its own is None."""
+        ``gym.make``, so its own is None.
+
+        Returns:
+            The attributes by name, the same for every sub-env.
+
+        Raises:
+            gym.error.AlreadyPendingCallError: This thread's ``step_async`` awaits its
+                ``step_wait``: reading these is a call, refused then as ``get_attr`` refuses
+                the served attributes.
+        """
+        self._refuse_pending_call()
         return {"observation_space": self.single_observation_space,
                 "action_space": self.single_action_space,
                 "spec": self._sub_env_spec()}

@@ -119,7 +119,7 @@ def test_own_threads_call_of_an_attribute_held_here_during_a_pending_step_is_ref
     # does for the served attributes.
     with _refused_while_pending(lambda envs, venv: [
             lambda: envs.call("spec"), lambda: envs.get_attr("spec"),
-            lambda: envs.get_attr("observation_space"), envs.render,
+            lambda: envs.get_attr("observation_space"), envs.render, envs.sub_env_view,
             lambda: venv.get_attr("spec"), lambda: venv.get_attr("action_space")],
             r"call step_wait\(\) before") as (envs, _):
         assert envs.get_attr("spec") == (envs.call("spec")[0],) * 2  # answered once gathered
