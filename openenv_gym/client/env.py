@@ -36,6 +36,7 @@ from openenv_gym.client.kwargs import (
     NO_LIMIT,
     add_time_limit,
     gym_make_time_limit,
+    keep_no_limit,
     merge_env_kwargs,
     take_render_mode,
 )
@@ -162,6 +163,7 @@ class RemoteEnv(gym.Env):
         asked_limit = gym_make_time_limit(self)
         if base_url is None:  # an attached server's env has the arguments it was served with
             add_time_limit(env_kwargs, self.info.time_limit_kwarg, asked_limit)
+            self._made_without_limit = asked_limit == NO_LIMIT
         check_render_mode(render_mode)
         first_timeout = call_timeout({}, timeout)  # until the env's spec is known (checked now)
         self._provider: Provider | None = None
@@ -207,6 +209,8 @@ class RemoteEnv(gym.Env):
 
     #: Set by ``gym.make`` (:attr:`spec`).
     _spec: EnvSpec | None = None
+    #: Whether ``gym.make`` was given ``max_episode_steps=-1`` (:attr:`spec` keeps it).
+    _made_without_limit = False
 
     @property
     def spec(self) -> EnvSpec | None:
@@ -220,6 +224,8 @@ class RemoteEnv(gym.Env):
         served = getattr(self, "remote_spec", {}).get("max_episode_steps")
         if value is not None and value.max_episode_steps is None and served is not None:
             value = dataclasses.replace(value, max_episode_steps=served)
+        if value is not None and self._made_without_limit:
+            value = keep_no_limit(value, self.info.time_limit_kwarg)
         self._spec = value
 
     def _refuse_longer_limit(self, base_url: str, asked: int | None) -> None:

@@ -14,17 +14,24 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openenv_gym._numbers import is_int
 from openenv_gym.errors import InvalidRequestError
 
-__all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit", "add_time_limit", "NO_LIMIT"]
+if TYPE_CHECKING:
+    from gymnasium.envs.registration import EnvSpec
+
+__all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit", "add_time_limit",
+           "keep_no_limit", "NO_LIMIT"]
 
 #: ``gym.make``'s ``max_episode_steps`` for no episode limit at all.
 NO_LIMIT = -1
+#: The one served argument that takes :data:`NO_LIMIT` (Gym-v0's, passed to its ``gym.make``).
+_NO_LIMIT_KWARG = "max_episode_steps"
 
 
 def merge_env_kwargs(env_kwargs: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +133,27 @@ def add_time_limit(env_kwargs: dict[str, Any], time_limit_kwarg: str | None, ste
     """
     if steps is None or not time_limit_kwarg:
         return
-    if steps == NO_LIMIT and time_limit_kwarg != "max_episode_steps":
+    if steps == NO_LIMIT and time_limit_kwarg != _NO_LIMIT_KWARG:
         return
     env_kwargs.setdefault(time_limit_kwarg, steps)
+
+
+def keep_no_limit(spec: EnvSpec, time_limit_kwarg: str | None) -> EnvSpec:
+    """``spec``, of an env made with ``max_episode_steps=-1``, with that -1 among its kwargs
+    where the served env took it (:func:`add_time_limit`), so that ``gym.make(spec)`` serves it
+    without a limit again. ``gym.make``'s spec keeps no trace of a -1 (its ``max_episode_steps``
+    is None): a local env made again from it has no ``TimeLimit``, where the served env got its
+    own back (MountainCar-v0's 200).
+
+    Args:
+        spec: The spec of an env (or sub-env) made with :data:`NO_LIMIT`.
+        time_limit_kwarg: The served env's limit argument (the catalog's).
+
+    Returns:
+        The spec, with ``time_limit_kwarg=-1`` in its kwargs where that argument takes it and
+        the caller did not give it.
+    """
+    given = {**spec.kwargs, **(spec.kwargs.get("env_kwargs") or {})}
+    if time_limit_kwarg != _NO_LIMIT_KWARG or time_limit_kwarg in given:
+        return spec
+    return dataclasses.replace(spec, kwargs={**spec.kwargs, time_limit_kwarg: NO_LIMIT})

@@ -42,7 +42,13 @@ from gymnasium.vector.utils import batch_space
 
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.env import RemoteEnv, ServedGenerator, check_render_mode, not_copyable
-from openenv_gym.client.kwargs import NO_LIMIT, add_time_limit, merge_env_kwargs, take_render_mode
+from openenv_gym.client.kwargs import (
+    NO_LIMIT,
+    add_time_limit,
+    keep_no_limit,
+    merge_env_kwargs,
+    take_render_mode,
+)
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.errors import (
     InvalidActionError,
@@ -1450,7 +1456,9 @@ class RemoteVectorEnv(VectorEnv):
         kwargs = {k: v for k, v in self.spec.kwargs.items() if k not in _vector_only_kwargs()}
         # A time limit given to make_vec is the sub-env's, as gym.make's TimeLimit holds it.
         limit = self.spec.kwargs.get("max_episode_steps", self.spec.max_episode_steps)
-        limit = None if limit == NO_LIMIT else limit  # as gym.make's spec after its -1
+        if limit == NO_LIMIT:  # as gym.make's spec after its -1, which the served envs took
+            spec = dataclasses.replace(self.spec, kwargs=kwargs, max_episode_steps=None)
+            return keep_no_limit(spec, self.info.time_limit_kwarg)
         return dataclasses.replace(self.spec, kwargs=kwargs, max_episode_steps=limit)
 
     def _attr_replies(self, name: str, targets: list[int]) -> tuple[dict[str, Any], ...]:

@@ -219,3 +219,41 @@ def test_attached_env_refuses_a_limit_longer_than_the_servers_own() -> None:
         assert worker.alive()  # the refusals left the server serving
     finally:
         provider.stop_all([worker])
+
+
+def test_an_env_made_without_a_limit_is_made_again_without_one() -> None:
+    # gym.make's -1 leaves its spec with max_episode_steps None: made again from it, a local
+    # env has no TimeLimit, where the served env got its own 200 back.
+    first = gym.make("OpenEnv/Gym-v0", env_id="MountainCar-v0", provider="process",
+                     max_episode_steps=-1)
+    try:
+        again = gym.make(first.spec)
+    finally:
+        first.close()
+    local = gym.make(gym.make("MountainCar-v0", max_episode_steps=-1).spec)
+    try:
+        assert again.spec.max_episode_steps is None
+        for envs in (again, local):
+            envs.reset(seed=0)
+        for _ in range(250):
+            got, want = again.step(PUSH_RIGHT), local.step(PUSH_RIGHT)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert not got[3] and not want[3]
+    finally:
+        again.close()
+        local.close()
+
+
+def test_a_sub_env_of_make_vec_without_a_limit_is_made_again_without_one() -> None:
+    ours = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id="MountainCar-v0", provider="process",
+                        max_episode_steps=-1)
+    try:
+        again = gym.make(ours.get_attr("spec")[0])
+    finally:
+        ours.close()
+    try:
+        again.reset(seed=0)
+        for _ in range(250):
+            assert not again.step(PUSH_RIGHT)[3]
+    finally:
+        again.close()
