@@ -528,14 +528,17 @@ class RemoteVectorEnv(VectorEnv):
                 on_sent()
             done, infos, _, errors, failures = self._collect(self._receive())
             retry: list[int] = []
-            for failure in failures:
+            if failures:
                 if attempt == 1:
-                    raise self._worker_error(failure)
-                text = self.pool.describe(failure.worker, failure.error)
-                self._handle_failure(failure, reset_targets=set(todo), text=text)
-                again = [i for i in todo if self.pool.worker_of[i] == failure.worker]
-                retry.extend(again)
-                replaced.update(dict.fromkeys(again, text))
+                    raise self._worker_error(failures[0])
+                if self.on_worker_error == "raise":
+                    self._handle_failure(failures[0], reset_targets=set(todo))  # raises
+                texts = {f.worker: self.pool.describe(f.worker, f.error) for f in failures}
+                self._replace_together(texts, set(todo))
+                for failure in failures:
+                    again = [i for i in todo if self.pool.worker_of[i] == failure.worker]
+                    retry.extend(again)
+                    replaced.update(dict.fromkeys(again, texts[failure.worker]))
             if errors:
                 raise errors[0]
             in_columns = done & self._info_ok
@@ -1000,21 +1003,11 @@ class RemoteVectorEnv(VectorEnv):
         """
         if not failures:
             return
-        # Described before any is stopped (their exit reason, their last log lines); then
-        # restarted at the same time: one after the other, each hung worker's stop grace
-        # would add to the step's.
+        # Described before any is stopped (their exit reason, their last log lines).
         texts = {f.worker: self.pool.describe(f.worker, f.error) for f in failures}
-        errors = self.pool.restart_all(list(texts))
-        first: OpenEnvError | None = None
-        for failure in failures:
-            try:
-                lost = self._replace(failure.worker, texts[failure.worker], frozenset(), errors)
-            except (WorkerError, ProviderUnavailableError) as exc:
-                first = first or exc
-                continue
-            restarted.update((i, self._lost.pop(i)) for i in lost)
-        if first is not None:
-            raise first
+        # Their envs, marked lost, are this step's to report (if one failed to start: the reset's).
+        self._replace_together(texts, frozenset())
+        restarted.update((i, self._lost.pop(i)) for worker in texts for i in self.pool.groups[worker])
 
     def _restart_went_wrong(self, error: OpenEnvError, restarted: dict[int, str], what: str,
                             retry: str) -> None:
@@ -1282,12 +1275,37 @@ class RemoteVectorEnv(VectorEnv):
         Returns:
             The envs of ``reset_targets`` on a replaced worker, with why it was replaced.
         """
-        replaced: dict[int, str] = {}
-        while self._failed_workers:
-            worker, text = next(iter(self._failed_workers.items()))
-            self._replace(worker, text, reset_targets)  # takes it out of _failed_workers
-            replaced.update((i, text) for i in self.pool.groups[worker] if i in reset_targets)
-        return replaced
+        texts = dict(self._failed_workers)
+        self._replace_together(texts, reset_targets)  # takes them out of _failed_workers
+        return {i: text for worker, text in texts.items()
+                for i in self.pool.groups[worker] if i in reset_targets}
+
+    def _replace_together(self, texts: Mapping[int, str], reset_targets: AbstractSet[int]) -> None:
+        """:meth:`_replace` the failed workers ``texts`` (worker -> how it failed), restarted
+        at the same time (:meth:`WorkerPool.restart_all`): one after the other, each hung
+        worker's stop grace and each start would add up.
+
+        Raises:
+            WorkerError | ProviderUnavailableError: The first replacement that failed to start,
+                once every worker was tried; the envs of ``reset_targets`` on those that did
+                start are then marked lost too (the next reset or step reports their restart).
+        """
+        if not texts:
+            return
+        errors = self.pool.restart_all(list(texts))
+        first: OpenEnvError | None = None
+        started: list[int] = []
+        for worker, text in texts.items():
+            try:
+                self._replace(worker, text, reset_targets, errors)
+            except (WorkerError, ProviderUnavailableError) as exc:
+                first = first or exc
+            else:
+                started.append(worker)
+        if first is not None:
+            for worker in started:
+                self._lost.update((i, texts[worker]) for i in self.pool.groups[worker] if i in reset_targets)
+            raise first
 
     # -- call / attributes / render ---------------------------------------------------
     def _targets(self, indices: int | Sequence[int] | None) -> list[int]:
