@@ -19,6 +19,7 @@ import abc
 import atexit
 import contextlib
 import errno
+import functools
 import json
 import logging
 import os
@@ -29,7 +30,7 @@ import time
 import warnings
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, ClassVar, Iterator, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Protocol, Sequence, TypeVar
 
 from openenv_gym.errors import (
     EnvServerError,
@@ -42,9 +43,12 @@ from openenv_gym.protocol.sockets import connect
 from openenv_gym.protocol.startup import failure_in
 
 __all__ = ["Worker", "Provider", "stop_when_dropped", "track", "untrack", "naming_fd_limit",
-           "wait_ready", "startup_error", "terminate", "env_kwargs_json", "RESTART_ATTEMPTS"]
+           "wait_ready", "startup_error", "terminate", "env_kwargs_json", "run_together",
+           "RESTART_ATTEMPTS"]
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 #: Starts :meth:`Worker.replace` tries before it gives up.
 RESTART_ATTEMPTS = 3
@@ -186,63 +190,12 @@ class Provider(abc.ABC):
             return self._start_all(env, n, kwargs, pool)
 
     def _start_all(self, env: str, n: int, kwargs: dict[str, Any], pool: str) -> list[Worker]:
-        if n == 1:
-            return [self._start_one(env, kwargs, 0, pool)]
-        # Each start records its worker itself, and says while it runs: a Ctrl-C may land
-        # anywhere below, even inside submit() once the start is queued (its future is then
-        # never returned) or in a thread join (which, interrupted, may then take a thread
-        # still running for ended: CPython's bpo-45274 fix), and every worker started must
-        # still be found and stopped.
-        started: dict[int, Worker] = {}
-        errors: dict[int, Exception] = {}
-        running: set[int] = set()
-        cond = threading.Condition()
-        aborted = False
-
-        def start(i: int) -> None:
-            nonlocal aborted
-            with cond:
-                if aborted:
-                    return
-                running.add(i)
-            try:
-                started[i] = self._start_one(env, kwargs, i, pool)
-            except Exception as exc:  # gather all, stop the started ones, re-raise one
-                errors[i] = exc
-                with cond:
-                    # The pool fails: starts not begun yet are skipped. Each would wait its
-                    # own timeout (a Ray cluster too small for the pool: its placement_timeout
-                    # again for every 16 workers) only to be stopped at once.
-                    aborted = True
-            finally:
-                with cond:
-                    running.discard(i)
-                    cond.notify_all()
-
-        ex = ThreadPoolExecutor(max_workers=min(n, 16))
-        try:
-            for future in [ex.submit(start, i) for i in range(n)]:
-                future.result()
-            ex.shutdown(wait=False)  # its threads are idle and end by themselves
-        except BaseException:
-            # Interrupted (Ctrl-C): the starts not begun are dropped, those in flight run on;
-            # wait for them and stop every worker, or they would live on unowned until this
-            # process exits. A thread does it: a second Ctrl-C (the wait takes a start's
-            # time) ends only this wait, and the workers are still stopped once started.
-            with cond:
-                aborted = True
-            ex.shutdown(wait=False)
-
-            def stop_started() -> None:
-                with cond:
-                    while running:
-                        cond.wait()
-                self.stop_all(list(started.values()))
-
-            cleanup = threading.Thread(target=stop_started, name="openenv-gym-stop-interrupted")
-            cleanup.start()
-            cleanup.join()
-            raise
+        # A failed start fails the pool: those not begun yet are skipped. Each would wait its own
+        # timeout (a Ray cluster too small for the pool: its placement_timeout again for every
+        # 16 workers) only to be stopped at once.
+        started, errors = run_together(
+            [functools.partial(self._start_one, env, kwargs, i, pool) for i in range(n)],
+            stop_at_error=True, on_interrupt=lambda started: self.stop_all(list(started.values())))
         if errors:
             self.stop_all(list(started.values()))
             raise errors[min(errors)]
@@ -270,6 +223,104 @@ class Provider(abc.ABC):
                 with contextlib.suppress(Exception):
                     w.stop()
             raise
+
+
+def run_together(calls: Sequence[Callable[[], _T]], stop_at_error: bool = False,
+                 on_interrupt: Callable[[dict[int, _T]], None] | None = None,
+                 ) -> tuple[dict[int, _T], dict[int, Exception]]:
+    """Run ``calls`` at the same time, each on a thread (at most 16 at once), and wait for all:
+    the fan-out of worker starts and restarts, whose waits (a start's, a hung worker's stop
+    grace) would add up one after the other. A single call runs in this thread, as does one
+    whose thread cannot start (a pids limit, interpreter exit).
+
+    Args:
+        calls: What to run.
+        stop_at_error: Once a call raised, skip the calls not begun yet.
+        on_interrupt: When the wait is interrupted (Ctrl-C), called with the results of the
+            calls that returned once every call in flight has ended: what they made (workers
+            started) must not live on with no one left to own it.
+
+    Returns:
+        Index in ``calls`` -> the value of each call that returned, and index -> the exception
+        of each that raised; a call skipped (``stop_at_error``) is in neither.
+
+    Raises:
+        BaseException: The wait was interrupted (Ctrl-C): the calls not begun are skipped, those
+            in flight run on. A thread waits for them and runs ``on_interrupt``, which a second
+            Ctrl-C (the wait takes a call's time) does not cut short: it ends only this wait.
+
+    Example:
+        >>> run_together([lambda: 1, lambda: 1 / 0])
+        ({0: 1}, {1: ZeroDivisionError('division by zero')})
+    """
+    results: dict[int, _T] = {}
+    errors: dict[int, Exception] = {}
+    if len(calls) == 1:
+        try:
+            results[0] = calls[0]()
+        except Exception as exc:  # noqa: BLE001 - handed to the caller, call by call
+            errors[0] = exc
+        return results, errors
+    # Each call records its result itself, and says while it runs: a Ctrl-C may land anywhere
+    # below, even inside submit() once the call is queued (its future is then never returned)
+    # or in a thread join (which, interrupted, may then take a thread still running for ended:
+    # CPython's bpo-45274 fix), and everything a call made must still be found.
+    claimed: set[int] = set()
+    running: set[int] = set()
+    cond = threading.Condition()
+    aborted = False
+
+    def run(i: int) -> None:
+        nonlocal aborted
+        with cond:
+            if aborted or i in claimed:  # skipped, or run here as its thread could not start
+                return
+            claimed.add(i)
+            running.add(i)
+        try:
+            results[i] = calls[i]()
+        except Exception as exc:  # noqa: BLE001 - handed to the caller, call by call
+            errors[i] = exc
+            if stop_at_error:
+                with cond:
+                    aborted = True
+        finally:
+            with cond:
+                running.discard(i)
+                cond.notify_all()
+
+    ex = ThreadPoolExecutor(max_workers=min(len(calls), 16))
+    try:
+        futures = []
+        for i in range(len(calls)):
+            try:
+                futures.append(ex.submit(run, i))
+            except RuntimeError:  # no thread to be had (queued or not: claimed here first)
+                run(i)
+        for future in futures:
+            future.result()
+        ex.shutdown(wait=False)  # its threads are idle and end by themselves
+    except BaseException:
+        with cond:
+            aborted = True
+        ex.shutdown(wait=False)
+
+        def wait_and_clean_up() -> None:
+            with cond:
+                while running:
+                    cond.wait()
+            if on_interrupt is not None:
+                on_interrupt(dict(results))
+
+        cleanup = threading.Thread(target=wait_and_clean_up, name="openenv-gym-clean-up-interrupted")
+        try:
+            cleanup.start()
+        except RuntimeError:
+            wait_and_clean_up()
+        else:
+            cleanup.join()
+        raise
+    return results, errors
 
 
 def stop_when_dropped(owner: object, provider: Provider, workers: list[Worker]) -> weakref.finalize:

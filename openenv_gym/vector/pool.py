@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import threading
@@ -36,7 +37,7 @@ from openenv_gym.protocol.bell import Bell, bell_enabled
 from openenv_gym.protocol.sockets import available_cores
 from openenv_gym.protocol.wire import encode
 from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
-from openenv_gym.providers.base import Provider, Worker, naming_fd_limit, stop_when_dropped
+from openenv_gym.providers.base import Provider, Worker, naming_fd_limit, run_together, stop_when_dropped
 from openenv_gym.vector.slices import RemoteSlice, shares
 
 __all__ = ["WorkerPool", "WorkerFailure"]
@@ -396,48 +397,34 @@ class WorkerPool:
 
         Returns:
             Worker -> the exception its restart raised; a worker not in it was restarted.
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C: the restarts in flight are waited for (as
+                :func:`~openenv_gym.providers.base.run_together` does) and each replacement
+                that serves is reached, before the interrupt goes on.
         """
-        errors: dict[int, Exception] = {}
-        if len(workers) <= 1 or os.getpid() != self.owner_pid:
-            for w in workers:
-                try:
-                    self.restart(w)
-                except Exception as exc:  # noqa: BLE001 - the caller handles each worker's
-                    errors[w] = exc
-            return errors
+        if os.getpid() != self.owner_pid:
+            return {w: WorkerError(self._not_ours(w)) for w in workers}
         for w in workers:
-            self.clients[w].close()
+            self.clients[w].close()  # with the call it may still run: it goes with the worker
+        replaced: list[int] = []
 
         def replace(w: int) -> None:
-            try:
-                self.workers[w].replace()
-            except Exception as exc:  # noqa: BLE001 - handed to the caller, worker by worker
-                errors[w] = exc
+            self.workers[w].replace()
+            replaced.append(w)
 
-        threads = [threading.Thread(target=replace, args=(w,), name=f"openenv-gym-restart-{w}")
-                   for w in workers]
-        started: list[threading.Thread] = []
+        errors: dict[int, Exception] = {}
         try:
-            for thread in threads:
-                try:
-                    thread.start()
-                except RuntimeError:  # no thread to be had (pids limit, interpreter exit)
-                    thread.run()  # this one here, then
-                else:
-                    started.append(thread)
-            for thread in started:
-                thread.join()
+            failed = run_together([functools.partial(replace, w) for w in workers])[1]
+            errors.update((workers[k], exc) for k, exc in failed.items())
         finally:
-            # Also when interrupted (Ctrl-C), as the replacements run on: wait for them and
-            # reach each one that started, so that no slice is left on a stopped worker.
-            for thread in started:
-                thread.join()
-            for w in workers:
-                if w not in errors:
-                    try:
-                        self._reconnect(w)
-                    except Exception as exc:  # noqa: BLE001 - handed to the caller
-                        errors[w] = exc
+            # Also when interrupted (Ctrl-C; run_together waited for the replacements in
+            # flight): reach each one that started, so that no slice is left on a stopped worker.
+            for w in list(replaced):
+                try:
+                    self._reconnect(w)
+                except Exception as exc:  # noqa: BLE001 - handed to the caller
+                    errors[w] = exc
         return errors
 
     def describe(self, worker: int, error: Exception) -> str:

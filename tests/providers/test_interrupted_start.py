@@ -50,12 +50,13 @@ def test_ctrl_c_while_the_fork_server_starts_leaves_no_sentinel(monkeypatch: pyt
 
 
 def _waiting_for_starts_in_flight(main: int) -> bool:
-    """Whether the main thread, interrupted in ``Provider._start_all``, waits there (for the
-    starts in flight to end) rather than for the starts' results."""
+    """Whether the main thread, interrupted in the fan-out of ``Provider._start_all``
+    (``run_together``), waits there (for the starts in flight to end) rather than for the
+    starts' results."""
     frame = sys._current_frames().get(main)
     callee = None
     while frame is not None:
-        if frame.f_code.co_name == "_start_all" and callee in ("wait", "join"):
+        if frame.f_code.co_name == "run_together" and callee in ("wait", "join"):
             return True
         callee, frame = frame.f_code.co_name, frame.f_back
     return False
