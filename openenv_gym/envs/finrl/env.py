@@ -126,6 +126,9 @@ class FinRLEnv(Environment):
         self._features = self.data.indicators.reshape(n_days, -1).astype(np.float32)
         self._benchmark = equal_weight_curve(self.data.close, self.initial_amount)
         self._values = np.empty(n_days)
+        # Before the first reset the env stands on day 0 with all cash, as after one: state()
+        # and render() (a vector env's, which no order check guards) read this value.
+        self._values[0] = self.initial_amount
         self._obs = np.empty(size, dtype=np.float32)
         self.day = 0
         self.book = Portfolio(self.initial_amount, np.zeros(n_stocks, dtype=np.int64))
