@@ -1,6 +1,6 @@
 """FinRL-v0 dates: a user file's ``date`` column of YYYYMMDD numbers (a Parquet int column,
 or floats where it has a blank) is read by the same rule as its text form, row by row; and
-``start``/``end`` are days, never a year or month alone."""
+``start``/``end`` are days, read by the same rule, never a year or month alone."""
 
 from __future__ import annotations
 
@@ -86,3 +86,17 @@ def test_a_year_or_month_alone_is_refused_not_read_as_its_first_day(kwargs, unit
     name = next(iter(kwargs))
     with pytest.raises(InvalidDataError, match=rf"{name}='{kwargs[name]}' is a {unit} alone; {name} is one day"):
         load_market_data(split=None, **kwargs)
+
+
+@pytest.mark.parametrize("start, end", [(20160104, "20160331"), ("2016/01/04", "2016/3/31"),
+                                        ("2016-01-04 00:00:00-05:00", np.datetime64("2016-03-31"))])
+def test_start_and_end_are_read_as_a_files_dates_are(start, end) -> None:
+    # 20160104 was "a year alone" (numpy's year 20160104) and 2016/01/04 "not an ISO date",
+    # while a file's date column takes both.
+    data = load_market_data(split=None, start=start, end=end, tickers=["AAPL"])
+    assert (str(data.dates[0]), str(data.dates[-1])) == ("2016-01-04", "2016-03-31")
+
+
+def test_a_start_that_is_no_date_is_named() -> None:
+    with pytest.raises(InvalidDataError, match=r"start='Jan 4 2016' is not a date written year first"):
+        load_market_data(split=None, start="Jan 4 2016")

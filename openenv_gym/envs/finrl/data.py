@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import functools
 import os
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -74,7 +75,7 @@ class MarketData:
     turbulence: np.ndarray
 
     def window(self, start: str | None, end: str | None) -> "MarketData":
-        """The days between ``start`` and ``end`` (inclusive ISO dates; None: open end)."""
+        """The days between ``start`` and ``end`` (inclusive days, see :func:`_day`; None: open end)."""
         lo = 0 if start is None else int(np.searchsorted(self.dates, _day(start, "start"), "left"))
         hi = len(self.dates) if end is None else int(np.searchsorted(self.dates, _day(end, "end"), "right"))
         if hi - lo < 2:
@@ -85,18 +86,28 @@ class MarketData:
                           self.indicator_names, self.turbulence[lo:hi])
 
 
-def _day(value: str, what: str) -> np.datetime64:
-    try:
-        unit = np.datetime_data(np.datetime64(str(value)).dtype)[0]
-        day = np.datetime64(str(value), "D")
-    except ValueError:
-        raise InvalidDataError(f"{what}={value!r} is not an ISO date like '2016-01-04'") from None
-    if unit in ("Y", "M"):
-        # numpy reads '2016-02' as 2016-02-01: end='2016-02' would end the window on the
-        # month's first day, not cover the month.
-        raise InvalidDataError(f"{what}={value!r} is a {'year' if unit == 'Y' else 'month'} alone; "
-                               f"{what} is one day (inclusive), e.g. '2016-01-04'")
-    return day
+def _day(value: object, what: str) -> np.datetime64:
+    """A ``start=``/``end=`` value as a day, read by the rule of a file's dates
+    (:func:`_parse_dates`): ISO year first (``2016-01-04``, ``2016/01/04``, with a time or
+    not), YYYYMMDD (``"20160104"`` or ``20160104``), or a date, datetime or ``datetime64``;
+    its calendar day as written.
+
+    Raises:
+        InvalidDataError: Not such a day, or a year or month alone.
+    """
+    import pandas as pd
+
+    day = _parse_dates(pd.Series([value], dtype=object), what).iloc[0]
+    if pd.isna(day):
+        # numpy read '2016-02' as 2016-02-01 (end='2016-02' would end the window on the
+        # month's first day, not cover the month) and 20160104 as the year 20160104.
+        alone = re.fullmatch(r"\s*\d{4}(?:[-/](\d{1,2}))?\s*", str(value))
+        if alone:
+            raise InvalidDataError(f"{what}={value!r} is a {'month' if alone[1] else 'year'} alone; "
+                                   f"{what} is one day (inclusive), e.g. '2016-01-04'")
+        raise InvalidDataError(f"{what}={value!r} is not a date written year first, like "
+                               "'2016-01-04' or 20160104")
+    return np.datetime64(day, "D")
 
 
 def load_market_data(split: str | None = "auto", start: str | None = None, end: str | None = None,
@@ -109,8 +120,8 @@ def load_market_data(split: str | None = "auto", start: str | None = None, end: 
         split: ``"train"`` (2009–2015), ``"trade"`` (2016-01-04..2020-05-08), None (all) or
             ``"auto"``: ``"train"`` for the default set, None for a ``data_path`` file (the
             named windows are the default set's periods). ``start``/``end`` override its bounds.
-        start: First date, ISO (inclusive).
-        end: Last date, ISO (inclusive).
+        start: First day (inclusive): ISO, YYYYMMDD or a date, read as a file's dates are.
+        end: Last day (inclusive), as ``start``.
         tickers: Subset of tickers, in this order (default: all of the data's); a bare
             string is one ticker. Each ticker may appear once.
         data_path: A user CSV/Parquet in FinRL's long format instead of the default set.

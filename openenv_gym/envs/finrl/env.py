@@ -65,8 +65,8 @@ class FinRLEnv(Environment):
         split: ``"train"`` (2009-01-01..2015-12-31), ``"trade"`` (2016-01-04..2020-05-08),
             None (all days) or ``"auto"`` (default): ``"train"`` for the offline set, all days
             of a ``data_path`` file.
-        start: First ISO date (overrides the split's).
-        end: Last ISO date, inclusive (overrides the split's).
+        start: First day, ISO (``"2016-01-04"``, ``20160104``) or a date (overrides the split's).
+        end: Last day, as ``start``, inclusive (overrides the split's).
         tickers: Stocks to trade, in this order, each once (default: all; skfolio's set has
             20); a bare string is one ticker.
         data_path: A CSV/Parquet in FinRL's long format instead of the offline S&P 500 set.
