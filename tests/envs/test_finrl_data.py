@@ -347,3 +347,17 @@ def test_a_ticker_pandas_reads_as_missing_is_a_ticker(tmp_path: Path, ticker: st
     # Its prices are AAA's (observation: cash, then each ticker's close).
     assert env.reset(seed=0)[0][1 + env.tickers.index(ticker)] == \
         same.reset(seed=0)[0][1 + same.tickers.index("AAA")]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    # start= alone keeps the split's end: with the default split ('auto': 'train') it is 2015.
+    ({"start": "2018-01-02"}, r"start='2018-01-02' is after end='2015-12-31': end is the last day of "
+                              r"split='train' .*give end= too, or split=None"),
+    ({"split": "trade", "end": "2010-01-04"}, r"start='2016-01-04' is after end='2010-01-04': start is "
+                                              r"the first day of split='trade'; give start= too"),
+    ({"split": None, "start": "2019-01-01", "end": "2018-01-01"}, r"is after end='2018-01-01': swap them"),
+])
+def test_a_start_after_the_end_is_named_with_where_each_came_from(kwargs, message) -> None:
+    # It was "the window 2018-01-02..2015-12-31 holds 0 trading day(s)", naming no cause.
+    with pytest.raises(InvalidDataError, match=message):
+        load_market_data(tickers=["AAPL"], **kwargs)

@@ -139,7 +139,8 @@ def load_market_data(split: str | None = "auto", start: str | None = None, end: 
         InvalidDataError: Unknown split, unknown or repeated ticker, unreadable or malformed
             file, empty window.
     """
-    if split == "auto":
+    auto = split == "auto"
+    if auto:
         # A user's own file is traded whole unless asked: the windows are the default set's.
         split = None if data_path is not None else "train"
     if split is not None and split not in SPLITS:
@@ -154,7 +155,20 @@ def load_market_data(split: str | None = "auto", start: str | None = None, end: 
                                f"names (an empty list: none), got {indicators!r}")
     names = (indicators,) if isinstance(indicators, str) else tuple(indicators)
     full = _load_tickers(source, _requested_tickers(tickers), names, bool(with_turbulence))
-    return full.window(start if start is not None else lo, end if end is not None else hi)
+    first, last = (start if start is not None else lo), (end if end is not None else hi)
+    if first is not None and last is not None and _day(first, "start") > _day(last, "end"):
+        # The window would be empty; say which bound is the split's, as start= alone keeps
+        # the split's end (start='2018-01-02' with the default split='auto' ends in 2015).
+        if start is not None and end is not None:
+            how = "swap them"
+        else:
+            other, edge, way = ("end", "last", "to") if end is None else ("start", "first", "from")
+            named = f"split={split!r}" + (" (what split='auto' is on the default data)" if auto else "")
+            how = (f"{other} is the {edge} day of {named}; give {other}= too, or split=None "
+                   f"to trade {way} the data's {edge} day")
+        raise InvalidDataError(f"start={first!r} is after end={last!r}: {how}. The data covers "
+                               f"{full.dates[0]}..{full.dates[-1]}")
+    return full.window(first, last)
 
 
 def _requested_tickers(tickers: str | Sequence[str] | None) -> tuple[str, ...] | None:
