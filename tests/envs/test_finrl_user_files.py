@@ -132,3 +132,14 @@ def test_a_column_written_twice_is_named(tmp_path: Path) -> None:
     frame.to_csv(path, index=False)
     with pytest.raises(InvalidDataError, match=r"column\(s\) 'close' more than once"):
         FinRLEnv(data_path=str(path), indicators=["macd"])
+
+
+def test_a_text_column_asked_for_as_an_indicator_is_named_as_text(tmp_path: Path) -> None:
+    # It was "indicator 'sector' is neither a column of the data nor a stockstats indicator".
+    frame = long_frame()
+    frame["sector"] = "tech"
+    path = tmp_path / "sector.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InvalidDataError, match=r"column 'sector' is asked for as an indicator but holds text"):
+        FinRLEnv(data_path=str(path), indicators=["macd", "sector"])
+    assert FinRLEnv(data_path=str(path), indicators=["macd"]).n_stocks == 3  # not asked for: ignored

@@ -220,6 +220,7 @@ class _Table:
     tickers: tuple[str, ...]
     columns: dict[str, np.ndarray]  # close (always), open/high/low/volume, given indicators
     turbulence: np.ndarray  # given by the file, else empty
+    text: tuple[str, ...] = ()  # extra columns mostly not numbers (sector, name): no indicators
 
 
 @functools.lru_cache(maxsize=8)
@@ -244,6 +245,10 @@ def _load_tickers(source: tuple, tickers: tuple[str, ...] | None, names: tuple[s
             f"{', '.join(lacking)}; every ticker traded needs a row on every date (fill the gap, "
             f"or leave the ticker out with tickers=)")
     for n in names:
+        if n in table.text:  # else stockstats, asked for it, calls it no column of the data
+            raise InvalidDataError(f"data_path {source[0]!r}: column {n!r} is asked for as an indicator "
+                                   "but holds text (most of its values are not numbers); an indicator "
+                                   "column holds numbers")
         if n in table.columns and not np.isfinite(table.columns[n][days][:, chosen]).all():
             raise InvalidDataError(f"data_path {source[0]!r}: column {n!r} has missing or non-numeric "
                                    "values; fill them, or drop the column to have it computed")
@@ -528,7 +533,7 @@ def _from_long(frame, path: str) -> _Table:
     columns: dict[str, np.ndarray] = {}
     for col in (*_NUMERIC, *extra):
         if col in extra and not _is_indicator_like(frame[col]):
-            continue  # text (sector, name): not an indicator; asking for it by name fails later
+            continue  # text (sector, name): not an indicator; asking for it is refused by name
         values = pd.to_numeric(frame[col], errors="coerce") if col in extra else frame[col]
         # NaN where a ticker has no row on a date (checked for the tickers an env trades)
         # and, in an indicator column, where a value is missing (checked if it is asked for).
@@ -539,7 +544,8 @@ def _from_long(frame, path: str) -> _Table:
         turb = pd.to_numeric(frame.groupby("date")["turbulence"].first(), errors="coerce").to_numpy(np.float64)
         if not np.isfinite(turb).all():
             raise InvalidDataError(f"data_path {path!r}: column 'turbulence' has missing or non-numeric values")
-    return _Table(dates, tickers, columns, turb)
+    text = tuple(c for c in extra if c not in columns)
+    return _Table(dates, tickers, columns, turb, text)
 
 
 def _is_indicator_like(series) -> bool:
