@@ -249,9 +249,13 @@ def _load_tickers(source: tuple, tickers: tuple[str, ...] | None, names: tuple[s
             raise InvalidDataError(f"data_path {source[0]!r}: column {n!r} is asked for as an indicator "
                                    "but holds text (most of its values are not numbers); an indicator "
                                    "column holds numbers")
-        if n in table.columns and not np.isfinite(table.columns[n][days][:, chosen]).all():
+        if n in table.columns and not np.isfinite(given := table.columns[n][days][:, chosen]).all():
+            # Pivoted to (dates, tickers), the first gap in date order is the earliest one.
+            row, col = np.argwhere(~np.isfinite(given))[0]
             raise InvalidDataError(f"data_path {source[0]!r}: column {n!r} has missing or non-numeric "
-                                   "values; fill them, or drop the column to have it computed")
+                                   f"values, the first for ticker {table.tickers[chosen[col]]} on "
+                                   f"{table.dates[days][row]}; fill them, or drop the column to have "
+                                   "it computed")
     close = table.columns["close"][days][:, chosen]
     ind = np.stack([_indicators(source, j, names)[days] for j in chosen], axis=2)
     # Turbulence depends on the set of stocks, so it is computed after choosing them,
