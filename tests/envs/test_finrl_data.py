@@ -82,6 +82,12 @@ def test_unknown_ticker_is_named() -> None:
         FinRLEnv(tickers=["AAPL", "ZZZZ"])
 
 
+def test_an_empty_ticker_list_is_named_as_empty() -> None:
+    # It was "tickers [] are not in the data", as if [] were a ticker.
+    with pytest.raises(InvalidDataError, match=r"tickers is empty; name at least one ticker, or give None"):
+        FinRLEnv(tickers=[])
+
+
 def test_user_csv_missing_column_is_named(tmp_path: Path) -> None:
     rows = [r[:6] + r[7:] for r in ROWS]  # drop volume
     path = write_csv(tmp_path / "novol.csv", rows, "date,tic,open,high,low,close,macd,turbulence")

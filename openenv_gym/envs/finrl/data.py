@@ -181,7 +181,7 @@ def _requested_tickers(tickers: str | Sequence[str] | None) -> tuple[str, ...] |
         The tickers in the given order, or None.
 
     Raises:
-        InvalidDataError: A ticker is listed more than once.
+        InvalidDataError: A ticker is listed more than once, or none is.
     """
     if tickers is None:
         return None
@@ -192,6 +192,8 @@ def _requested_tickers(tickers: str | Sequence[str] | None) -> tuple[str, ...] |
         raise InvalidDataError(f"tickers must be a ticker ('AAPL'), a list of tickers "
                                f"(['AAPL', 'JPM']) or None (all), got {tickers!r}")
     chosen = (tickers,) if isinstance(tickers, str) else tuple(tickers)
+    if not chosen:  # else "tickers [] are not in the data", as if [] were a ticker
+        raise InvalidDataError("tickers is empty; name at least one ticker, or give None for all of them")
     repeated = [t for t, n in collections.Counter(chosen).items() if n > 1]
     if repeated:
         # A repeated stock would get two action and holding slots on one price series.
@@ -231,8 +233,8 @@ def _load_tickers(source: tuple, tickers: tuple[str, ...] | None, names: tuple[s
         chosen = list(range(len(table.tickers)))
     else:
         unknown = [t for t in tickers if t not in table.tickers]
-        if unknown or not tickers:
-            raise InvalidDataError(f"tickers {unknown or '[]'} are not in the data; available: "
+        if unknown:
+            raise InvalidDataError(f"tickers {unknown} are not in the data; available: "
                                    f"{', '.join(table.tickers)}")
         chosen = [table.tickers.index(t) for t in tickers]
     present = np.isfinite(table.columns["close"][:, chosen])
