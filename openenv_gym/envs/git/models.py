@@ -12,9 +12,11 @@ from pydantic import Field, field_validator
 from openenv_gym.envs._exec import MAX_OUTPUT_TEXT
 from openenv_gym.models import Action, ActionTimeout, Observation
 
-__all__ = ["GitAction", "GitObservation", "MAX_BRANCH", "MAX_OUTPUT_TEXT"]
+__all__ = ["GitAction", "GitObservation", "MAX_BRANCH", "MAX_INSTRUCTION", "MAX_OUTPUT_TEXT"]
 
 MAX_COMMAND = 65536
+#: Longest task instruction an observation carries.
+MAX_INSTRUCTION = 65536
 #: Longest branch name an observation carries.
 MAX_BRANCH = 4096
 
@@ -52,6 +54,6 @@ class GitObservation(Observation):
     exit_code: int = Field(default=0, ge=-255, le=255)
     timed_out: bool = False
     branch: str = Field(default="", max_length=MAX_BRANCH)
-    instruction: str = Field(default="", max_length=MAX_COMMAND)
+    instruction: str = Field(default="", max_length=MAX_INSTRUCTION)
     checks_passed: int = Field(default=0, ge=0, le=10_000)
     checks_total: int = Field(default=0, ge=0, le=10_000)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openenv_gym.envs.git.models import MAX_INSTRUCTION
 from openenv_gym.errors import InvalidDataError
 
 __all__ = ["Task", "Check", "load_tasks", "SETUP_PRELUDE", "BUILTIN_TASKS"]
@@ -134,8 +135,18 @@ def _task(raw: dict[str, Any], source: str) -> Task:
         checks.append(Check(kind, weight, c))
     if not checks:
         raise ValueError(f"{source}: task {name!r} has no checks")
+    instruction = raw.get("instruction")
+    if not isinstance(instruction, str) or not instruction.strip():
+        # It was read at first as raw["instruction"]: a bare KeyError from the worker.
+        raise ValueError(f"{source}: task {name!r} has no instruction: give it "
+                         "instruction = \"what the agent is asked to do\"")
+    instruction = instruction.strip()
+    if len(instruction) > MAX_INSTRUCTION:
+        # Every observation carries it: a longer one failed every reset of the task.
+        raise ValueError(f"{source}: task {name!r}: its instruction has {len(instruction)} "
+                         f"characters; an observation holds at most {MAX_INSTRUCTION}")
     return Task(name=name, category=str(raw.get("category", "misc")),
-                instruction=str(raw["instruction"]).strip(), setup=_steps(raw.get("setup", [])),
+                instruction=instruction, setup=_steps(raw.get("setup", [])),
                 solution=tuple(raw.get("solution", [])), checks=tuple(checks),
                 repo=str(raw.get("repo", "repo")))
 
