@@ -51,3 +51,39 @@ def test_an_instruction_longer_than_the_observation_holds_is_refused_at_make(tmp
         assert len(obs["instruction"]) == MAX_INSTRUCTION
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(("check", "named"), [
+    # A misspelled or missing field: the check failed at every step (run_check never
+    # raises), so the task could not be solved, and nothing said why.
+    ('{ type = "branch_exists", brnch = "main" }', r"check 'branch_exists': .*'brnch'.*its fields: branch"),
+    ('{ type = "branch_exists" }', r"check 'branch_exists': missing .*'branch'"),
+    ('{ type = "commit_count", rev = "HEAD" }', r"check 'commit_count': missing .*'count'"),
+    # A weight of NaN or an infinity made every reward NaN; a word was a bare float() error.
+    ('{ type = "branch_exists", branch = "main", weight = nan }', r"task 't': check weights .* got nan"),
+    ('{ type = "branch_exists", branch = "main", weight = inf }', r"task 't': check weights .* got inf"),
+    ('{ type = "branch_exists", branch = "main", weight = "heavy" }', r"task 't': check weights .* 'heavy'"),
+])
+def test_a_check_that_cannot_run_as_written_is_refused_by_name(tmp_path: Path, check: str,
+                                                              named: str) -> None:
+    path = tmp_path / "tasks.toml"
+    path.write_text(f'[[task]]\nname = "t"\ninstruction = "i"\nchecks = [{check}]\n')
+    with pytest.raises(ValueError, match=named):
+        load_tasks(path)
+
+
+def test_checks_that_are_not_a_list_of_tables_are_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.toml"
+    path.write_text('[[task]]\nname = "t"\ninstruction = "i"\nchecks = "branch_exists"\n')
+    with pytest.raises(ValueError, match=r"task 't': checks must be a list of tables"):
+        load_tasks(path)
+
+
+def test_optional_fields_and_repo_are_still_taken(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.toml"
+    path.write_text('[[task]]\nname = "t"\ninstruction = "i"\nchecks = ['
+                    '{ type = "tag_exists", tag = "v1", repo = "other", weight = 2 },'
+                    '{ type = "clean_worktree" }]\n')
+    [first, second] = load_tasks(path)["t"].checks
+    assert (first.weight, first.params) == (2.0, {"tag": "v1", "repo": "other"})
+    assert second.params == {}

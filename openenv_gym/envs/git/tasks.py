@@ -32,12 +32,14 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import inspect
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from openenv_gym._numbers import is_finite
 from openenv_gym.envs.git.models import MAX_INSTRUCTION
 from openenv_gym.errors import InvalidDataError
 
@@ -116,6 +118,21 @@ def _steps(value: str | list[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(str(v) for v in value)
 
 
+def _check_fields(where: str, check: Callable[..., bool], fields: dict[str, Any]) -> None:
+    # A check runs with a misspelled or missing field as failed (run_check never raises):
+    # the task could not be solved, and nothing said why.
+    params = list(inspect.signature(check).parameters.values())[2:]  # after (ctx, repo)
+    names = ", ".join(p.name if p.default is inspect.Parameter.empty else f"{p.name} (optional)"
+                      for p in params) + ", repo (optional)"
+    unknown = sorted(set(fields) - {p.name for p in params} - {"repo"})
+    if unknown:
+        raise ValueError(f"{where}: unknown field {', '.join(map(repr, unknown))}; its fields: {names}")
+    try:
+        inspect.signature(check).bind(None, "", **{k: v for k, v in fields.items() if k != "repo"})
+    except TypeError as exc:
+        raise ValueError(f"{where}: {exc}; its fields: {names}") from None
+
+
 def _task(raw: dict[str, Any], source: str) -> Task:
     from openenv_gym.envs.git.checks import CHECKS
 
@@ -123,16 +140,23 @@ def _task(raw: dict[str, Any], source: str) -> Task:
     if not isinstance(name, str) or not name:
         raise ValueError(f"{source}: a task has no name")
     checks = []
-    for c in raw.get("checks", []):
+    raw_checks = raw.get("checks", [])
+    if not isinstance(raw_checks, list) or not all(isinstance(c, dict) for c in raw_checks):
+        raise ValueError(f"{source}: task {name!r}: checks must be a list of tables, "
+                         "e.g. checks = [{ type = \"branch_exists\", branch = \"main\" }]")
+    for c in raw_checks:
         c = dict(c)
         kind = c.pop("type", None)
         if kind not in CHECKS:
             raise ValueError(f"{source}: task {name!r}: unknown check type {kind!r}; "
                              f"known: {', '.join(sorted(CHECKS))}")
-        weight = float(c.pop("weight", 1.0))
-        if weight <= 0:
-            raise ValueError(f"{source}: task {name!r}: check weights must be > 0")
-        checks.append(Check(kind, weight, c))
+        weight = c.pop("weight", 1.0)
+        if not (is_finite(weight) and weight > 0):
+            # NaN or an infinity made every reward NaN.
+            raise ValueError(f"{source}: task {name!r}: check weights must be finite numbers "
+                             f"> 0, got {weight!r}")
+        _check_fields(f"{source}: task {name!r}: check {kind!r}", CHECKS[kind], c)
+        checks.append(Check(kind, float(weight), c))
     if not checks:
         raise ValueError(f"{source}: task {name!r} has no checks")
     instruction = raw.get("instruction")
