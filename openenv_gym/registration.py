@@ -29,6 +29,7 @@ def register_env(info: EnvInfo) -> None:
         # Workers enforce episode limits themselves (Echo's max_steps, Gym-v0's TimeLimit).
         max_episode_steps=None,
         disable_env_checker=False,
+        nondeterministic=info.nondeterministic,
     )
 
 

