@@ -87,3 +87,27 @@ def test_optional_fields_and_repo_are_still_taken(tmp_path: Path) -> None:
     [first, second] = load_tasks(path)["t"].checks
     assert (first.weight, first.params) == (2.0, {"tag": "v1", "repo": "other"})
     assert second.params == {}
+
+
+@pytest.mark.parametrize("repo", ["/etc", "../elsewhere", "repo/../../x", 3])
+def test_a_repo_outside_the_workspace_is_refused_by_name(tmp_path: Path, repo: object) -> None:
+    # It was taken, and every step without a workdir then raised "workdir '' is outside the
+    # workspace" (the task's repo is the default workdir); the checks looked there too.
+    value = f'"{repo}"' if isinstance(repo, str) else repo
+    path = tmp_path / "tasks.toml"
+    path.write_text(f'[[task]]\nname = "t"\ninstruction = "i"\nrepo = {value}\n'
+                    'checks = [{ type = "branch_exists", branch = "main" }]\n')
+    with pytest.raises(ValueError, match=r"task 't': repo must be a folder relative to the workspace"):
+        load_tasks(path)
+    path.write_text('[[task]]\nname = "t"\ninstruction = "i"\n'
+                    f'checks = [{{ type = "branch_exists", branch = "main", repo = {value} }}]\n')
+    with pytest.raises(ValueError, match=r"check 'branch_exists': repo must be a folder relative"):
+        load_tasks(path)
+
+
+def test_a_repo_inside_the_workspace_is_taken(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.toml"
+    path.write_text('[[task]]\nname = "t"\ninstruction = "i"\nrepo = "clones/app"\n'
+                    'checks = [{ type = "branch_exists", branch = "main", repo = "a/../b" }]\n')
+    task = load_tasks(path)["t"]
+    assert task.repo == "clones/app" and task.checks[0].params["repo"] == "a/../b"

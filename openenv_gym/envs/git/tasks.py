@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -133,6 +134,15 @@ def _check_fields(where: str, check: Callable[..., bool], fields: dict[str, Any]
         raise ValueError(f"{where}: {exc}; its fields: {names}") from None
 
 
+def _check_folder(where: str, folder: Any) -> None:
+    # The default workdir and where the checks look: one outside the workspace made every
+    # step without a workdir an InvalidActionError ("workdir '' is outside the workspace").
+    if not isinstance(folder, str) or os.path.isabs(folder) or \
+            os.path.normpath(folder).split(os.sep)[0] == os.pardir:
+        raise ValueError(f"{where} must be a folder relative to the workspace that stays in it "
+                         f"(\"repo\", \"clones/app\"), got {folder!r}")
+
+
 def _task(raw: dict[str, Any], source: str) -> Task:
     from openenv_gym.envs.git.checks import CHECKS
 
@@ -156,6 +166,8 @@ def _task(raw: dict[str, Any], source: str) -> Task:
             raise ValueError(f"{source}: task {name!r}: check weights must be finite numbers "
                              f"> 0, got {weight!r}")
         _check_fields(f"{source}: task {name!r}: check {kind!r}", CHECKS[kind], c)
+        if "repo" in c:
+            _check_folder(f"{source}: task {name!r}: check {kind!r}: repo", c["repo"])
         checks.append(Check(kind, float(weight), c))
     if not checks:
         raise ValueError(f"{source}: task {name!r} has no checks")
@@ -169,10 +181,12 @@ def _task(raw: dict[str, Any], source: str) -> Task:
         # Every observation carries it: a longer one failed every reset of the task.
         raise ValueError(f"{source}: task {name!r}: its instruction has {len(instruction)} "
                          f"characters; an observation holds at most {MAX_INSTRUCTION}")
+    repo = raw.get("repo", "repo")
+    _check_folder(f"{source}: task {name!r}: repo", repo)
     return Task(name=name, category=str(raw.get("category", "misc")),
                 instruction=instruction, setup=_steps(raw.get("setup", [])),
                 solution=tuple(raw.get("solution", [])), checks=tuple(checks),
-                repo=str(raw.get("repo", "repo")))
+                repo=repo)
 
 
 def load_tasks(path: str | Path | None = None) -> dict[str, Task]:
