@@ -111,3 +111,14 @@ def test_a_repo_inside_the_workspace_is_taken(tmp_path: Path) -> None:
                     'checks = [{ type = "branch_exists", branch = "main", repo = "a/../b" }]\n')
     task = load_tasks(path)["t"]
     assert task.repo == "clones/app" and task.checks[0].params["repo"] == "a/../b"
+
+
+def test_a_solution_written_as_one_string_is_one_command(tmp_path: Path) -> None:
+    # setup may be one string; a solution written so became one command per character
+    # (("g", "i", "t", ...)), which replayed as actions failed at its first.
+    path = tmp_path / "tasks.toml"
+    path.write_text('[[task]]\nname = "t"\ninstruction = "i"\nsetup = "new_repo"\n'
+                    'solution = "git checkout -b x"\n'
+                    'checks = [{ type = "branch_exists", branch = "x" }]\n')
+    task = load_tasks(path)["t"]
+    assert task.setup == ("new_repo",) and task.solution == ("git checkout -b x",)

@@ -185,7 +185,7 @@ def _task(raw: dict[str, Any], source: str) -> Task:
     _check_folder(f"{source}: task {name!r}: repo", repo)
     return Task(name=name, category=str(raw.get("category", "misc")),
                 instruction=instruction, setup=_steps(raw.get("setup", [])),
-                solution=tuple(raw.get("solution", [])), checks=tuple(checks),
+                solution=_steps(raw.get("solution", [])), checks=tuple(checks),
                 repo=repo)
 
 
