@@ -122,3 +122,20 @@ def test_a_solution_written_as_one_string_is_one_command(tmp_path: Path) -> None
                     'checks = [{ type = "branch_exists", branch = "x" }]\n')
     task = load_tasks(path)["t"]
     assert task.setup == ("new_repo",) and task.solution == ("git checkout -b x",)
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    # An empty file was taken: task="suite" then failed every reset with numpy's bare
+    # "high <= 0"; an entry that is no table was an AttributeError ('int' object ...).
+    ("", "the file has no \\[\\[task\\]\\] table"),
+    ("task = []\n", "the file has no \\[\\[task\\]\\] table"),
+    ("task = [1]\n", "each task must be a \\[\\[task\\]\\] table"),
+    ('task = "merge"\n', "each task must be a \\[\\[task\\]\\] table"),
+])
+def test_a_file_without_tasks_is_refused(tmp_path: Path, text: str, named: str) -> None:
+    path = tmp_path / "tasks.toml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=named):
+        load_tasks(path)
+    with pytest.raises(InvalidRequestError, match=named):
+        gym.make("OpenEnv/Git-v0", provider="process", task="suite", tasks_file=str(path)).close()

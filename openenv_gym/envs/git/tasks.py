@@ -199,7 +199,8 @@ def load_tasks(path: str | Path | None = None) -> dict[str, Task]:
         Tasks by name, in file order.
 
     Raises:
-        ValueError: A task is malformed; the message names it and the problem.
+        ValueError: A task is malformed (the message names it and the problem), or the file
+            has none.
         InvalidDataError: The file cannot be read or is not TOML.
     """
     source = Path(path) if path is not None else BUILTIN_TASKS
@@ -212,8 +213,14 @@ def load_tasks(path: str | Path | None = None) -> dict[str, Task]:
                                "inside the container)") from None
     except tomllib.TOMLDecodeError as exc:
         raise InvalidDataError(f"tasks_file {str(source)!r} is not valid TOML: {exc}") from None
+    raw_tasks = data.get("task", [])
+    if not isinstance(raw_tasks, list) or not all(isinstance(raw, dict) for raw in raw_tasks):
+        raise ValueError(f"{source}: each task must be a [[task]] table")
+    if not raw_tasks:
+        # task="suite" drew from none of them: a bare "high <= 0" from numpy at every reset.
+        raise ValueError(f"{source}: the file has no [[task]] table")
     tasks: dict[str, Task] = {}
-    for raw in data.get("task", []):
+    for raw in raw_tasks:
         task = _task(raw, str(source))
         if task.name in tasks:
             raise ValueError(f"{source}: task {task.name!r} is defined twice")
