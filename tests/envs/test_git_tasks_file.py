@@ -139,3 +139,12 @@ def test_a_file_without_tasks_is_refused(tmp_path: Path, text: str, named: str) 
         load_tasks(path)
     with pytest.raises(InvalidRequestError, match=named):
         gym.make("OpenEnv/Git-v0", provider="process", task="suite", tasks_file=str(path)).close()
+
+
+def test_a_task_named_like_the_suite_is_refused(tmp_path: Path) -> None:
+    # task="suite" draws one per episode, so a task of that name could never be chosen.
+    path = tmp_path / "tasks.toml"
+    path.write_text('[[task]]\nname = "suite"\ninstruction = "i"\n'
+                    'checks = [{ type = "branch_exists", branch = "main" }]\n')
+    with pytest.raises(ValueError, match="a task cannot be named 'suite'"):
+        load_tasks(path)

@@ -29,14 +29,12 @@ from openenv_gym.envs._exec import OUTPUT_LIMIT, ExecResult, Limits, check_outpu
 from openenv_gym.envs.base import Environment
 from openenv_gym.envs.git.checks import run_checks
 from openenv_gym.envs.git.models import MAX_BRANCH, GitAction, GitObservation
-from openenv_gym.envs.git.tasks import Task, load_tasks
+from openenv_gym.envs.git.tasks import SUITE, Task, load_tasks
 from openenv_gym.envs.git.workspace import LIMITS, Workspace
 from openenv_gym.errors import InvalidActionError, InvalidRequestError
 from openenv_gym.models import State
 
 __all__ = ["GitEnv"]
-
-SUITE = "suite"
 
 
 class GitEnv(Environment):

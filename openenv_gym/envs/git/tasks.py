@@ -44,10 +44,12 @@ from openenv_gym._numbers import is_finite
 from openenv_gym.envs.git.models import MAX_INSTRUCTION
 from openenv_gym.errors import InvalidDataError
 
-__all__ = ["Task", "Check", "load_tasks", "SETUP_PRELUDE", "BUILTIN_TASKS"]
+__all__ = ["Task", "Check", "load_tasks", "SETUP_PRELUDE", "BUILTIN_TASKS", "SUITE"]
 
 #: The built-in suite.
 BUILTIN_TASKS = Path(__file__).with_name("tasks.toml")
+#: The ``task=`` value that draws a task per episode: no task may take it as its name.
+SUITE = "suite"
 
 #: Shell helpers every setup script starts with (2024-01-01T12:00:00Z, one minute a commit).
 SETUP_PRELUDE = r"""
@@ -149,6 +151,10 @@ def _task(raw: dict[str, Any], source: str) -> Task:
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"{source}: a task has no name")
+    if name == SUITE:
+        # task="suite" draws a task per episode: a task of that name could not be chosen.
+        raise ValueError(f"{source}: a task cannot be named {SUITE!r} (task={SUITE!r} draws "
+                         "one of the tasks per episode); rename it")
     checks = []
     raw_checks = raw.get("checks", [])
     if not isinstance(raw_checks, list) or not all(isinstance(c, dict) for c in raw_checks):
