@@ -172,11 +172,13 @@ class GitEnv(Environment):
         start = cwd or os.path.join(self.workspace.work, self.task.repo if self.task else "")
         path = os.path.realpath(start)
         work = os.path.realpath(self.workspace.work)
-        while path.startswith(work):
-            head = os.path.join(path, ".git", "HEAD")
-            if os.path.isfile(head):
-                with open(head, encoding="utf-8", errors="replace") as f:
-                    ref = f.read().strip()
+        base = os.path.realpath(self.workspace.base)
+        while path == work or path.startswith(work + os.sep):
+            head = _head_file(path, base)
+            if head == "":
+                return ""
+            if head is not None:
+                ref = _read_start(head).strip()
                 branch = (ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/")
                           else "(detached HEAD)")
                 # HEAD is the agent's to write: a name longer than the field holds is cut,
@@ -206,3 +208,37 @@ class GitEnv(Environment):
         """Remove the env's workspace."""
         self.workspace.close()
         super().close()
+
+
+def _read_start(path: str) -> str:
+    """The start of a file of the agent's: enough for a ref or a ``gitdir:`` line."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read(MAX_BRANCH + 4096)
+
+
+def _head_file(folder: str, base: str) -> str | None:
+    """The HEAD file of the repository whose top is ``folder``: None when ``folder`` has no
+    ``.git`` (look in its parent), "" when its ``.git`` leads nowhere readable in ``base``.
+
+    ``.git`` may be a file naming the repository's folder (``gitdir: ...``): a linked
+    worktree (``git worktree add``), a submodule, ``git init --separate-git-dir``. Only
+    HEAD files in the env's folder ``base`` (what its commands may write) are read: the
+    agent's links could lead anywhere, and the worker reads them unconfined.
+    """
+    dot_git = os.path.join(folder, ".git")
+    if os.path.isdir(dot_git):
+        git_dir = dot_git
+    elif os.path.isfile(dot_git):
+        line = _read_start(dot_git).split("\n", 1)[0]
+        if not line.startswith("gitdir: "):
+            return ""
+        git_dir = os.path.join(folder, line[len("gitdir: "):].strip())
+    else:
+        return None
+    head = os.path.join(git_dir, "HEAD")
+    if git_dir is dot_git and not os.path.lexists(head):
+        return None  # no repository here: git looks further up too
+    head = os.path.realpath(head)
+    if not head.startswith(base + os.sep) or not os.path.isfile(head):
+        return ""
+    return head
