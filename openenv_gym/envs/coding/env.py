@@ -147,8 +147,8 @@ class CodingEnv(Environment):
                 input: checked before anything of the episode changes).
         """
         index = (options or {}).get("problem", self._fixed_problem) if self.task is not None else None
-        if index is not None and (not isinstance(index, int) or isinstance(index, bool)
-                                  or not 0 <= index < NUM_PROBLEMS):
+        # Any whole number: a numpy integer (a problem drawn with rng.integers) is one too.
+        if index is not None and not is_int(index, 0, NUM_PROBLEMS - 1):
             raise InvalidRequestError(f"options['problem'] must be an integer in 0..{NUM_PROBLEMS - 1} "
                                       f"(a HumanEval problem number), got {index!r}")
         super().reset(seed=seed)
@@ -159,7 +159,7 @@ class CodingEnv(Environment):
         if self.task is not None:
             if index is None:
                 index = int(self.np_random.integers(NUM_PROBLEMS))
-            self._problem = get_problem(index)
+            self._problem = get_problem(int(index))
         if self.repl is not None:
             self.repl.start()
         self._last = self._observe(ExecResult(), passed=0)
