@@ -28,3 +28,24 @@ def test_check_env_passes_for_coding(kwargs: dict) -> None:
         check_env(env.unwrapped, skip_render_check=False)
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(("gym_id", "kwargs"), [("OpenEnv/Coding-v0", {}),
+                                                 ("OpenEnv/Git-v0", {"task": "create-branch"})])
+def test_rendering_warns_nothing(gym_id: str, kwargs: dict) -> None:
+    # Their metadata had no render_fps: Gymnasium's checker warned "No render fps was
+    # declared" at the first render() (an error under -W error), as the scaffold's template
+    # and Echo-v0 avoid.
+    import warnings
+
+    env = gym.make(gym_id, provider="process", render_mode="ansi", **kwargs)
+    try:
+        env.reset(seed=0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            text = env.render()
+        assert "[exit 0]" in text
+        assert not [str(w.message) for w in caught], [str(w.message) for w in caught]
+        assert env.metadata["render_fps"] == 4
+    finally:
+        env.close()

@@ -85,7 +85,7 @@ class CodingEnv(Environment):
 
     action_model = CodeAction
     observation_model = CodeObservation
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}  # render_fps: Gymnasium warns without it
     reward_is_score = True
 
     def __init__(self, task: str | None = None, max_attempts: int = 1, step_timeout: float = 10.0,

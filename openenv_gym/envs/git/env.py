@@ -57,7 +57,7 @@ class GitEnv(Environment):
 
     action_model = GitAction
     observation_model = GitObservation
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}  # render_fps: Gymnasium warns without it
 
     def __init__(self, task: str | None = None, tasks_file: str | None = None,
                  shaping: bool = False, step_timeout: float = 30.0, max_timeout: float = 120.0,
