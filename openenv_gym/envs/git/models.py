@@ -12,9 +12,13 @@ from pydantic import Field, field_validator
 from openenv_gym.envs._exec import MAX_OUTPUT_TEXT
 from openenv_gym.models import Action, ActionTimeout, Observation
 
-__all__ = ["GitAction", "GitObservation", "MAX_BRANCH", "MAX_INSTRUCTION", "MAX_OUTPUT_TEXT"]
+__all__ = ["GitAction", "GitObservation", "MAX_BRANCH", "MAX_COMMAND_BYTES", "MAX_INSTRUCTION",
+           "MAX_OUTPUT_TEXT"]
 
 MAX_COMMAND = 65536
+#: Largest command in UTF-8 bytes: it is one argument of ``bash -c``, which Linux holds to
+#: 128 KiB (``MAX_ARG_STRLEN``), less room for the limits and gate lines put before it.
+MAX_COMMAND_BYTES = (128 << 10) - 1024
 #: Longest task instruction an observation carries.
 MAX_INSTRUCTION = 65536
 #: Longest branch name an observation carries.
@@ -25,7 +29,8 @@ class GitAction(Action):
     """A shell command to run in the workspace.
 
     Attributes:
-        command: Shell (bash) command line; may be empty with ``submit``.
+        command: Shell (bash) command line; may be empty with ``submit``. At most 65536
+            characters and :data:`MAX_COMMAND_BYTES` bytes in UTF-8.
         workdir: Folder relative to the workspace (default: the task's repository).
         timeout: Seconds for this command (0: the env's default; capped by the env).
         submit: End the episode after this command (it is still run and scored).
@@ -44,6 +49,19 @@ class GitAction(Action):
         if "\x00" in value:
             raise ValueError(f"contains a NUL character (at position {value.index(chr(0))}), "
                              "which no shell command or path can hold")
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _fits_one_argument(cls, value: str) -> str:
+        # 65536 characters of emoji are 256 KiB: bash failed to start ("Argument list too
+        # long"), an error of the env's (HTTP 500) rather than of the action.
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > MAX_COMMAND_BYTES:
+            raise ValueError(f"is {size} bytes in UTF-8; a command line holds at most "
+                             f"{MAX_COMMAND_BYTES} (Linux's limit on one argument of bash -c): "
+                             "split it over several steps, or write a script file in parts "
+                             "and run it")
         return value
 
 
