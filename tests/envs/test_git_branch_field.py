@@ -51,3 +51,28 @@ def test_a_head_that_leads_out_of_the_workspace_is_not_read(env: GitEnv, tmp_pat
     assert _branch(env, f"rm -rf x && printf 'gitdir: {tmp_path}\\n' > .git2 && mkdir y && "
                         "mv .git2 y/.git") == "main"
     assert _branch(env, "true", workdir="repo/y") == ""
+
+
+def test_a_head_the_worker_cannot_read_gives_no_branch(env: GitEnv, monkeypatch) -> None:
+    # Where the worker is not root (the docker provider; the process provider for most
+    # users), `chmod 000 .git/HEAD` made the worker's read raise PermissionError: every
+    # step failed as the env's error until the reset. As root, an unreadable file is
+    # imitated (root reads it all the same).
+    import builtins
+    import os
+
+    import openenv_gym.envs.git.env as git_env
+
+    env.reset()
+    assert _branch(env, "chmod 000 .git/HEAD") == ("main" if os.geteuid() == 0 else "")
+    if os.geteuid() == 0:
+        def unreadable_head(file, *args, **kwargs):
+            if str(file).endswith(os.sep + "HEAD"):
+                raise PermissionError(13, "Permission denied", str(file))
+            return builtins.open(file, *args, **kwargs)
+
+        monkeypatch.setattr(git_env, "open", unreadable_head, raising=False)
+        obs, *_ = env.step(GitAction(command="true"))
+        assert obs.branch == ""
+        monkeypatch.undo()
+    assert _branch(env, "chmod 644 .git/HEAD") == "main"

@@ -174,11 +174,16 @@ class GitEnv(Environment):
         work = os.path.realpath(self.workspace.work)
         base = os.path.realpath(self.workspace.base)
         while path == work or path.startswith(work + os.sep):
-            head = _head_file(path, base)
+            try:
+                head = _head_file(path, base)
+                ref = _read_start(head).strip() if head else ""
+            except OSError:
+                # The agent's to make unreadable (chmod 000 .git/HEAD, as the worker's user
+                # where it is not root): no branch, not a failed step until the reset.
+                return ""
             if head == "":
                 return ""
             if head is not None:
-                ref = _read_start(head).strip()
                 branch = (ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/")
                           else "(detached HEAD)")
                 # HEAD is the agent's to write: a name longer than the field holds is cut,
