@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from openenv_gym.errors import OpenEnvError, error_from_wire, error_to_wire
 from openenv_gym.protocol.wire import MAX_FRAME
+from openenv_gym.spaces import short_repr
 
 __all__ = ["ErrorBody", "ErrorDetail", "ErrorRoute", "HeadAsGet", "LocalOnly", "error_responses", "install"]
 
@@ -193,7 +194,7 @@ def _describe(error: dict[str, Any], path: str, bodies: dict[str, type[BaseModel
     if kind == "extra_forbidden":
         model = bodies.get(path)
         known = f"; {path} takes {', '.join(model.model_fields)}" if model else ""
-        return f"unknown field {name!r} in the body{known}"
+        return f"unknown field {short_repr(name)} in the body{known}"  # a key may be megabytes
     if where == "body" and not field and kind == "missing":
         return "the request needs a JSON body"
     if where == "query":
@@ -367,11 +368,13 @@ def install(app: FastAPI, max_body_size: int, bodies: dict[str, type[BaseModel]]
     async def _framework_error(request: Request, exc: HTTPException) -> JSONResponse:
         # Starlette's own refusals (unknown path, wrong method, body too large or unreadable)
         # in the same shape as ours.
-        where = f"{request.method} {request.url.path}"
+        path = request.url.path
+        path = path if len(path) <= 80 else path[:77] + "..."  # a path may be ~100 KB long
+        where = f"{request.method} {path}"
         allow = next((v for k, v in (exc.headers or {}).items() if k.lower() == "allow"), "other methods")
         messages = {
             404: f"no such path: {where}; the API is described at /docs",
-            405: f"{where} is not allowed; {request.url.path} takes {allow}",
+            405: f"{where} is not allowed; {path} takes {allow}",
             413: _too_large(max_body_size),
         }
         return _invalid(messages.get(exc.status_code, f"{where}: {exc.detail}"), exc.status_code,

@@ -1,0 +1,47 @@
+"""Error replies as a non-Python client meets them (curl, a generated client): what they quote
+of the request, their status and headers (tests/server/)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import httpx
+import pytest
+
+from openenv_gym.envs.echo.env import EchoEnv
+from tests.server.live import Live, live_server
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[Live]:
+    with live_server(EchoEnv) as served:
+        yield served
+
+
+# -- what an error quotes of the request ------------------------------------------------------
+@pytest.mark.parametrize("method, path, kwargs, status", [
+    pytest.param("POST", "/step", {"json": {"session_id": "s" * 1_000_000, "action": {"message": "hi"}}},
+                 404, id="step-session"),
+    pytest.param("POST", "/reset", {"json": {"session_id": "s" * 1_000_000}}, 404, id="reset-session"),
+    pytest.param("GET", "/state", {"params": {"session_id": "s" * 50_000}}, 404, id="state-session"),
+    pytest.param("DELETE", "/sessions/" + "s" * 50_000, {}, 404, id="delete-session"),
+    pytest.param("POST", "/step", {"json": {"session_id": "x", "action": 0, "k" * 1_000_000: 1}},
+                 422, id="unknown-field"),
+    pytest.param("GET", "/" + "p" * 50_000, {}, 404, id="unknown-path"),
+    pytest.param("GET", "/sessions/" + "p" * 50_000, {}, 405, id="wrong-method"),
+])
+def test_an_error_quotes_a_huge_id_name_or_path_cut_short(live, method, path, kwargs, status) -> None:
+    # Before, a 1 MB session id or field name came back whole in the message.
+    reply = httpx.request(method, live.url + path, timeout=60, **kwargs)
+    assert reply.status_code == status, reply.text[:300]
+    message = reply.json()["error"]["message"]
+    assert len(message) < 1000, message[:300]
+    assert "..." in message
+
+
+def test_an_unknown_session_id_of_the_servers_own_form_is_quoted_whole(live) -> None:
+    sid = "0123456789abcdef" * 2  # as uuid4().hex: what a client copies from a reset
+    reply = httpx.post(live.url + "/step", json={"session_id": sid, "action": {"message": "x"}}, timeout=30)
+    assert reply.status_code == 404 and f"no session '{sid}'" in reply.json()["error"]["message"]
+    reply = httpx.delete(f"{live.url}/sessions/{sid}", timeout=30)
+    assert reply.json()["error"]["message"] == f"no session '{sid}' to close"
