@@ -71,7 +71,8 @@ _ERRORS: dict[int, str] = {
          "(ResetNeededError).",
     413: f"The body is larger than the server's limit ({MAX_FRAME >> 20} MiB unless it was made "
          "with another); nothing of it is read.",
-    415: "The body was not sent as Content-Type: application/json.",
+    415: "The body was not sent as Content-Type: application/json, or was sent compressed "
+         "(a Content-Encoding other than identity).",
     422: "The body is not valid JSON (NaN and Infinity included), or it or the query does not "
          "fit the schema: a missing or unknown field, a wrong type (InvalidRequestError); or "
          "the action does not fit the action space (InvalidActionError).",
@@ -216,9 +217,10 @@ def _too_large(limit: int) -> str:
     return f"the request body is larger than the limit of {limit} bytes ({limit / 2**20:g} MiB)"
 
 
-class _LengthLimit:
-    """Refuses a body that declares a length over the limit, before reading any of it, with
-    a 413 :class:`ErrorBody` (a pure ASGI middleware: nothing of the request is read)."""
+class _RefuseUnread:
+    """Refuses, before reading any of it, a body that declares a length over the limit (413)
+    or a content coding the server does not decode (415), with an :class:`ErrorBody` (a pure
+    ASGI middleware: nothing of the request is read)."""
 
     def __init__(self, app: ASGIApp, max_body_size: int) -> None:
         self.app = app
@@ -226,9 +228,20 @@ class _LengthLimit:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            length = Headers(scope=scope).get("content-length", "")
+            headers = Headers(scope=scope)
+            length = headers.get("content-length", "")
+            coding = headers.get("content-encoding", "identity").strip().lower()
             if length.isdigit() and int(length) > self.max_body_size:
                 response = _invalid(_too_large(self.max_body_size), 413)
+                await response(scope, receive, send)
+                return
+            if coding not in ("", "identity"):
+                # Else a gzip body (some clients compress theirs) was read as JSON text and
+                # refused as "not UTF-8", which named neither the cause nor the fix.
+                # Accept-Encoding names the codings taken (RFC 9110 §12.5.3).
+                response = _invalid(f"the body is sent with Content-Encoding: {coding[:40]}, which "
+                                    "this server does not decode; send it uncompressed", 415,
+                                    {"Accept-Encoding": "identity"})
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -347,7 +360,7 @@ def install(app: FastAPI, max_body_size: int, bodies: dict[str, type[BaseModel]]
         bodies: The body model of each path that takes one, to name the fields it knows
             when a body has an unknown one.
     """
-    app.add_middleware(_LengthLimit, max_body_size=max_body_size)
+    app.add_middleware(_RefuseUnread, max_body_size=max_body_size)
     app.add_middleware(LocalOnly)  # added last: runs first
 
     @app.exception_handler(OpenEnvError)

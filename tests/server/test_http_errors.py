@@ -3,6 +3,7 @@ of the request, their status and headers (tests/server/)."""
 
 from __future__ import annotations
 
+import gzip
 from typing import Iterator
 
 import httpx
@@ -45,3 +46,24 @@ def test_an_unknown_session_id_of_the_servers_own_form_is_quoted_whole(live) -> 
     assert reply.status_code == 404 and f"no session '{sid}'" in reply.json()["error"]["message"]
     reply = httpx.delete(f"{live.url}/sessions/{sid}", timeout=30)
     assert reply.json()["error"]["message"] == f"no session '{sid}' to close"
+
+
+# -- a compressed body -----------------------------------------------------------------------
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
+def test_a_compressed_body_is_a_415_naming_the_encoding(live, coding) -> None:
+    # Before: read as JSON text, refused 422 as "not UTF-8 text", naming neither cause nor fix.
+    body = gzip.compress(b'{"seed": 1}') if coding == "gzip" else b"\x78\x9c\x03\x00"
+    before = len(live.service.sessions)
+    with httpx.Client(timeout=30) as client:
+        reply = client.post(live.url + "/reset", content=body, headers={
+            "content-type": "application/json", "content-encoding": coding})
+        assert reply.status_code == 415, reply.text
+        assert reply.headers["accept-encoding"] == "identity"
+        assert reply.json()["error"]["message"] == (
+            f"the body is sent with Content-Encoding: {coding}, which this server does not "
+            "decode; send it uncompressed")
+        assert len(live.service.sessions) == before
+        # The same connection serves on; an identity coding is no coding.
+        again = client.post(live.url + "/reset", json={}, headers={"content-encoding": "identity"})
+        assert again.status_code == 200, again.text
+        client.delete(f"{live.url}/sessions/{again.json()['session_id']}")
