@@ -384,14 +384,23 @@ def install(app: FastAPI, max_body_size: int, bodies: dict[str, type[BaseModel]]
         path = request.url.path
         path = path if len(path) <= 80 else path[:77] + "..."  # a path may be ~100 KB long
         where = f"{request.method} {path}"
-        allow = next((v for k, v in (exc.headers or {}).items() if k.lower() == "allow"), "other methods")
+        headers = dict(exc.headers or {})
+        allow = next((v for k, v in headers.items() if k.lower() == "allow"), "other methods")
+        if exc.status_code == 405:
+            methods = {m.strip() for m in allow.split(",")}
+            if "GET" in methods and request.url.path not in _STREAMS:
+                # HeadAsGet answers HEAD wherever GET is, and a 405's Allow lists every method
+                # the path takes (RFC 9110 §15.5.6): FastAPI's routes named GET alone.
+                methods.add("HEAD")
+            allow = ", ".join(sorted(methods))  # Starlette's own routes list a set's order
+            headers = {k: v for k, v in headers.items() if k.lower() != "allow"} | {"Allow": allow}
         messages = {
             404: f"no such path: {where}; the API is described at /docs",
             405: f"{where} is not allowed; {path} takes {allow}",
             413: _too_large(max_body_size),
         }
         return _invalid(messages.get(exc.status_code, f"{where}: {exc.detail}"), exc.status_code,
-                        exc.headers)
+                        headers or None)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -67,3 +67,25 @@ def test_a_compressed_body_is_a_415_naming_the_encoding(live, coding) -> None:
         again = client.post(live.url + "/reset", json={}, headers={"content-encoding": "identity"})
         assert again.status_code == 200, again.text
         client.delete(f"{live.url}/sessions/{again.json()['session_id']}")
+
+
+# -- 405 and its Allow header ---------------------------------------------------------------
+@pytest.mark.parametrize("method, path, allow", [
+    ("DELETE", "/health", "GET, HEAD"),
+    ("POST", "/state", "GET, HEAD"),
+    ("PUT", "/sessions", "GET, HEAD"),
+    ("POST", "/docs", "GET, HEAD"),
+    ("POST", "/openapi.json", "GET, HEAD"),
+    ("GET", "/reset", "POST"),
+    ("GET", "/sessions/abc", "DELETE"),
+    ("PUT", "/web/events", "GET"),  # a stream: HEAD would wait it out, so it is refused
+])
+def test_a_405_allows_every_method_the_path_takes_head_included(live, method, path, allow) -> None:
+    # Before, FastAPI's GET routes said "Allow: GET" though HEAD was answered there too.
+    reply = httpx.request(method, live.url + path, timeout=30)
+    assert reply.status_code == 405
+    assert reply.headers["allow"] == allow
+    assert reply.json()["error"]["message"].endswith(f"{path} takes {allow}")
+    for other in allow.split(", "):
+        answered = httpx.request(other, live.url + path, timeout=30)
+        assert answered.status_code != 405, (other, path)
