@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import threading
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Annotated, Any, AsyncIterator
 
 import anyio.to_thread
-from fastapi import APIRouter, FastAPI, Query, Response
+from fastapi import APIRouter, Body, FastAPI, Query, Response
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -79,6 +79,15 @@ class StepResponse(BaseModel):
 #: The body model of each route that takes one, to name the fields it knows.
 _BODIES: dict[str, type[BaseModel]] = {"/reset": ResetRequest, "/step": StepRequest}
 
+#: The bodies /docs offers for ``POST /reset``, the first by default: without them, Swagger UI
+#: filled in ``"session_id": "string"``, and its "Try it out" answered 404 "no session 'string'".
+_RESET_EXAMPLES: dict[str, dict[str, Any]] = {
+    "new": {"summary": "Start a new session", "value": {}},
+    "seeded": {"summary": "Start a new session with a seed", "value": {"seed": 0}},
+    "again": {"summary": "Start a new episode in a session",
+              "value": {"session_id": "<the session_id of an earlier reset>"}},
+}
+
 def create_app(service: EnvService, max_body_size: int = MAX_FRAME,
                stopping: threading.Event | None = None) -> FastAPI:
     """Build the FastAPI app serving ``service``.
@@ -133,7 +142,7 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME,
 
     @api.post("/reset", response_model=ResetResponse,
               responses=error_responses(400, 403, 404, 413, 415, 422, 429, 500))
-    def reset(body: ResetRequest | None = None) -> Any:
+    def reset(body: Annotated[ResetRequest | None, Body(openapi_examples=_RESET_EXAMPLES)] = None) -> Any:
         """Start an episode; creates a session unless ``session_id`` names one."""
         body = body or ResetRequest()
         out = service.reset(body.session_id, body.seed, body.options)

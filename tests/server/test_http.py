@@ -120,3 +120,18 @@ def test_attach_to_nothing_is_a_clear_error() -> None:
     # A worker's own binary address is taken as it is; nothing listens at this one.
     with pytest.raises(openenv_gym.WorkerConnectionError, match="cannot connect"):
         gym.make("OpenEnv/Echo-v0", base_url="unix:///tmp/openenv-gym-no-such-worker.sock", timeout=2)
+
+
+def test_the_reset_body_docs_offer_first_starts_a_session(served_echo) -> None:
+    # /docs' "Try it out" sends the first example as it is; before, Swagger UI filled in
+    # {"session_id": "string", ...} from the schema, and the reset answered 404.
+    doc = requests.get(served_echo.http + "/openapi.json", timeout=10).json()
+    examples = doc["paths"]["/reset"]["post"]["requestBody"]["content"]["application/json"]["examples"]
+    first, *others = examples.values()
+    r = _post(served_echo, "/reset", first["value"])
+    assert r.status_code == 200, r.text
+    for example in others:
+        body = example["value"]
+        if "session_id" in body:  # shows where an id goes; a real one makes it work
+            body = {**body, "session_id": r.json()["session_id"]}
+        assert _post(served_echo, "/reset", body).status_code == 200, example
