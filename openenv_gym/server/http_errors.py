@@ -91,7 +91,20 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         ``{status: {"model": ErrorBody, "description": ...}}``; naming 422 here also keeps
         FastAPI from documenting its own validation error shape, which this app never sends.
     """
-    return {code: {"model": ErrorBody, "description": _ERRORS[code]} for code in codes}
+    return {code: {"model": ErrorBody, "description": _ERRORS[code],
+                   "content": {"application/json": {"example": {"error": {
+                       "type": _EXAMPLE_TYPES[code], "message": _ERRORS[code]}}}}}
+            for code in codes}
+
+
+#: The error class each status's example names: /docs showed InvalidActionError (the field's
+#: one example) under every status, a 404 and a 500 included.
+_EXAMPLE_TYPES: dict[int, str] = {
+    400: "InvalidRequestError", 403: "InvalidRequestError", 404: "SessionNotFoundError",
+    405: "InvalidRequestError", 409: "ResetNeededError", 413: "InvalidRequestError",
+    415: "InvalidRequestError", 422: "InvalidActionError", 429: "SessionLimitError",
+    500: "EnvServerError",
+}
 
 
 def _error_response(exc: BaseException, headers: dict[str, str] | None = None) -> JSONResponse:

@@ -89,3 +89,15 @@ def test_a_405_allows_every_method_the_path_takes_head_included(live, method, pa
     for other in allow.split(", "):
         answered = httpx.request(other, live.url + path, timeout=30)
         assert answered.status_code != 405, (other, path)
+
+
+def test_each_error_status_in_the_docs_shows_the_error_class_it_answers_with(live) -> None:
+    # Before, every status's example (a 404 and a 500 too) named InvalidActionError.
+    doc = httpx.get(live.url + "/openapi.json", timeout=30).json()
+    step = doc["paths"]["/step"]["post"]["responses"]
+    shown = {status: step[status]["content"]["application/json"]["example"]["error"]["type"]
+             for status in ("404", "409", "422", "500")}
+    assert shown == {"404": "SessionNotFoundError", "409": "ResetNeededError",
+                     "422": "InvalidActionError", "500": "EnvServerError"}
+    reply = httpx.post(live.url + "/step", json={"session_id": "nope", "action": {"message": "x"}}, timeout=30)
+    assert reply.json()["error"]["type"] == shown[str(reply.status_code)]
