@@ -35,7 +35,7 @@ from openenv_gym.protocol.slices import check_info_types, map_shared
 from openenv_gym.protocol.wire import PROTOCOL_VERSION
 from openenv_gym.server.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, Session, SessionManager
 from openenv_gym.server.slices import VectorSlice
-from openenv_gym.spaces import space_to_dict
+from openenv_gym.spaces import short_repr, space_to_dict
 
 __all__ = ["ConnectionScope", "EnvService"]
 
@@ -301,7 +301,7 @@ class EnvService:
     def _slice(self, request: dict[str, Any]) -> VectorSlice:
         piece = self.slices.get(request.get("slice"))  # type: ignore[arg-type]
         if piece is None:
-            raise InvalidRequestError(f"no slice {request.get('slice')!r}; open one with slice_open")
+            raise InvalidRequestError(f"no slice {short_repr(request.get('slice'))}; open one with slice_open")
         return piece
 
     def web(self, known: str | None = None) -> dict[str, Any]:
@@ -338,7 +338,7 @@ class EnvService:
             else:
                 handler = self._ops.get(op) if isinstance(op, str) else None
                 if handler is None:
-                    raise InvalidRequestError(f"unknown op {op!r}; known: {', '.join([*self._ops, 'batch'])}")
+                    raise InvalidRequestError(f"unknown op {short_repr(op)}; known: {', '.join([*self._ops, 'batch'])}")
                 reply = handler(request)
             if scope is not None:
                 scope.note(request, reply)
@@ -387,8 +387,10 @@ def _sid(request: dict[str, Any]) -> str:
 
 def _name(request: dict[str, Any]) -> str:
     name = _field(request, "name")
-    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
-        raise InvalidRequestError(f"name must be a public attribute name, got {name!r}")
+    # A megabyte-long one came back whole in the env's AttributeError: no attribute is that long.
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_") or len(name) > 255:
+        raise InvalidRequestError(f"name must be a public attribute name (at most 255 characters), "
+                                  f"got {short_repr(name)}")
     return name
 
 
