@@ -30,6 +30,17 @@ def test_check_env_passes_for_coding(kwargs: dict) -> None:
         env.close()
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"task": "create-branch"}])
+def test_check_env_passes_for_git(kwargs: dict) -> None:
+    # check_env steps action_space.sample(), whose random workdir names no folder: the env
+    # raised InvalidActionError for an action of its own space.
+    env = gym.make("OpenEnv/Git-v0", provider="process", render_mode="ansi", **kwargs)
+    try:
+        check_env(env.unwrapped, skip_render_check=False)
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize(("gym_id", "kwargs"), [("OpenEnv/Coding-v0", {}),
                                                  ("OpenEnv/Git-v0", {"task": "create-branch"})])
 def test_rendering_warns_nothing(gym_id: str, kwargs: dict) -> None:

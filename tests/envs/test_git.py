@@ -253,10 +253,13 @@ def test_command_limits_and_bad_actions(git_env: gym.Env) -> None:
     obs, *_ = git_env.step({"command": "yes | head -c 5000000"})
     assert len(obs["output"]) < 70_000 and "truncated" in obs["output"]
     obs, *_ = git_env.step({"command": "kill -9 0"})
-    with pytest.raises(InvalidActionError, match="outside the workspace"):
-        git_env.step({"command": "ls", "workdir": "../.."})
-    with pytest.raises(InvalidActionError, match="does not exist"):
-        git_env.step({"command": "ls", "workdir": "nope"})
+    # A wrong folder is the agent's mistake: nothing runs, the episode goes on (it raised).
+    for workdir, why in (("../..", "outside the workspace"), ("nope", "does not exist")):
+        obs, reward, terminated, truncated, _ = git_env.step(
+            {"command": "echo SHOULD-NOT-RUN", "workdir": workdir})
+        assert why in obs["output"] and "nothing was run" in obs["output"]
+        assert "SHOULD-NOT-RUN" not in obs["output"]
+        assert int(obs["exit_code"]) == 1 and not terminated and not truncated
     with pytest.raises(InvalidActionError):
         git_env.step({"cmd": "ls"})
     obs, *_ = git_env.step({"command": "git status --short --branch"})

@@ -31,8 +31,9 @@ from openenv_gym.envs.git.checks import run_checks
 from openenv_gym.envs.git.models import MAX_BRANCH, GitAction, GitObservation
 from openenv_gym.envs.git.tasks import SUITE, Task, load_tasks
 from openenv_gym.envs.git.workspace import LIMITS, Workspace
-from openenv_gym.errors import InvalidActionError, InvalidRequestError
+from openenv_gym.errors import InvalidRequestError
 from openenv_gym.models import State
+from openenv_gym.spaces import short_repr
 
 __all__ = ["GitEnv"]
 
@@ -118,15 +119,22 @@ class GitEnv(Environment):
     def step(self, action: GitAction):
         """Run the command, then score the workspace.
 
+        A ``workdir`` that leaves the workspace or does not exist runs nothing: the
+        observation says so with exit code 1, as a shell's failed ``cd`` would, and the
+        episode goes on (an agent's wrong folder is its mistake to learn from, not an error
+        that stops a vector env's step for every env).
+
         Returns:
             ``(observation, reward, terminated, truncated, info)``.
-
-        Raises:
-            InvalidActionError: ``workdir`` leaves the workspace or does not exist.
         """
-        cwd = self._workdir(action.workdir)
+        cwd, wrong = self._workdir(action.workdir)
         timeout = min(action.timeout or self.step_timeout, self.max_timeout)
-        result = self.workspace.command(action.command, timeout, cwd) if action.command.strip() else ExecResult()
+        if wrong:
+            result = ExecResult(stdout=f"{wrong} (nothing was run)\n", exit_code=1)
+        elif action.command.strip():
+            result = self.workspace.command(action.command, timeout, cwd)
+        else:
+            result = ExecResult()
         previous = self.score
         self.score, self.passed = self._evaluate()
         self._last = self._observe(result, cwd)
@@ -138,18 +146,19 @@ class GitEnv(Environment):
             terminated = action.submit or self.passed == len(self.task.checks)
         return self._last, reward, terminated, False, self._info()
 
-    def _workdir(self, workdir: str) -> str:
+    def _workdir(self, workdir: str) -> tuple[str | None, str]:
+        """The folder to run in, or None and why ``workdir`` is not one."""
         work = os.path.realpath(self.workspace.work)
         default = self.task.repo if self.task is not None else ""
         path = os.path.realpath(os.path.join(work, workdir or default))
         if path != work and not path.startswith(work + os.sep):
-            raise InvalidActionError(f"workdir {workdir!r} is outside the workspace; give a path "
-                                     "relative to it, e.g. 'repo'")
+            return None, (f"workdir {short_repr(workdir)} is outside the workspace; give a path "
+                          "relative to it, e.g. 'repo'")
         if not os.path.isdir(path):
             if not workdir:
-                return work  # the task's repo was removed: run in the workspace
-            raise InvalidActionError(f"workdir {workdir!r} does not exist in the workspace")
-        return path
+                return work, ""  # the task's repo was removed: run in the workspace
+            return None, f"workdir {short_repr(workdir)} does not exist in the workspace"
+        return path, ""
 
     def _evaluate(self) -> tuple[float, int]:
         if self.task is None:

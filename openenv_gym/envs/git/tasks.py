@@ -138,7 +138,7 @@ def _check_fields(where: str, check: Callable[..., bool], fields: dict[str, Any]
 
 def _check_folder(where: str, folder: Any) -> None:
     # The default workdir and where the checks look: one outside the workspace made every
-    # step without a workdir an InvalidActionError ("workdir '' is outside the workspace").
+    # step without a workdir run nothing ("workdir '' is outside the workspace").
     if not isinstance(folder, str) or os.path.isabs(folder) or \
             os.path.normpath(folder).split(os.sep)[0] == os.pardir:
         raise ValueError(f"{where} must be a folder relative to the workspace that stays in it "
