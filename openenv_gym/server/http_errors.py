@@ -21,7 +21,7 @@ import logging
 import math
 import socket
 import sys
-from typing import Any, Callable, Coroutine
+from typing import Any, Callable, Coroutine, NamedTuple
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -59,25 +59,40 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
-#: What each error status means on this API (the OpenAPI descriptions).
-_ERRORS: dict[int, str] = {
-    400: "A request the env refuses: a seed or options it cannot use (InvalidRequestError).",
-    403: "A browser request from another site (its Origin is not this server), or one that "
-         "reached this server over loopback under a name that is not local (DNS rebinding).",
-    404: "No such session: never created, closed, or expired idle (SessionNotFoundError); or "
-         "no such path.",
-    405: "The path does not take this method.",
-    409: "The session needs a reset: it was never reset, or its episode ended "
-         "(ResetNeededError).",
-    413: f"The body is larger than the server's limit ({MAX_FRAME >> 20} MiB unless it was made "
-         "with another); nothing of it is read.",
-    415: "The body was not sent as Content-Type: application/json, or was sent compressed "
-         "(a Content-Encoding other than identity).",
-    422: "The body is not valid JSON (NaN and Infinity included), or it or the query does not "
-         "fit the schema: a missing or unknown field, a wrong type (InvalidRequestError); or "
-         "the action does not fit the action space (InvalidActionError).",
-    429: "The server hosts its maximum number of sessions (SessionLimitError).",
-    500: "The env itself raised an exception (EnvServerError); the session stays usable.",
+class _Status(NamedTuple):
+    """What an error status means on this API, as /docs shows it."""
+
+    description: str
+    #: The error class its example names: /docs showed InvalidActionError (the field's one
+    #: example) under every status, a 404 and a 500 included.
+    example_type: str
+
+
+#: Each error status of this API: its OpenAPI description and its example's error class, in
+#: one table so the two cannot drift apart.
+_ERRORS: dict[int, _Status] = {
+    400: _Status("A request the env refuses: a seed or options it cannot use (InvalidRequestError).",
+                 "InvalidRequestError"),
+    403: _Status("A browser request from another site (its Origin is not this server), or one "
+                 "that reached this server over loopback under a name that is not local (DNS "
+                 "rebinding).", "InvalidRequestError"),
+    404: _Status("No such session: never created, closed, or expired idle (SessionNotFoundError); "
+                 "or no such path.", "SessionNotFoundError"),
+    405: _Status("The path does not take this method.", "InvalidRequestError"),
+    409: _Status("The session needs a reset: it was never reset, or its episode ended "
+                 "(ResetNeededError).", "ResetNeededError"),
+    413: _Status(f"The body is larger than the server's limit ({MAX_FRAME >> 20} MiB unless it was "
+                 "made with another); nothing of it is read.", "InvalidRequestError"),
+    415: _Status("The body was not sent as Content-Type: application/json, or was sent compressed "
+                 "(a Content-Encoding other than identity).", "InvalidRequestError"),
+    422: _Status("The body is not valid JSON (NaN and Infinity included), or it or the query does "
+                 "not fit the schema: a missing or unknown field, a wrong type "
+                 "(InvalidRequestError); or the action does not fit the action space "
+                 "(InvalidActionError).", "InvalidActionError"),
+    429: _Status("The server hosts its maximum number of sessions (SessionLimitError).",
+                 "SessionLimitError"),
+    500: _Status("The env itself raised an exception (EnvServerError); the session stays usable.",
+                 "EnvServerError"),
 }
 
 
@@ -91,20 +106,11 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         ``{status: {"model": ErrorBody, "description": ...}}``; naming 422 here also keeps
         FastAPI from documenting its own validation error shape, which this app never sends.
     """
-    return {code: {"model": ErrorBody, "description": _ERRORS[code],
+    return {code: {"model": ErrorBody, "description": _ERRORS[code].description,
                    "content": {"application/json": {"example": {"error": {
-                       "type": _EXAMPLE_TYPES[code], "message": _ERRORS[code]}}}}}
+                       "type": _ERRORS[code].example_type,
+                       "message": _ERRORS[code].description}}}}}
             for code in codes}
-
-
-#: The error class each status's example names: /docs showed InvalidActionError (the field's
-#: one example) under every status, a 404 and a 500 included.
-_EXAMPLE_TYPES: dict[int, str] = {
-    400: "InvalidRequestError", 403: "InvalidRequestError", 404: "SessionNotFoundError",
-    405: "InvalidRequestError", 409: "ResetNeededError", 413: "InvalidRequestError",
-    415: "InvalidRequestError", 422: "InvalidActionError", 429: "SessionLimitError",
-    500: "EnvServerError",
-}
 
 
 def _error_response(exc: BaseException, headers: dict[str, str] | None = None) -> JSONResponse:
