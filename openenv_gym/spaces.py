@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from openenv_gym._text import short_repr
+
 __all__ = ["UnicodeText", "space_to_dict", "space_from_dict", "from_wire", "exact_cast", "owned",
            "not_in_space", "short_repr", "to_jsonable"]
 
@@ -415,25 +417,6 @@ def _misfit(value: Any, space: spaces.Space, path: str) -> str | None:
         return None
     shown = value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value
     return f"{at}{short_repr(shown)} is not in {space}"
-
-
-def short_repr(value: Any, limit: int = 80) -> str:
-    """``repr(value)`` cut to ``limit`` characters, for quoting a value in an error message
-    (an action may hold a whole program).
-
-    Args:
-        value: The value to quote.
-        limit: The longest text returned, the "..." that marks a cut included.
-
-    Returns:
-        The text.
-
-    Example:
-        >>> short_repr("x" * 100, 10)
-        "'xxxxxx..."
-    """
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def to_jsonable(value: Any) -> Any:

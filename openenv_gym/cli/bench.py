@@ -17,6 +17,7 @@ import numpy as np
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from openenv_gym._text import cut
 from openenv_gym.cli._args import (
     add_env_kwargs,
     exit_codes,
@@ -61,7 +62,7 @@ def _short(value: Any, limit: int = 80) -> str:
         text = json.dumps(value)
     except (TypeError, ValueError):
         text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return cut(text, limit)
 
 
 def _batched(action: Any, single: Any, num_envs: int) -> Any:

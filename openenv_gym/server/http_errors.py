@@ -32,9 +32,9 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from openenv_gym._text import cut, short_repr
 from openenv_gym.errors import OpenEnvError, error_from_wire, error_to_wire
 from openenv_gym.protocol.wire import MAX_FRAME
-from openenv_gym.spaces import short_repr
 
 __all__ = ["ErrorBody", "ErrorDetail", "ErrorRoute", "HeadAsGet", "LocalOnly", "error_responses", "install"]
 
@@ -401,7 +401,7 @@ def install(app: FastAPI, max_body_size: int, bodies: dict[str, type[BaseModel]]
         # Starlette's own refusals (unknown path, wrong method, body too large or unreadable)
         # in the same shape as ours.
         path = request.url.path
-        path = path if len(path) <= 80 else path[:77] + "..."  # a path may be ~100 KB long
+        path = cut(path)  # a path may be ~100 KB long
         where = f"{request.method} {path}"
         headers = dict(exc.headers or {})
         allow = next((v for k, v in headers.items() if k.lower() == "allow"), "other methods")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from openenv_gym._text import short_repr
 from openenv_gym.errors import (
     InvalidRequestError,
     ResetNeededError,
@@ -283,8 +284,10 @@ class SessionManager:
             expired = (f", or expired after {self.idle_timeout:g} s without a call (the server's "
                        "--idle-timeout; 0 keeps sessions until they are closed)"
                        if self.idle_timeout is not None else "")
+            # Cut: a caller's id may be megabytes, which a reply must not echo back (the
+            # server's own ids, 32 characters, are quoted whole).
             raise SessionNotFoundError(
-                f"no session {_quoted(sid)}: it was never created, or was closed{expired}; reset() "
+                f"no session {short_repr(sid)}: it was never created, or was closed{expired}; reset() "
                 "starts a new one (over HTTP: a reset without a session id)"
             )
         session.last_used = time.monotonic()
@@ -305,7 +308,7 @@ class SessionManager:
         with self._lock:
             session = self._sessions.pop(sid, None) if isinstance(sid, str) else None
         if session is None:
-            raise SessionNotFoundError(f"no session {_quoted(sid)} to close")
+            raise SessionNotFoundError(f"no session {short_repr(sid)} to close")
         session.closed = True  # calls waiting for the one in flight are refused
         if session.lock.acquire(blocking=wait):
             try:
@@ -369,11 +372,3 @@ class SessionManager:
         for env in self._spare:
             env.close()
         self._spare.clear()
-
-
-def _quoted(sid: object) -> str:
-    """A caller's session id as an error quotes it: whole for any id this server hands out
-    (32 characters), cut short for one of megabytes, which a reply must not echo back."""
-    from openenv_gym.spaces import short_repr  # gymnasium: only on this error path, not the CLI's
-
-    return short_repr(sid)
