@@ -53,6 +53,24 @@ def test_a_head_that_leads_out_of_the_workspace_is_not_read(env: GitEnv, tmp_pat
     assert _branch(env, "true", workdir="repo/y") == ""
 
 
+def test_a_git_file_that_leads_out_of_the_workspace_is_not_read(env: GitEnv, tmp_path: Path) -> None:
+    # The worker read the first line of a .git file wherever its link led, though it read
+    # HEAD files only inside the env's folder: here a gitdir line outside names the repo's
+    # own folder, and the field showed its branch.
+    import os
+
+    env.reset()
+    inside = os.path.join(os.path.realpath(env.workspace.work), env.task.repo, ".git")
+    outside = tmp_path / "dot-git"
+    outside.write_text(f"gitdir: {inside}\n")
+    assert _branch(env, f"mkdir z && ln -s {outside} z/.git") == "main"
+    assert _branch(env, "true", workdir="repo/z") == ""
+    # The same line in a linked .git file inside the workspace is read.
+    assert _branch(env, f"printf 'gitdir: {inside}\\n' > ../dot-git && rm z/.git && "
+                        "ln -s ../../dot-git z/.git") == "main"
+    assert _branch(env, "git symbolic-ref HEAD refs/heads/in", workdir="repo/z") == "in"
+
+
 def test_a_head_the_worker_cannot_read_gives_no_branch(env: GitEnv, monkeypatch) -> None:
     # Where the worker is not root (the docker provider; the process provider for most
     # users), `chmod 000 .git/HEAD` made the worker's read raise PermissionError: every

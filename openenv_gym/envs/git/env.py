@@ -182,24 +182,24 @@ class GitEnv(Environment):
         path = os.path.realpath(start)
         work = os.path.realpath(self.workspace.work)
         base = os.path.realpath(self.workspace.base)
-        while path == work or path.startswith(work + os.sep):
-            try:
-                head = _head_file(path, base)
-                ref = _read_start(head).strip() if head else ""
-            except OSError:
-                # The agent's to make unreadable (chmod 000 .git/HEAD, as the worker's user
-                # where it is not root): no branch, not a failed step until the reset.
-                return ""
-            if head == "":
-                return ""
-            if head is not None:
-                branch = (ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/")
-                          else "(detached HEAD)")
-                # HEAD is the agent's to write: a name longer than the field holds is cut,
-                # not a broken observation on every step until the next reset.
-                return branch[:MAX_BRANCH]
-            path = os.path.dirname(path)
-        return ""
+        while (path == work or path.startswith(work + os.sep)) and not _is_repository_top(path):
+            path = os.path.dirname(path)  # as git does: the nearest enclosing repository
+        if path != work and not path.startswith(work + os.sep):
+            return ""
+        try:
+            head = _head_file(path, base)
+            ref = _read_start(head).strip() if head else ""
+        except OSError:
+            # The agent's to make unreadable (chmod 000 .git/HEAD, as the worker's user
+            # where it is not root): no branch, not a failed step until the reset.
+            return ""
+        if head is None:
+            return ""
+        branch = (ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/")
+                  else "(detached HEAD)")
+        # HEAD is the agent's to write: a name longer than the field holds is cut,
+        # not a broken observation on every step until the next reset.
+        return branch[:MAX_BRANCH]
 
     def _info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"score": self.score, "remote": self.workspace.remote_url}
@@ -230,29 +230,36 @@ def _read_start(path: str) -> str:
         return f.read(MAX_BRANCH + 4096)
 
 
+def _is_repository_top(folder: str) -> bool:
+    """Whether ``folder`` is the top of a repository, as git tells: its ``.git`` is a folder
+    holding a HEAD, or a file (``gitdir: ...``). If not, git looks in its parent."""
+    dot_git = os.path.join(folder, ".git")
+    if os.path.isdir(dot_git):
+        return os.path.lexists(os.path.join(dot_git, "HEAD"))
+    return os.path.isfile(dot_git)
+
+
 def _head_file(folder: str, base: str) -> str | None:
-    """The HEAD file of the repository whose top is ``folder``: None when ``folder`` has no
-    ``.git`` (look in its parent), "" when its ``.git`` leads nowhere readable in ``base``.
+    """The HEAD file of the repository whose top is ``folder``, or None if it leads nowhere
+    readable in ``base``.
 
     ``.git`` may be a file naming the repository's folder (``gitdir: ...``): a linked
     worktree (``git worktree add``), a submodule, ``git init --separate-git-dir``. Only
-    HEAD files in the env's folder ``base`` (what its commands may write) are read: the
-    agent's links could lead anywhere, and the worker reads them unconfined.
+    files in the env's folder ``base`` (what its commands may write), that ``.git`` file
+    and HEAD alike, are read: the agent's links could lead anywhere, and the worker reads
+    them unconfined.
     """
-    dot_git = os.path.join(folder, ".git")
-    if os.path.isdir(dot_git):
-        git_dir = dot_git
-    elif os.path.isfile(dot_git):
-        line = _read_start(dot_git).split("\n", 1)[0]
+    git_dir = os.path.join(folder, ".git")
+    if not os.path.isdir(git_dir):
+        if not _inside(os.path.realpath(git_dir), base):
+            return None
+        line = _read_start(git_dir).split("\n", 1)[0]
         if not line.startswith("gitdir: "):
-            return ""
+            return None
         git_dir = os.path.join(folder, line[len("gitdir: "):].strip())
-    else:
-        return None
-    head = os.path.join(git_dir, "HEAD")
-    if git_dir is dot_git and not os.path.lexists(head):
-        return None  # no repository here: git looks further up too
-    head = os.path.realpath(head)
-    if not head.startswith(base + os.sep) or not os.path.isfile(head):
-        return ""
-    return head
+    head = os.path.realpath(os.path.join(git_dir, "HEAD"))
+    return head if _inside(head, base) and os.path.isfile(head) else None
+
+
+def _inside(path: str, base: str) -> bool:
+    return path.startswith(base + os.sep)
