@@ -852,6 +852,7 @@ class RemoteVectorEnv(VectorEnv):
 
         Raises:
             gym.error.NoAsyncCallError: No step is in flight.
+            gym.error.ClosedEnvironmentError: The vector env is closed (a pending step too).
             WorkerError: A worker failed and ``on_worker_error="raise"``.
             InvalidActionError: An action did not fit (that env did not step).
         """
@@ -916,6 +917,9 @@ class RemoteVectorEnv(VectorEnv):
         once the replies are read, the next step asks for a reset, as :meth:`_usual_step`'s."""
         if exchange is None:
             if self._pending is None:
+                # close() drops a pending step: after it, say the env is closed (as
+                # AsyncVectorEnv does), not that step_async was never called.
+                self.pool  # raises ClosedEnvironmentError once closed
                 self._refuse_inherited()  # a fork's copy of a step pending at the fork: reset first
                 raise gym.error.NoAsyncCallError("step_wait called without step_async", "step")
             exchange = self._receive()

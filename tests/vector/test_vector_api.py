@@ -399,3 +399,15 @@ def test_render_without_a_render_mode_gives_one_none_per_env_as_gymnasium() -> N
     finally:
         envs.close()
         local.close()
+
+
+def test_step_wait_after_close_says_closed_as_async_vector_env() -> None:
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id="CartPole-v1", provider="process")
+    envs.reset(seed=0)
+    envs.step_async(np.array([0, 1]))
+    envs.close()  # drops the pending step
+    # was: NoAsyncCallError "step_wait called without step_async", though it was called
+    with pytest.raises(gym.error.ClosedEnvironmentError):
+        envs.step_wait()
+    with pytest.raises(gym.error.ClosedEnvironmentError):
+        envs.step_wait_per_env()
