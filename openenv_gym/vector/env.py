@@ -524,6 +524,10 @@ class RemoteVectorEnv(VectorEnv):
             cmd = np.full(self.num_envs, SKIP, dtype=np.uint8)
             cmd[todo] = RESET
             self._run(cmd, seeds=seeds, options=options)
+            # Sent: every env reset here starts its step count over, also one whose reset
+            # raises (as a TimeLimit zeroes its count before the env's reset runs) and those
+            # reset before another's raised; kept, it would end their episodes early.
+            self._elapsed[todo] = 0
             if on_sent is not None and attempt == 0:
                 on_sent()
             done, infos, _, errors, failures = self._collect(self._receive())
