@@ -243,6 +243,7 @@ class RemoteVectorEnv(VectorEnv):
                  copy: bool = True, shared_memory: bool | None = None,
                  env_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         _check_positive_int("num_envs", num_envs)
+        num_envs = int(num_envs)  # np.int64(4) too: num_envs is an int, as Gymnasium's vector envs'
         #: The step or reset in flight: its commands and the workers it went to.
         self._pending: tuple[np.ndarray, list[int], bool] | None = None
         #: The thread that sent :attr:`_pending` (other threads' calls wait for it to gather).

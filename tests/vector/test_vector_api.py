@@ -411,3 +411,13 @@ def test_step_wait_after_close_says_closed_as_async_vector_env() -> None:
         envs.step_wait()
     with pytest.raises(gym.error.ClosedEnvironmentError):
         envs.step_wait_per_env()
+
+
+def test_num_envs_is_an_int_when_given_a_numpy_integer() -> None:
+    envs = RemoteVectorEnv(np.int64(2), "echo", provider="process")
+    try:
+        # was: np.int64, where SyncVectorEnv's and AsyncVectorEnv's num_envs is always an int
+        assert type(envs.num_envs) is int and envs.num_envs == 2
+        assert envs.observation_space["length"].shape == (2,)
+    finally:
+        envs.close()
