@@ -35,7 +35,6 @@ from typing import AbstractSet, Any, Callable, Iterator, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector.utils import batch_space
@@ -51,7 +50,6 @@ from openenv_gym.client.kwargs import (
 )
 from openenv_gym.client.spec import call_timeout, read_spec
 from openenv_gym.errors import (
-    InvalidActionError,
     InvalidRequestError,
     OpenEnvError,
     ProviderUnavailableError,
@@ -70,13 +68,12 @@ from openenv_gym.protocol.slices import (
     STEP,
     STEP_AUTORESET,
     STEP_THEN_RESET,
-    is_flat,
-    valid_rows,
 )
 from openenv_gym.providers import get_provider, provider_options_dict
 from openenv_gym.providers.base import Worker
-from openenv_gym.spaces import exact_cast, from_wire, owned
-from openenv_gym.vector.batch import BatchBuffer, batch_infos, split_actions
+from openenv_gym.spaces import from_wire, owned
+from openenv_gym.vector.actions import BatchActions
+from openenv_gym.vector.batch import BatchBuffer, batch_infos
 from openenv_gym.vector.pool import WorkerFailure, WorkerPool
 from openenv_gym.vector.slices import RemoteSlice
 
@@ -320,22 +317,8 @@ class RemoteVectorEnv(VectorEnv):
         self._step_infos: dict[int, dict[str, Any]] = {}
         #: ``{env: (final_obs, final_info)}`` of the last step (``SAME_STEP``), for SB3.
         self.last_final: dict[int, tuple[Any, dict[str, Any]]] = {}
-        self._flat_action = is_flat(self.single_action_space)
-        single = self.single_action_space
-        #: [start, end) of a Discrete action space, checked on every step.
-        self._discrete_bounds = (int(single.start), int(single.start + single.n)) \
-            if isinstance(single, spaces.Discrete) else None
-        self._actions_as_sent = isinstance(self.single_action_space, spaces.Box) \
-            and bool(spec.get("actions_as_sent"))
-        #: Each env's check of a text or mapping action before a batch is sent (as its worker
-        #: checks it), or None: array actions are checked as a whole batch, and an env that
-        #: checks its actions its own way is left to do so.
-        self._action_check = None
-        if not self._flat_action:
-            # pydantic (the check of a model's actions) loads only for envs that need it.
-            from openenv_gym.vector.precheck import action_checker  # noqa: PLC0415
-
-            self._action_check = action_checker(spec, single)
+        #: Checks a step's batch of actions before anything is sent, and shapes what is sent.
+        self._actions = BatchActions(self.single_action_space, self.action_space, num_envs, spec)
         self._step_cmd = np.zeros(num_envs, dtype=np.uint8)
         self._bounds = [(g[0], g[-1] + 1) for g in self._pool.groups]
         # Infos the env declares (``info_types``) come in columns: their values for every env,
@@ -579,7 +562,7 @@ class RemoteVectorEnv(VectorEnv):
         no time limit ending episodes in the same message, the envs this process's own."""
         pool = self._pool
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
-        return (pool is not None and self._flat_action and self._obs.flat
+        return (pool is not None and self._actions.flat and self._obs.flat
                 and self._reset_needed is None and not self._lost and not self._restart_seeds
                 and not pool.inherited
                 and (not same_step or self.max_episode_steps is None)
@@ -598,10 +581,9 @@ class RemoteVectorEnv(VectorEnv):
         command = STEP_AUTORESET if same_step else STEP
         cmd = self._step_cmd
         cmd.fill(command)
-        acts = self._action_batch(actions)
-        self._refuse_out_of_space(acts, cmd)
+        to_send = self._actions.to_send(self._actions.batch(actions), actions, cmd)
         try:
-            self._run(cmd, self._column_or_rows(acts, actions), any_skipped=False, uniform=command)
+            self._run(cmd, to_send, any_skipped=False, uniform=command)
             exchange = self._receive()
         except BaseException:
             self._forget_sent()
@@ -707,7 +689,7 @@ class RemoteVectorEnv(VectorEnv):
                                                     "step")
         if self._reset_needed is not None:
             raise ResetNeededError(self._reset_needed)
-        acts = self._action_batch(actions, per_env)
+        acts = self._actions.batch(actions, per_env)
         mode = self.autoreset_mode
         cmd = self._step_cmd
         # The one command every env gets, when it is one (the usual step).
@@ -733,11 +715,7 @@ class RemoteVectorEnv(VectorEnv):
         if self._lost:
             cmd[list(self._lost)] = SKIP
             uniform = None
-        if self._flat_action:
-            self._refuse_out_of_space(acts, cmd)
-            acts = self._column_or_rows(acts, actions)
-        elif self._action_check is not None:
-            self._refuse_invalid(acts, cmd)
+        acts = self._actions.to_send(acts, actions, cmd)
         seeds = None
         if self._restart_seeds:
             seeds = [self._restart_seeds.get(i) if cmd[i] == RESET else None
@@ -748,105 +726,6 @@ class RemoteVectorEnv(VectorEnv):
         for i, s in enumerate(seeds or ()):
             if s is not None:
                 del self._restart_seeds[i]
-
-    def _action_batch(self, actions: Any, per_env: bool = False) -> Any:
-        """The batched action (or, ``per_env``, the per-env actions) as an array (flat spaces)
-        or a list of per-env values."""
-        single = self.single_action_space
-        if not self._flat_action:
-            acts = list(actions) if per_env else split_actions(self.action_space, actions)
-            if len(acts) != self.num_envs:
-                raise InvalidRequestError(f"got {len(acts)} actions for {self.num_envs} envs")
-            return acts
-        arr = np.asarray(actions)
-        if arr.ndim == 0 or len(arr) != self.num_envs:
-            raise InvalidRequestError(f"got {1 if arr.ndim == 0 else len(arr)} actions for "
-                                      f"{self.num_envs} envs")
-        if not isinstance(single, spaces.Box) and arr.dtype.kind not in "iub":
-            if isinstance(single, spaces.MultiBinary) and arr.dtype.kind == "f" and np.isin(arr, (0, 1)).all():
-                # MultiBinary.contains takes floats 0./1. (SB3's Bernoulli policies send
-                # float32), as a local env does: the column holds them exactly.
-                arr = arr.astype(single.dtype)
-            else:
-                # A column of integers would silently truncate 0.5 to 0: refuse, as contains() does.
-                raise InvalidActionError(f"actions for {single} must be integers, got dtype {arr.dtype}")
-        elif arr.dtype.kind not in "biuf":
-            # Text reached numpy's isfinite (a bare TypeError); complex numbers lost their
-            # imaginary part in the column with only numpy's warning.
-            raise InvalidActionError(f"actions for {single} must be numbers, got dtype {arr.dtype}")
-        if arr.shape[1:] != single.shape:
-            # Written into the action column, it failed with numpy's "could not broadcast".
-            raise InvalidActionError(f"actions for {self.num_envs} envs of {single} must have shape "
-                                     f"{(self.num_envs, *single.shape)}, got {arr.shape}")
-        return arr
-
-    def _column_or_rows(self, arr: np.ndarray, given: Any) -> np.ndarray | list[Any]:
-        """``arr`` for the action column, or the rows to travel inline: ``given``'s own rows
-        (the caller's list) or ``arr``'s in their own dtype."""
-        if not self._actions_as_sent or arr.dtype.kind not in "fiu":
-            return arr
-        if isinstance(given, (list, tuple)) and isinstance(self.single_action_space, spaces.Box) \
-                and not all(isinstance(row, np.ndarray) for row in given):
-            # SyncVectorEnv hands each env its row as given: a list of Python numbers, which a
-            # float32-state env (MountainCarContinuous) adds in float32 where the same numbers
-            # as an np.float64 or np.int64 row turn its state float64. The env's parse_action
-            # keeps a list of numbers (or a shape-() Box's number) as sent. A list of arrays
-            # (space.sample()'s) is a batch of arrays, as an array's rows are.
-            return list(given)
-        if arr.dtype != self.single_action_space.dtype:
-            # The column holds the space's dtype: float64 actions written there would reach an
-            # env that takes them as sent (Gym-v0) rounded to float32, where a local env gets
-            # them as they are. Other envs cast every action to their space anyway: the column
-            # serves them.
-            return list(arr)
-        return arr
-
-    def _refuse_out_of_space(self, arr: np.ndarray, cmd: np.ndarray) -> None:
-        """Refuse a batch in which an env that steps has an action outside the action space,
-        before anything is sent: refused by its worker, it stopped only that env, while the
-        others stepped and the caller never saw their rewards and episode ends."""
-        single = self.single_action_space
-        if self._discrete_bounds is not None:
-            low, high = self._discrete_bounds
-            if len(arr) <= 64:  # every step: Python's min/max beat numpy's reductions on a short list
-                values = arr.tolist()
-                lowest, highest = min(values), max(values)
-            else:
-                lowest, highest = arr.min(), arr.max()
-            if low <= lowest and highest < high:  # the usual batch
-                return
-            ok = (arr >= low) & (arr < high)
-        else:
-            # As the worker reads the action: float rows cast to the space's dtype (the
-            # column), or as sent (actions_as_sent: only finiteness is checked, in the dtype
-            # that is sent). Integers are checked before the cast, which would wrap 256 to 0 in
-            # a uint8 column where Gymnasium's contains() refuses 256.
-            if self._actions_as_sent or arr.dtype.kind in "iub":
-                column, exact = arr, None
-            else:  # 1.5 into an integer column is refused, as the single env's from_wire does
-                column, exact = exact_cast(arr, single.dtype)
-            ok = valid_rows(single, column, bounds=not self._actions_as_sent)
-            if exact is not None:
-                ok &= exact.reshape(len(arr), -1).all(axis=1)
-            if ok.all():
-                return
-        bad = np.flatnonzero(~ok & (cmd < RESET))  # an env being reset ignores its action
-        if bad.size:
-            i = int(bad[0])
-            raise InvalidActionError(f"env {i}: action {arr[i].tolist()!r} is not in the action "
-                                     f"space {single}; no env stepped")
-
-    def _refuse_invalid(self, acts: list[Any], cmd: np.ndarray) -> None:
-        """Refuse a batch of text or mapping actions in which an env that steps has one its
-        worker would refuse, before anything is sent (as :meth:`_refuse_out_of_space` does for
-        arrays): refused by its worker, it stopped only that env, while the others stepped
-        and the caller never saw their rewards and episode ends."""
-        check = self._action_check
-        for i, c in enumerate(cmd.tolist()):
-            if c < RESET:  # an env being reset (or skipped) ignores its action
-                problem = check(acts[i])  # type: ignore[misc]
-                if problem is not None:
-                    raise InvalidActionError(f"env {i}: {problem}; no env stepped")
 
     @_gathering
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -1078,7 +957,7 @@ class RemoteVectorEnv(VectorEnv):
         slices = pool.slices
         workers: list[int] = []
         extras: dict[int, dict[str, Any]] = {}
-        in_column = self._flat_action and isinstance(actions, np.ndarray)
+        in_column = self._actions.flat and isinstance(actions, np.ndarray)
         for w, (lo, hi) in enumerate(self._bounds):
             part = cmd[lo:hi]
             if any_skipped and (part == SKIP).all():

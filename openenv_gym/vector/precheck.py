@@ -1,7 +1,7 @@
 """The trainer's check of text and mapping actions before a vector step sends any of them.
 
 Array actions (Discrete, MultiDiscrete, MultiBinary, Box) are checked for the whole batch by
-``RemoteVectorEnv._refuse_out_of_space``. The other actions (Echo's, Coding's and Git's
+:class:`~openenv_gym.vector.actions.BatchActions`. The other actions (Echo's, Coding's and Git's
 pydantic models; a ``Gym-v0`` env's Text, Dict or Tuple) are checked here, one env at a
 time, with the rule their worker applies — so that a batch in which one env's action is bad
 steps no env, instead of stepping the others and losing their rewards and episode ends.

@@ -97,11 +97,11 @@ def test_an_env_that_casts_its_actions_keeps_float64_rows_on_the_column() -> Non
     try:
         assert "actions_as_sent" not in envs.remote_spec and gym_v0.remote_spec["actions_as_sent"]
         rows = np.random.default_rng(0).uniform(-1, 1, size=(2, 20))
-        assert isinstance(envs._column_or_rows(envs._action_batch(rows), rows), np.ndarray)  # the column, not rows
-        assert isinstance(gym_v0._column_or_rows(gym_v0._action_batch(rows[:, :1]), rows[:, :1]), list)
+        assert isinstance(envs._actions.for_column(envs._actions.batch(rows), rows), np.ndarray)  # the column, not rows
+        assert isinstance(gym_v0._actions.for_column(gym_v0._actions.batch(rows[:, :1]), rows[:, :1]), list)
         # space.sample()'s float32 arrays in a list keep the column, as the same array would.
         samples = [gym_v0.single_action_space.sample() for _ in range(2)]
-        assert isinstance(gym_v0._column_or_rows(gym_v0._action_batch(samples), samples), np.ndarray)
+        assert isinstance(gym_v0._actions.for_column(gym_v0._actions.batch(samples), samples), np.ndarray)
         envs.reset(seed=3)
         wide = [envs.step(rows)[:4] for _ in range(3)]
         envs.reset(seed=3)
