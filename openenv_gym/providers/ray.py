@@ -35,6 +35,7 @@ import re  # noqa: E402
 import stat  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Mapping  # noqa: E402
 from typing import Any, Iterable, Iterator, Sequence  # noqa: E402
 
 try:
@@ -330,6 +331,24 @@ class RayWorker(Worker):
             return f"(logs unavailable: the actor is gone: {type(exc).__name__})"
 
 
+def _checked_resources(resources: Any) -> dict[str, float]:
+    """``resources`` as Ray's actor options take it, or an :class:`InvalidRequestError` naming
+    the option: Ray only checks it when the first worker is placed, after a local Ray was
+    started, and then raised a bare ``ValueError`` or ``TypeError`` of its own."""
+    if resources is None:
+        return {}
+    if not isinstance(resources, Mapping) or not all(isinstance(k, str) for k in resources):
+        raise InvalidRequestError(f"resources must be a dict of resource names and amounts, "
+                                  f"e.g. {{'docker': 1}}; got {resources!r}")
+    for name, amount in resources.items():
+        if name in ("CPU", "GPU"):
+            raise InvalidRequestError(f"resources cannot name {name!r}: Ray takes CPUs and GPUs "
+                                      "only through their own options (num_cpus= here)")
+        if not (is_finite(amount) and amount >= 0):
+            raise InvalidRequestError(f"resources[{name!r}] must be a number >= 0, got {amount!r}")
+    return dict(resources)
+
+
 def _kill_actor(actor: Any) -> None:
     """Kill ``actor`` for good; quietly nothing when it, or the Ray it ran on, is gone."""
     try:
@@ -399,6 +418,8 @@ class RayProvider(Provider):
                  init_kwargs: dict[str, Any] | None = None, isolation: str = "process",
                  docker_options: dict[str, Any] | None = None, local_sockets: bool = True,
                  cgroups: bool = True, private_tmp: bool = True) -> None:
+        if not isinstance(strategy, str):  # str.upper() raised a bare AttributeError
+            raise InvalidRequestError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
         strategy = strategy.upper()
         if isolation not in ("process", "docker"):
             raise InvalidRequestError(f"isolation must be 'process' or 'docker', got {isolation!r}")
@@ -418,7 +439,7 @@ class RayProvider(Provider):
                 raise InvalidRequestError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
         self.address = address
         self.num_cpus = float(num_cpus)
-        self.resources = dict(resources or {})
+        self.resources = _checked_resources(resources)
         self.strategy = strategy
         self.node_id = node_id
         self.host = host

@@ -34,6 +34,30 @@ def test_a_bad_option_is_an_openenv_error_as_every_refused_argument_is(options, 
         RayProvider(**options)
 
 
+@pytest.mark.parametrize("options, message", [
+    ({"strategy": 5}, "strategy must be one of"),
+    ({"strategy": None}, "strategy must be one of"),
+    ({"resources": {"CPU": 1}}, "num_cpus="),
+    ({"resources": {"GPU": 1}}, "num_cpus="),
+    ({"resources": {"docker": -1}}, r"resources\['docker'\] must be a number >= 0, got -1"),
+    ({"resources": {"docker": "1"}}, r"resources\['docker'\] must be a number >= 0"),
+    ({"resources": {"docker": math.nan}}, r"resources\['docker'\] must be a number >= 0"),
+    ({"resources": "docker"}, "resources must be a dict"),
+    ({"resources": {1: 1}}, "resources must be a dict"),
+])
+def test_a_bad_strategy_or_resources_is_refused_when_made(options, message) -> None:
+    # Ray checked resources only when the first worker was placed (after starting a local
+    # Ray) and raised its own bare ValueError/TypeError; a non-str strategy an AttributeError.
+    from openenv_gym.errors import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match=message):
+        RayProvider(**options)
+
+
+def test_good_custom_resources_are_taken() -> None:
+    assert RayProvider(resources={"docker": 1, "slot": 0.5}).resources == {"docker": 1, "slot": 0.5}
+
+
 def test_nan_cpus_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="num_cpus must be a number >= 0, got nan"):
         RayProvider(num_cpus=math.nan)
