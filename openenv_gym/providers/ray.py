@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import concurrent.futures  # noqa: E402
 import contextlib  # noqa: E402
+import ipaddress  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
@@ -349,6 +350,14 @@ def _checked_resources(resources: Any) -> dict[str, float]:
     return dict(resources)
 
 
+def _unspecified(host: str) -> bool:
+    """Whether ``host`` binds every interface (``0.0.0.0``, ``::``, ``""``)."""
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:  # a name ("localhost") or "node"
+        return host == ""
+
+
 def _kill_actor(actor: Any) -> None:
     """Kill ``actor`` for good; quietly nothing when it, or the Ray it ran on, is gone."""
     try:
@@ -431,6 +440,11 @@ class RayProvider(Provider):
                              f"strategy={strategy!r} (use SPREAD or DEFAULT)")
         if not (is_finite(num_cpus) and num_cpus >= 0):
             raise InvalidRequestError(f"num_cpus must be a number >= 0, got {num_cpus!r}")
+        if not isinstance(host, str) or _unspecified(host):
+            # A wildcard bound every interface of every node, and the trainer was handed
+            # tcp://0.0.0.0:PORT, which from another host reaches no worker.
+            raise InvalidRequestError(f"host must be '127.0.0.1' (one machine) or 'node' (each "
+                                      f"node's own IP, for trainers on other hosts), got {host!r}")
         for name, value in (("startup_timeout", startup_timeout), ("placement_timeout", placement_timeout),
                             ("alive_timeout", alive_timeout), ("regroup_timeout", regroup_timeout)):
             # Ray takes a negative timeout for a broken invariant and aborts this process

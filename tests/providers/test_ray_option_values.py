@@ -54,6 +54,21 @@ def test_a_bad_strategy_or_resources_is_refused_when_made(options, message) -> N
         RayProvider(**options)
 
 
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "", 5, None])
+def test_a_wildcard_or_non_text_host_is_refused_when_made(host: object) -> None:
+    # 0.0.0.0 bound every interface of every node and gave the trainer tcp://0.0.0.0:PORT
+    # (no worker from another host); 5 failed the actor's start with "expected str, ... not int".
+    from openenv_gym.errors import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match="host must be '127.0.0.1' .* or 'node'"):
+        RayProvider(host=host)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "node", "localhost", "::1", "10.0.0.5"])
+def test_an_interface_host_is_taken(host: str) -> None:
+    assert RayProvider(host=host).host == host
+
+
 def test_good_custom_resources_are_taken() -> None:
     assert RayProvider(resources={"docker": 1, "slot": 0.5}).resources == {"docker": 1, "slot": 0.5}
 
