@@ -440,6 +440,17 @@ class RayProvider(Provider):
                              f"strategy={strategy!r} (use SPREAD or DEFAULT)")
         if not (is_finite(num_cpus) and num_cpus >= 0):
             raise InvalidRequestError(f"num_cpus must be a number >= 0, got {num_cpus!r}")
+        if address is not None and not isinstance(address, str):
+            raise InvalidRequestError(f"address must be a str such as 'HOST:6379', 'auto', 'local' "
+                                      f"or 'ray://HOST:10001' (or None), got {address!r}")
+        for name, value in (("runtime_env", runtime_env), ("init_kwargs", init_kwargs),
+                            ("docker_options", docker_options)):
+            # dict("x") raised "dictionary update sequence element #0 has length 1", naming
+            # nothing; Ray refused a runtime_env only at the first placement, once started.
+            if value is not None and not (isinstance(value, Mapping)
+                                          and all(isinstance(k, str) for k in value)):
+                raise InvalidRequestError(f"{name} must be a dict of option names and values "
+                                          f"(or None), got {value!r}")
         if not isinstance(host, str) or _unspecified(host):
             # A wildcard bound every interface of every node, and the trainer was handed
             # tcp://0.0.0.0:PORT, which from another host reaches no worker.

@@ -69,6 +69,20 @@ def test_an_interface_host_is_taken(host: str) -> None:
     assert RayProvider(host=host).host == host
 
 
+@pytest.mark.parametrize("options, name", [({"address": 6379}, "address"), ({"init_kwargs": "x"}, "init_kwargs"),
+                                           ({"docker_options": ["x"]}, "docker_options"),
+                                           ({"runtime_env": "pip"}, "runtime_env"),
+                                           ({"runtime_env": {1: "x"}}, "runtime_env")])
+def test_an_option_of_the_wrong_type_is_refused_by_name(options, name) -> None:
+    # address=6379 raised "expected string or bytes-like object, got 'int'", init_kwargs="x"
+    # "dictionary update sequence element #0 has length 1"; runtime_env="pip" was refused by
+    # Ray only at the first placement, after a local Ray had been started for it.
+    from openenv_gym.errors import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match=f"^{name} must be"):
+        RayProvider(**options)
+
+
 def test_good_custom_resources_are_taken() -> None:
     assert RayProvider(resources={"docker": 1, "slot": 0.5}).resources == {"docker": 1, "slot": 0.5}
 
