@@ -52,13 +52,13 @@ import os
 import re
 import secrets
 import shlex
-import shutil
 import stat
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from openenv_gym.envs._exec import ExecResult, Limits
+from openenv_gym.envs._files import remove_tree
 
 if TYPE_CHECKING:
     from openenv_gym.envs.git.tasks import Task
@@ -509,7 +509,7 @@ def unittest(ctx: CheckContext, repo: str, tests: int, pattern: str = "test*.py"
         tree = _export(ctx, repo, rev, parent)
         return tree is not None and _unittest_in(ctx, tree, tests, pattern)
     finally:
-        shutil.rmtree(parent, ignore_errors=True)
+        remove_tree(parent)  # the commit's tree is the agent's: any depth
 
 
 def _unittest_in(ctx: CheckContext, folder: str, tests: int, pattern: str) -> bool:
@@ -642,7 +642,8 @@ def run_check(ctx: CheckContext, default_repo: str, kind: str, params: dict[str,
             elif field in REV_FIELDS and isinstance(value, str):
                 params[field] = _branch_first(ctx, repo, value, branches)
         return bool(CHECKS[kind](ctx, repo, **params))
-    except (TypeError, ValueError, OSError, re.error):
+    except (TypeError, ValueError, OSError, re.error, RecursionError):
+        # RecursionError: os.walk of folders the agent nested deeper than Python recurses.
         return False
 
 
