@@ -806,10 +806,14 @@ def python_argv(prelude_limits: Limits, script: str, *args: str, gate: int | Non
     and ``help()`` are defined as ``site`` would (``_sitebuiltins`` is frozen: no file read).
     """
     pairs = [(_RLIMITS[k], v) for k, v in prelude_limits.resolved().items()]
+    # The hard limit too, as bash's ``ulimit`` sets it: under a soft limit alone the code raised
+    # it back up to an inherited finite hard one (open files 256 -> 20000, the process budget
+    # to the user's whole hard RLIMIT_NPROC: no fork bound left where there is no cgroup).
     prelude = ("import resource as _r, sys as _s, builtins as _b\n"
                f"for _w, _v in {pairs!r}:\n"
                "    _h = _r.getrlimit(_w)[1]\n"
-               "    _r.setrlimit(_w, (_v, _v) if _h == _r.RLIM_INFINITY else (min(_v, _h), _h))\n"
+               "    _v = _v if _h == _r.RLIM_INFINITY else min(_v, _h)\n"
+               "    _r.setrlimit(_w, (_v, _v))\n"
                f"_s.path.extend({site_folders()!r})\n"
                "def _quit(code=None):\n"
                "    raise SystemExit(code)\n"
