@@ -119,10 +119,11 @@ class GitEnv(Environment):
     def step(self, action: GitAction):
         """Run the command, then score the workspace.
 
-        A ``workdir`` that leaves the workspace or does not exist runs nothing: the
-        observation says so with exit code 1, as a shell's failed ``cd`` would, and the
-        episode goes on (an agent's wrong folder is its mistake to learn from, not an error
-        that stops a vector env's step for every env).
+        A ``workdir`` that leaves the workspace, does not exist or cannot be entered (the
+        agent took its rights: ``chmod 000``) runs nothing: the observation says so with exit
+        code 1, as a shell's failed ``cd`` would, and the episode goes on (an agent's wrong
+        folder is its mistake to learn from, not an error that stops a vector env's step for
+        every env).
 
         Returns:
             ``(observation, reward, terminated, truncated, info)``.
@@ -132,7 +133,16 @@ class GitEnv(Environment):
         if wrong:
             result = ExecResult(stdout=f"{wrong} (nothing was run)\n", exit_code=1)
         elif action.command.strip():
-            result = self.workspace.command(action.command, timeout, cwd)
+            try:
+                result = self.workspace.command(action.command, timeout, cwd)
+            except OSError as exc:
+                if exc.filename != cwd:
+                    raise
+                # The agent's own doing (chmod 000 of its repo): every later step raised, until
+                # a reset. A shell's cd says so too, and a command from the workspace undoes it.
+                name = os.path.relpath(str(cwd), os.path.realpath(self.workspace.work))
+                result = ExecResult(stdout=f"workdir {short_repr(name)} cannot be entered: "
+                                           f"{exc.strerror} (nothing was run)\n", exit_code=1)
         else:
             result = ExecResult()
         previous = self.score
