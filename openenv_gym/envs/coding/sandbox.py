@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import select
+import stat
 import tempfile
 import time
 from dataclasses import replace
@@ -238,6 +239,21 @@ class Conversation:
         self._control = self._status = -1
 
 
+def _usable_folder(path: str) -> None:
+    """Make ``path`` a folder its owner may enter again: its rights given back, or a new empty
+    one where a child removed it or left a link or a file in its place (never followed)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        os.mkdir(path, 0o700)
+        return
+    if not stat.S_ISDIR(mode):
+        os.unlink(path)
+        os.mkdir(path, 0o700)
+    else:
+        os.chmod(path, 0o700)
+
+
 #: Largest answer a child may send (a bigger one counts as no answer).
 MAX_ANSWER = 16 << 20
 
@@ -270,6 +286,11 @@ class Repl:
         """Start the interpreter (returns at once; it boots while the agent thinks)."""
         self.stop()
         self.cells = 0
+        # The last interpreter may have locked its folder (chmod 000 ., of runs/ too) or moved
+        # it away: the next one (it holds no capability, even as root) could not start in it,
+        # and every later cell of the episode raised PermissionError to the trainer.
+        os.chmod(self.sandbox.runs, 0o700)
+        _usable_folder(self.sandbox.workdir)
         # No CPU rlimit: it would add up over the whole episode; each cell has a wall clock.
         self.conversation = Conversation(self.sandbox, replace(self.sandbox.limits, cpu_seconds=None), "repl")
 
