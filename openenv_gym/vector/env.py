@@ -1355,13 +1355,17 @@ class RemoteVectorEnv(VectorEnv):
 
     def _sub_env_spec(self) -> EnvSpec | None:
         """What ``gym.make`` gives each sub-env as its spec, as a ``SyncVectorEnv`` made by
-        ``gym.make_vec`` holds: this env's spec without ``make_vec``'s own kwargs. None for a
+        ``gym.make_vec`` holds: this env's spec without ``make_vec``'s own kwargs, its
+        ``max_episode_steps`` the served env's own limit where none was given (CartPole-v1's
+        500, as :attr:`RemoteEnv.spec <openenv_gym.client.env.RemoteEnv.spec>`). None for a
         vector env built by its class (as a ``SyncVectorEnv`` of bare envs)."""
         if self.spec is None:
             return None
         kwargs = {k: v for k, v in self.spec.kwargs.items() if k not in _vector_only_kwargs()}
         # A time limit given to make_vec is the sub-env's, as gym.make's TimeLimit holds it.
         limit = self.spec.kwargs.get("max_episode_steps", self.spec.max_episode_steps)
+        if limit is None:  # the served env's own limit, as a single env's spec shows it
+            limit = self.remote_spec.get("max_episode_steps")
         if limit == NO_LIMIT:  # as gym.make's spec after its -1, which the served envs took
             spec = dataclasses.replace(self.spec, kwargs=kwargs, max_episode_steps=None)
             return keep_no_limit(spec, self.info.time_limit_kwarg)

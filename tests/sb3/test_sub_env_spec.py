@@ -51,3 +51,19 @@ def test_spec_is_make_vecs_for_the_same_arguments(num_envs: int) -> None:
     finally:
         venv.close()
         ref.close()
+
+
+def test_spec_without_a_limit_given_has_the_served_env_s_own() -> None:
+    # was: None, where DummyVecEnv's and gym.make's show CartPole-v1's 500 (the served env
+    # applies it; the sub-env spec left it out).
+    venv = RemoteVecEnv("OpenEnv/Gym-v0", 2, env_id="CartPole-v1", provider="process", envs_per_worker=2)
+    ref = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    single = gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider="process")
+    try:
+        specs = venv.get_attr("spec")
+        assert specs[0].max_episode_steps == ref.get_attr("spec")[0].max_episode_steps == 500
+        assert specs[0] == specs[1] == single.spec
+    finally:
+        venv.close()
+        ref.close()
+        single.close()
