@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -245,7 +246,13 @@ class RemoteVecEnv(VecEnv):
         return [False] * len(self._indices(indices))
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        """Frames of every env (``render_mode="rgb_array"``)."""
+        """Frames of every env (``render_mode="rgb_array"``); under another render mode a
+        ``None`` per env and a warning, as ``DummyVecEnv`` and ``SubprocVecEnv`` give."""
+        if self.render_mode != "rgb_array":
+            # The workers' render() would hand back what that mode renders (ansi text), not frames.
+            warnings.warn(f"The render mode is {self.render_mode}, but this method assumes it is "
+                          "`rgb_array` to obtain images.")
+            return [None] * self.num_envs
         return list(self.venv.render())
 
 
