@@ -3,7 +3,8 @@ the framework's, declared in the OpenAPI document.
 
 An env's own exception is an ordinary 500 reply (:class:`ErrorRoute`), not one Starlette
 answers and re-raises, which would close the client's keep-alive connection. Bodies are read
-as standard JSON (no ``NaN``), and one over the size limit is refused before it is read.
+as standard JSON (no ``NaN``), a large one in a worker thread, and one over the size limit
+is refused before it is read.
 
 Example:
     >>> from fastapi import FastAPI
@@ -23,6 +24,7 @@ import socket
 import sys
 from typing import Any, Callable, Coroutine, NamedTuple
 
+import anyio.to_thread
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -141,6 +143,13 @@ def _finite_float(text: str) -> float:
     return value
 
 
+#: Bodies up to this size are parsed on the event loop; larger ones in a worker thread: a
+#: 60 MB body of floats took ~10 s, and held up every other request, ``/health`` included.
+#: (The thread lets the loop run at each float's :func:`_finite_float` call; the C reader
+#: holds the GIL in between, so a single huge string still holds the loop for its scan.)
+_PARSE_INLINE = 1 << 20
+
+
 class _JSONRequest(Request):
     """A request whose body must be standard JSON of finite numbers: Python's ``json`` also
     reads ``NaN`` and ``Infinity`` (and ``1e309`` as infinity), which would reach an env as
@@ -149,26 +158,34 @@ class _JSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
-            try:
-                self._json = json.loads(body, parse_constant=_refuse_constant,
-                                        parse_float=_finite_float)
-            except json.JSONDecodeError:
-                raise  # FastAPI names the position
-            except (ValueError, RecursionError) as exc:
-                # As FastAPI reports a JSON syntax error (422), not as a body it could not
-                # read (400, no reason). Position -1: none, as json names none for these.
-                if isinstance(exc, RecursionError):  # Python's reader nests ~1000 deep at most
-                    reason = ("it nests arrays or objects too deeply for the server's JSON "
-                              "reader (about 1000 levels); send a flatter body")
-                elif isinstance(exc, UnicodeDecodeError):
-                    reason = f"it is not UTF-8 text ({exc.reason} at byte {exc.start})"
-                elif isinstance(exc, _Unreadable):
-                    reason = str(exc)
-                else:  # int(): Python reads integers of up to sys.get_int_max_str_digits() digits
-                    reason = (f"it holds an integer longer than the server reads "
-                              f"({sys.get_int_max_str_digits()} digits at most); send a shorter one")
-                raise json.JSONDecodeError(reason, body.decode("utf-8", "replace"), -1) from None
+            # A thread's round trip costs more than parsing a small body (every step's).
+            if len(body) > _PARSE_INLINE:
+                self._json = await anyio.to_thread.run_sync(_parse, body)
+            else:
+                self._json = _parse(body)
         return self._json
+
+
+def _parse(body: bytes) -> Any:
+    """``body`` read as standard JSON; any reason it cannot be is a :class:`json.JSONDecodeError`."""
+    try:
+        return json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except json.JSONDecodeError:
+        raise  # FastAPI names the position
+    except (ValueError, RecursionError) as exc:
+        # As FastAPI reports a JSON syntax error (422), not as a body it could not
+        # read (400, no reason). Position -1: none, as json names none for these.
+        if isinstance(exc, RecursionError):  # Python's reader nests ~1000 deep at most
+            reason = ("it nests arrays or objects too deeply for the server's JSON "
+                      "reader (about 1000 levels); send a flatter body")
+        elif isinstance(exc, UnicodeDecodeError):
+            reason = f"it is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        elif isinstance(exc, _Unreadable):
+            reason = str(exc)
+        else:  # int(): Python reads integers of up to sys.get_int_max_str_digits() digits
+            reason = (f"it holds an integer longer than the server reads "
+                      f"({sys.get_int_max_str_digits()} digits at most); send a shorter one")
+        raise json.JSONDecodeError(reason, body.decode("utf-8", "replace"), -1) from None
 
 
 class ErrorRoute(APIRoute):
