@@ -35,6 +35,8 @@ def test_the_tables_numbers_are_the_codes() -> None:
     for path, options in HARDENING["tmpfs"].items():
         size = re.search(r"size=(\d+)m", options)[1]
         assert f"`{path}` {size} MiB" in rows["tmpfs"]
+        files = int(re.search(r"nr_inodes=(\d+)", options)[1])
+        assert f"`{path}` {files:,}" in rows["tmpfs"]
     nofile = next(u for u in HARDENING["ulimits"] if u["name"] == "nofile")["soft"]
     fsize = next(u for u in HARDENING["ulimits"] if u["name"] == "fsize")["soft"] >> 20
     assert f"`nofile` {nofile}" in rows["ulimits"] and f"`fsize` {fsize} MiB" in rows["ulimits"]

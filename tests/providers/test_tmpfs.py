@@ -44,6 +44,7 @@ def test_an_untrusted_worker_keeps_its_sandboxes_in_a_tmpfs_only_it_sees() -> No
         assert sandbox.startswith(worker.tmp_path + os.sep), sandbox
         theirs = [m for m in _mounts(worker.pid) if f" {worker.tmp_path} " in m]
         assert len(theirs) == 1 and " - tmpfs " in theirs[0] and "size=65536k" in theirs[0], theirs
+        assert "nr_inodes=65536" in theirs[0], theirs  # files bounded too, as in a container
         assert "noexec" in theirs[0].split(" - ")[0]  # as Docker mounts its /tmp
         # The host sees the empty mount point: neither the mount nor the sandbox.
         assert not [m for m in _mounts() if f" {worker.tmp_path} " in m]

@@ -99,6 +99,16 @@ def _check_disk(outcome: Any) -> str:
     return f"writes stopped at {mib} MiB: {obs['stdout'].split(':', 1)[-1].strip()[:40]}"
 
 
+def _check_files(outcome: Any) -> str:
+    obs = _obs(outcome)
+    # Unbounded, a tmpfs holds half the host's RAM pages in files (millions): each costs the
+    # worker's cleanup after the step far more than it cost the step to make.
+    assert "stopped" in obs["stdout"] and "No space left on device" in obs["stdout"], obs
+    made = int(obs["stdout"].split("stopped")[1].split()[0])
+    assert 0 < made <= 65536, obs
+    return f"folders stopped at {made:,}: {obs['stdout'].split(':', 1)[-1].strip()[:40]}"
+
+
 def _check_flood(outcome: Any) -> str:
     obs = _obs(outcome)
     assert len(obs["stdout"]) < 70_000 and len(obs["stderr"]) < 70_000, len(obs["stdout"])
@@ -288,6 +298,19 @@ ATTACKS = [
             err = exc.strerror
         print("stopped", total, ":", err)
         """, "ENOSPC at the tmpfs size (64 MiB)", _check_disk,
+           process_skip=None if tmpfs_support()[0] else f"no private tmpfs for process workers here: {tmpfs_support()[1]}"),
+    Attack("file fill (empty folders, on the /tmp tmpfs; the process worker's private one)", """
+        import os
+        made = 0
+        err = ""
+        try:
+            while made < 200_000:  # more than the tmpfs holds; a bound should it hold more
+                os.mkdir(f"d{made}")
+                made += 1
+        except OSError as exc:
+            err = exc.strerror
+        print("stopped", made, ":", err)
+        """, "ENOSPC at the tmpfs's file count (65,536)", _check_files, timeout=10.0,
            process_skip=None if tmpfs_support()[0] else f"no private tmpfs for process workers here: {tmpfs_support()[1]}"),
     Attack("writes to /, /etc, /usr", """
         for path in ("/openenv-gym-pwned", "/etc/openenv-gym-pwned", "/usr/openenv-gym-pwned"):
