@@ -581,8 +581,10 @@ class RemoteEnv(gym.Env):
         """An attribute of this client, else of the served env in the worker (``gravity`` of a
         Gym-v0 CartPole), as Gymnasium's ``get_wrapper_attr`` reaches the innermost env.
 
-        The client's own names (``state``, ``spec``, ``metadata``, ...) are the client's:
-        ``env.unwrapped.call("state")`` reads the served env's.
+        Gymnasium's own names (``spec``, ``metadata``, ``np_random``, ...) and this client's
+        instance attributes (the spaces and render mode it was given) are the client's. A
+        name this class adds (``state``, ``call``) is the served env's where it has one, as
+        locally (CartPole's ``state`` array), else the client's.
 
         Args:
             name: The attribute.
@@ -593,7 +595,8 @@ class RemoteEnv(gym.Env):
         Raises:
             AttributeError: Neither has it (or there is no served env yet: before a reset).
         """
-        if hasattr(self, name):
+        own = hasattr(self, name)
+        if own and (name.startswith("_") or self._client_name(name) or self._closed or self._sid is None):
             return getattr(self, name)
         if name.startswith("_"):
             # The worker serves public names only: a private one is nobody's, as locally.
@@ -605,13 +608,25 @@ class RemoteEnv(gym.Env):
         if self._sid is None:
             raise AttributeError(f"{name!r} is not an attribute of this RemoteEnv, and its served "
                                  "env lives from the first reset: call reset() first")
-        reply = self._session_request(ops.get_attr, name)
+        try:
+            reply = self._session_request(ops.get_attr, name)
+        except AttributeError:
+            if own:  # ``call``, ``session_id``: the served env has no such name
+                return getattr(self, name)
+            raise
         if reply.get("callable"):
             # A method of the served env (``get_action_meanings``): a stand-in that calls it in
             # the worker, as the bound method a local env hands out (SyncVectorEnv.call, SB3's
             # env_method and Gymnasium's play() call what this returns).
             return self._served_method(name)
         return reply["value"]
+
+    def _client_name(self, name: str) -> bool:
+        """Whether ``name`` is this client's before the served env's: one Gymnasium's ``Env``
+        has, or an instance attribute of this client. Another of this class's names (the
+        method ``state``) must not hide the served env's (CartPole's ``state``), and setting
+        one here would change nothing the served env does."""
+        return hasattr(gym.Env, name) or name in vars(self)
 
     def _served_method(self, name: str) -> Callable[..., Any]:
         return served_method(name, "the served env's",
@@ -632,8 +647,9 @@ class RemoteEnv(gym.Env):
         return True
 
     def set_wrapper_attr(self, name: str, value: Any, *, force: bool = True) -> bool:
-        """Set an attribute where :meth:`get_wrapper_attr` reads it: on this client if it
-        has it, else on the served env in the worker (``gravity``: the dynamics change).
+        """Set an attribute where :meth:`get_wrapper_attr` reads it: on this client for
+        Gymnasium's names, its instance attributes and private names, else on the served env
+        in the worker (``gravity``, CartPole's ``state``: the dynamics change).
 
         Args:
             name: The attribute.
@@ -646,7 +662,7 @@ class RemoteEnv(gym.Env):
         Raises:
             gym.error.ResetNeeded: ``force`` and no served env yet (before a reset).
         """
-        if hasattr(self, name) or name.startswith("_"):
+        if self._client_name(name) or name.startswith("_"):
             # A private name is the client's own (the worker serves public names only).
             return super().set_wrapper_attr(name, value, force=force)
         if self._sid is None:

@@ -54,3 +54,22 @@ def test_a_served_attribute_read_after_close_says_the_env_is_closed() -> None:
     with pytest.raises(AttributeError, match=r"'gravity' .*ended with close\(\): make another env"):
         env.unwrapped.get_wrapper_attr("gravity")  # (gym.make's wrappers word their own)
     assert not env.has_wrapper_attr("gravity")
+
+
+def test_a_served_env_name_the_client_class_also_has_is_the_served_envs() -> None:
+    # CartPole's ``state`` read the client's state() method, and setting it shadowed that
+    # method on the client: the served CartPole kept its state and stepped on from it.
+    env = gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider="process")
+    local = gym.make("CartPole-v1")
+    try:
+        env.reset(seed=0)
+        local.reset(seed=0)
+        assert env.get_wrapper_attr("state").tolist() == local.get_wrapper_attr("state").tolist()
+        for e in (env, local):
+            assert e.set_wrapper_attr("state", [0.0, 0.0, 0.0, 0.0])
+        assert env.step(1)[0].tolist() == local.step(1)[0].tolist()
+        assert env.unwrapped.state()["step_count"] == 1  # the client's own method is still there
+        assert env.get_wrapper_attr("session_id") == env.unwrapped.session_id  # none served: the client's
+    finally:
+        env.close()
+        local.close()
