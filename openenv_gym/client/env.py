@@ -216,14 +216,18 @@ class RemoteEnv(gym.Env):
     def spec(self) -> EnvSpec | None:
         """The ``EnvSpec`` ``gym.make`` made this env from, its ``max_episode_steps`` the served
         env's own limit where ``gym.make`` was given none (CartPole-v1's 500, as a local env's
-        ``TimeLimit`` shows it; the served env applies it, so ``gym.make`` wraps none here)."""
+        ``TimeLimit`` shows it; the served env applies it, so ``gym.make`` wraps none here),
+        and its ``reward_threshold`` the served env's (CartPole-v1's 475) where it has one."""
         return self._spec
 
     @spec.setter
     def spec(self, value: EnvSpec | None) -> None:
-        served = getattr(self, "remote_spec", {}).get("max_episode_steps")
+        remote = getattr(self, "remote_spec", {})
+        served = remote.get("max_episode_steps")
         if value is not None and value.max_episode_steps is None and served is not None:
             value = dataclasses.replace(value, max_episode_steps=served)
+        if value is not None and value.reward_threshold is None and "reward_threshold" in remote:
+            value = dataclasses.replace(value, reward_threshold=remote["reward_threshold"])
         if value is not None and self._made_without_limit:
             value = keep_no_limit(value, self.info.time_limit_kwarg)
         self._spec = value

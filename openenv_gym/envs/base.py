@@ -95,6 +95,9 @@ class Environment(gym.Env):
     #: ``TimeLimit``'s; Echo: ``max_steps``), None for none: a single env's client shows it
     #: as ``env.spec.max_episode_steps``, as a local env's ``TimeLimit`` shows its own.
     episode_limit: int | None = None
+    #: The return at which the env counts as solved (Gym-v0: its ``EnvSpec``'s, CartPole-v1's
+    #: 475), None for none: a single env's client shows it as ``env.spec.reward_threshold``.
+    reward_threshold: float | None = None
     metadata: dict[str, Any] = {"render_modes": []}
     #: The Gymnasium env this one serves, for envs that wrap one (``Gym-v0``, ``Atari-v0``):
     #: a vector env's ``get_attr``/``set_attr``/``call`` then reach it, as they reach the

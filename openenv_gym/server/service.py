@@ -133,6 +133,8 @@ class EnvService:
             spec["reward_is_score"] = True
         if env.episode_limit is not None:
             spec["max_episode_steps"] = int(env.episode_limit)
+        if getattr(env, "reward_threshold", None) is not None:
+            spec["reward_threshold"] = float(env.reward_threshold)
         if getattr(env, "info_types", None):
             spec["info_types"] = check_info_types(env.info_types)  # a bad one fails the start, named
         if getattr(env, "action_model", None) is not None:

@@ -71,6 +71,7 @@ class GymEnv(Environment):
         self.metadata = dict(self.inner.metadata)
         limit = getattr(self.inner.spec, "max_episode_steps", None)  # None after gym.make's -1
         self.episode_limit = limit if is_int(limit, 1) else None
+        self.reward_threshold = getattr(self.inner.spec, "reward_threshold", None)
         self.action_space = self.inner.action_space
         self.observation_space = self.inner.observation_space
         super().__init__()
