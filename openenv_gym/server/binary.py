@@ -88,6 +88,13 @@ class _Handler(socketserver.BaseRequestHandler):
                         service.reset_unsent(request.get("sid"), reply["sid"])
                     if isinstance(exc, InvalidRequestError):
                         exc = ValueError(f"the env's reply cannot be sent: {exc}")
+                    if reply.get("ok") and request.get("op") == "step":
+                        # As check_output words it for the first step: a caller must not
+                        # take the step for refused and send its action again.
+                        ended = reply.get("terminated") or reply.get("truncated")
+                        exc = (TypeError if isinstance(exc, TypeError) else ValueError)(
+                            f"{exc}. The step itself happened"
+                            + (" and ended the episode: call reset." if ended else "."))
                     frame = encode(_error(exc))
                 sock.sendall(frame)
             except (ConnectionError, OSError):

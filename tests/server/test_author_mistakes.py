@@ -82,8 +82,11 @@ def test_a_later_step_s_unsendable_info_is_the_env_s_named_error_and_the_connect
     try:
         sid = client.request({"op": "reset"})["sid"]
         assert client.request({"op": "step", "sid": sid, "action": 0})["info"] == {"n": 1}
-        with pytest.raises(EnvServerError, match=error):
+        with pytest.raises(EnvServerError, match=error) as refused:
             client.request({"op": "step", "sid": sid, "action": 0})
+        # It did step: a caller told nothing would take the action for refused and resend it.
+        assert str(refused.value).endswith("The step itself happened.")
+        assert client.request({"op": "state", "sid": sid})["state"]["step_count"] == 2
         assert client.request({"op": "reset", "sid": sid})["sid"] == sid  # still framed
     finally:
         client.drop()
