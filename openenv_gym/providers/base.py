@@ -525,12 +525,34 @@ def env_kwargs_json(env_kwargs: dict[str, Any]) -> str:
     """Env keyword arguments as the JSON a worker's command line carries (``--env-kwargs``).
 
     Raises:
-        TypeError: A value is not JSON-serializable (it could not reach the worker).
+        TypeError: A value is not JSON-serializable (it could not reach the worker), or a
+            mapping among them has a key that is not text (JSON would turn ``1`` into ``"1"``,
+            and the env would look its key up in vain).
     """
+    where = _key_not_text(env_kwargs, "env_kwargs")
+    if where is not None:
+        raise TypeError(f"env kwargs reach a worker as JSON, whose keys are text: {where} would "
+                        "arrive as a str; key that mapping by str (and look it up so in the env), "
+                        "or pass it as a list of (key, value) pairs")
     try:
         return json.dumps(env_kwargs, default=_plain)
     except TypeError as exc:
         raise TypeError(f"env kwargs must be JSON-serializable to reach a worker: {exc}") from None
+
+
+def _key_not_text(value: Any, path: str) -> str | None:
+    """Where ``value`` holds a mapping key that is not a str (``"the key 1 of x['m']"``), or None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"the key {key!r} of {path}"
+            if (where := _key_not_text(item, f"{path}[{key!r}]")) is not None:
+                return where
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            if (where := _key_not_text(item, f"{path}[{index}]")) is not None:
+                return where
+    return None
 
 
 def _plain(value: Any) -> Any:

@@ -68,3 +68,12 @@ def test_an_env_whose_longest_step_is_unbounded_gets_a_usable_deadline() -> None
 def test_coding_max_timeout_inf_is_refused_at_make_not_at_the_first_call() -> None:
     with pytest.raises(InvalidRequestError, match="max_timeout must be a finite number"):
         gym.make("OpenEnv/Coding-v0", provider="process", max_timeout=float("inf"))
+
+
+def test_a_mapping_with_keys_that_are_not_text_is_refused_by_name() -> None:
+    # JSON turned {0: 1.0} into {"0": 1.0}: the env looked reward_map[0] up in vain.
+    with pytest.raises(TypeError, match=r"the key 0 of env_kwargs\['opts'\]\['reward_map'\] would arrive as a str"):
+        env_kwargs_json({"size": 3, "opts": {"reward_map": {0: 1.0}}})
+    with pytest.raises(TypeError, match=r"the key True of env_kwargs\['rows'\]\[1\]"):
+        env_kwargs_json({"rows": [{"a": 1}, {True: 2}]})
+    assert env_kwargs_json({"m": {"0": 1.0}, "t": (1, 2)}) == '{"m": {"0": 1.0}, "t": [1, 2]}'
