@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 
+from openenv_gym import __version__
 from openenv_gym._stdout import stdout_to_devnull
 
 __all__ = ["main", "build_parser", "COMMAND_MODULES"]
@@ -33,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="openenv-gym",
         description="Run reinforcement-learning environments as isolated remote services.",
     )
+    # As `docker --version`, `pip --version`: the first thing a bug report or a version
+    # mismatch (ProtocolError) asks for.
+    parser.add_argument("--version", action="version", version=f"openenv-gym {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
