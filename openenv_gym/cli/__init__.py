@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from openenv_gym import __version__
 from openenv_gym._stdout import stdout_to_devnull
@@ -64,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
             # `serve` does (cli/_supervise.py); a caller passing argv embeds the CLI, and keeps
             # its process, signal handlers and children as they are.
             args.owns_process = argv is None
-            return int(args.handler(args) or 0)
+            with warnings.catch_warnings():  # an embedding caller's hook is back afterwards
+                from openenv_gym.cli._ui import show_warning
+
+                warnings.showwarning = show_warning
+                return int(args.handler(args) or 0)
         finally:
             if argv is None:  # what is still buffered meets a closed pipe here, not at exit
                 sys.stdout.flush()

@@ -18,7 +18,7 @@ from rich.markup import escape
 from openenv_gym.errors import InvalidDataError, InvalidRequestError, UnknownEnvironmentError
 
 __all__ = ["OK", "FAILED", "USAGE", "ENV_ARGUMENT_ERRORS", "CliConsole", "console", "error",
-           "env_arguments_refused", "bind_problem", "port_refused"]
+           "show_warning", "env_arguments_refused", "bind_problem", "port_refused"]
 
 OK, FAILED, USAGE = 0, 1, 2
 
@@ -55,6 +55,16 @@ def error(message: str, fix: str | None = None, code: int = FAILED) -> int:
     if fix:
         err_console.print(f"[yellow]fix:[/yellow] {escape(fix)}", soft_wrap=True)
     return code
+
+
+def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: object = None, line: str | None = None) -> None:
+    """A :func:`warnings.showwarning` for the command line: ``warning: MESSAGE`` on stderr.
+
+    Python's own format names the file and line of the CLI's code that triggered it, and
+    prints that line of source: meant for a program's author, not for a command's user.
+    """
+    err_console.print(f"[yellow]warning:[/yellow] {escape(str(message))}", soft_wrap=True)
 
 
 def env_arguments_refused(exc: Exception) -> int:
