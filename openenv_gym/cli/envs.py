@@ -104,6 +104,7 @@ def _serve(args: argparse.Namespace) -> int:
         return error(f"--port and --binary-port are both {args.port}: the two servers need a "
                      "port each", "leave --binary-port out (any free port), or give another", USAGE)
     if _exposed(args.host):
+        forwarded = args.port or "PORT"  # the tunnel's command for the port asked for
         # Neither server authenticates anyone, and the binary one skips the HTTP checks: on
         # another interface, every machine that reaches it drives (and, for Coding and Git,
         # runs code through) every session.
@@ -111,7 +112,8 @@ def _serve(args: argparse.Namespace) -> int:
                      "authentication, and any machine that reaches it could drive its sessions "
                      "(and run code in Coding and Git)",
                      "serve on 127.0.0.1 (the default) or localhost; to reach it from another "
-                     "machine, forward the port over SSH (ssh -L 8000:127.0.0.1:8000 HOST)", USAGE)
+                     "machine, forward the port over SSH "
+                     f"(ssh -L {forwarded}:127.0.0.1:{forwarded} HOST)", USAGE)
     for flag, number in (("--port", args.port), ("--binary-port", args.binary_port)):
         problem = bind_problem(args.host, number)
         if problem:
