@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
             parser = build_parser()
             args = parser.parse_args(argv)
             if not getattr(args, "handler", None):
-                parser.print_help()
+                # A usage error (exit 2), reported on stderr as argparse reports its own:
+                # `openenv-gym > file` leaves the file empty, as a failed command should.
+                parser.print_help(sys.stderr)
                 return 2
             # The command line's own process (argv from sys.argv) may be split in two, as
             # `serve` does (cli/_supervise.py); a caller passing argv embeds the CLI, and keeps

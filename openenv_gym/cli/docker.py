@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -219,7 +220,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     group = sub.add_parser("docker", help="worker containers: docker ps | stop | logs",
                            epilog=exit_codes("done", "no Docker engine answers"))
-    group.set_defaults(handler=lambda _: (group.print_help(), 2)[1])
+    # No subcommand is a usage error (exit 2): its help goes to stderr, as argparse's do.
+    group.set_defaults(handler=lambda _: (group.print_help(sys.stderr), 2)[1])
     sub = group.add_subparsers(dest="docker_command", metavar="COMMAND")
     p = sub.add_parser("ps", help="list openenv_gym worker containers",
                        epilog=exit_codes("listed", "no Docker engine answers"))

@@ -165,3 +165,11 @@ def test_python_dash_m_openenv_gym_is_the_cli() -> None:
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert "OpenEnv/Echo-v0" in out.stdout
+
+
+@pytest.mark.parametrize("args", [(), ("docker",)])
+def test_a_missing_command_is_reported_on_stderr(args: tuple[str, ...]) -> None:
+    # Exit 2 (bad arguments) with the help on stdout: `openenv-gym > out` filled the file.
+    out = run(*args)
+    assert out.returncode == 2
+    assert out.stdout == "" and "usage: openenv-gym" in out.stderr
