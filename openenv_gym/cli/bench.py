@@ -231,7 +231,9 @@ def _bench(args: argparse.Namespace) -> int:
         return error(f"the env did not start: {type(exc).__name__}: {exc}",
                      f"`openenv-gym doctor` checks what {info.name} needs")
     try:
-        with Progress(*columns, console=err_console, transient=True) as progress:
+        # Off when stderr is no terminal: a transient bar still ends with an empty line there.
+        with Progress(*columns, console=err_console, transient=True,
+                      disable=not err_console.is_terminal) as progress:
             result = run_bench(info.gym_id, args.num_envs, provider, args.steps, args.warmup,
                                args.env_kwargs, args.action, args.seed, progress, env=env)
     except ActionRefusedError as exc:  # a bad argument, as a bad --env-kwargs is
