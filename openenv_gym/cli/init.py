@@ -30,13 +30,14 @@ def _init(args: argparse.Namespace) -> int:
     root = os.path.join(args.dir, args.name)
     quoted = shlex.quote(root)  # the "next:" lines are for copying into a shell
     n = names(args.name)
-    # markup=False: paths are text, not rich markup (rich drops a "[lab]" folder of --dir).
+    # markup=False: paths and "[test]" are text, not rich markup (rich drops "[test]").
     console.print(f"created {n['gym_id']} in {root}:", markup=False)
     for path in written:
         console.print(f"  {os.path.relpath(path, args.dir)}", markup=False)
     console.print("next:", style="bold")
-    console.print(f"  cd {quoted} && pip install -e . && python -m pytest tests", soft_wrap=True,
-                  markup=False)
+    # '.[test]': the project's test extra brings pytest, which openenv-gym does not install.
+    console.print(f"  cd {quoted} && pip install -e '.[test]' && python -m pytest tests",
+                  soft_wrap=True, markup=False)
     console.print(f"  python -c \"import gymnasium as gym, openenv_gym; "
                   f"env = gym.make('{n['gym_id']}', provider='process'); print(env.reset(seed=0))\"",
                   soft_wrap=True)
