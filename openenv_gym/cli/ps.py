@@ -63,6 +63,14 @@ def _ps(args: argparse.Namespace) -> int:
     return OK
 
 
+def _frozen(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (SIGSTOP, Ctrl-Z, a debugger): it runs nothing,
+    a SIGTERM included, until continued."""
+    from openenv_gym.providers.process import _FROZEN, _process_state
+
+    return _process_state(pid) in _FROZEN
+
+
 def _not_running(names: list[str], running: list[str]) -> int:
     """Report pools that are not running, naming a record of theirs that cannot be read
     (its owner may run: `stop` cannot signal it, and `start` will not take the name)."""
@@ -89,7 +97,17 @@ def _stop(args: argparse.Namespace) -> int:
         else:
             failed.append(record.name)
     if failed:
-        return error(f"pools {', '.join(failed)} did not stop within {args.timeout:.0f} s",
+        which = f"{'pool' if len(failed) == 1 else 'pools'} {', '.join(failed)}"
+        frozen = [r for r in targets if r.name in failed and _frozen(r.owner_pid)]
+        if frozen:
+            # It acts on the SIGTERM already sent once resumed: waiting longer cannot help.
+            pids = " ".join(str(r.owner_pid) for r in frozen)
+            return error(f"{which} did not stop within {args.timeout:g} s: the "
+                         f"`openenv-gym start` of {', '.join(r.name for r in frozen)} (pid {pids}) "
+                         "is stopped (Ctrl-Z, SIGSTOP or a debugger)",
+                         f"resume it and it stops its pool: kill -CONT {pids} (or `fg` in its "
+                         "terminal)")
+        return error(f"{which} did not stop within {args.timeout:g} s",
                      "look at their logs (`openenv-gym logs NAME`); their owners may be stuck")
     if not targets:
         console.print("no pools running")
