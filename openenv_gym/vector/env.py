@@ -1357,7 +1357,8 @@ class RemoteVectorEnv(VectorEnv):
         """What ``gym.make`` gives each sub-env as its spec, as a ``SyncVectorEnv`` made by
         ``gym.make_vec`` holds: this env's spec without ``make_vec``'s own kwargs, its
         ``max_episode_steps`` the served env's own limit where none was given (CartPole-v1's
-        500, as :attr:`RemoteEnv.spec <openenv_gym.client.env.RemoteEnv.spec>`). None for a
+        500, as :attr:`RemoteEnv.spec <openenv_gym.client.env.RemoteEnv.spec>`) and its
+        ``reward_threshold`` the served env's (CartPole-v1's 475). None for a
         vector env built by its class (as a ``SyncVectorEnv`` of bare envs)."""
         if self.spec is None:
             return None
@@ -1366,10 +1367,15 @@ class RemoteVectorEnv(VectorEnv):
         limit = self.spec.kwargs.get("max_episode_steps", self.spec.max_episode_steps)
         if limit is None:  # the served env's own limit, as a single env's spec shows it
             limit = self.remote_spec.get("max_episode_steps")
+        threshold = self.spec.reward_threshold  # the served env's where the id has none
+        if threshold is None:
+            threshold = self.remote_spec.get("reward_threshold")
         if limit == NO_LIMIT:  # as gym.make's spec after its -1, which the served envs took
-            spec = dataclasses.replace(self.spec, kwargs=kwargs, max_episode_steps=None)
+            spec = dataclasses.replace(self.spec, kwargs=kwargs, max_episode_steps=None,
+                                       reward_threshold=threshold)
             return keep_no_limit(spec, self.info.time_limit_kwarg)
-        return dataclasses.replace(self.spec, kwargs=kwargs, max_episode_steps=limit)
+        return dataclasses.replace(self.spec, kwargs=kwargs, max_episode_steps=limit,
+                                   reward_threshold=threshold)
 
     def _attr_replies(self, name: str, targets: list[int]) -> tuple[dict[str, Any], ...]:
         """Each target env's ``get_attr`` reply, nothing called: ``{"value": ...}``, or

@@ -30,3 +30,15 @@ def test_a_served_env_without_a_threshold_sends_none() -> None:
         assert env.spec.reward_threshold is None
     finally:
         env.close()
+
+
+def test_a_sub_envs_spec_has_the_served_envs_threshold_as_sync_vector_envs_do() -> None:
+    local = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    envs = gym.make_vec("OpenEnv/Gym-v0", 2, env_id="CartPole-v1", provider="process")
+    try:
+        want = local.get_attr("spec")[0].reward_threshold
+        assert want == 475.0
+        assert [s.reward_threshold for s in envs.get_attr("spec")] == [want, want]
+    finally:
+        envs.close()
+        local.close()
