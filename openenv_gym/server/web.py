@@ -135,7 +135,12 @@ def as_image(value: Any) -> np.ndarray | None:
 
 # -- text ---------------------------------------------------------------------------------
 def _short(text: str, limit: int = TEXT_LIMIT) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    if not text.isascii():
+        # A lone surrogate (a file name read with surrogateescape) has no UTF-8 form: one
+        # such text made /web/state answer 500 and a pool's page lose the whole worker.
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def _plain(value: Any, depth: int = 0) -> Any:

@@ -101,3 +101,31 @@ def test_the_page_escapes_its_title_and_refuses_to_be_framed() -> None:
     assert "<img src=x" not in reply.text and "&lt;img src=x onerror=alert(1)&gt;" in reply.text
     assert reply.headers["content-security-policy"] == "frame-ancestors 'none'"
     assert reply.headers["x-frame-options"] == "DENY"
+
+
+def test_a_lone_surrogate_in_an_observation_leaves_the_view_readable() -> None:
+    # An env's text read with surrogateescape (a non-UTF-8 file name) has no UTF-8 form:
+    # /web/state answered 500 for every session, and the binary `web` op a pool's page reads
+    # could not be encoded, so the page lost the whole worker.
+    from fastapi.testclient import TestClient
+
+    from openenv_gym.envs.echo.env import EchoEnv
+    from openenv_gym.protocol import wire
+    from openenv_gym.server.http import create_app
+    from openenv_gym.server.service import EnvService
+
+    class Undecodable(EchoEnv):
+        def observation_to_wire(self, obs):
+            return {"echo": obs.echo + "\udcff", "length": obs.length}
+
+    service = EnvService(Undecodable, env_name="undecodable")
+    try:
+        sid = service.reset()["sid"]
+        service.step(sid, {"message": "name"})
+        reply = TestClient(create_app(service), base_url="http://127.0.0.1").get("/web/state")
+        assert reply.status_code == 200, reply.text
+        [s] = reply.json()["sessions"]
+        assert s["view"]["text"].startswith("echo: name\\udcff")
+        wire.encode(service.handle({"op": "web", "known": None}))  # the pool's path
+    finally:
+        service.shutdown()
