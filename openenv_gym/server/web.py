@@ -38,6 +38,7 @@ import html
 import json
 import math
 import os
+import re
 import struct
 import threading
 import time
@@ -429,6 +430,25 @@ def shared(source: Source) -> Source:
 
 
 # -- the page -----------------------------------------------------------------------------
+def _policy(page: str) -> str:
+    """The Content-Security-Policy of ``page``: its own inline script and style run, nothing else.
+
+    The page shows text that actions and observations of anyone's sessions carry; it puts it
+    in as text only, and this keeps any markup that ever got in from running (an injected
+    ``onerror`` handler or ``<script>``) or loading anything. No other site may frame it
+    (clickjacking).
+    """
+
+    def hashes(tag: str) -> str:
+        blocks = re.findall(rf"<{tag}>(.*?)</{tag}>", page, re.DOTALL)
+        return " ".join("'sha256-" + base64.b64encode(hashlib.sha256(b.encode()).digest()).decode() + "'"
+                        for b in blocks)
+
+    return (f"default-src 'none'; script-src {hashes('script')}; style-src {hashes('style')}; "
+            "img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+            "frame-ancestors 'none'")
+
+
 def web_router(source: Source, stopping: threading.Event | None = None,
                title: str = "openenv_gym") -> "APIRouter":
     """The routes of the web view: ``/web`` (page), ``/web/state`` (JSON), ``/web/events`` (SSE).
@@ -465,10 +485,10 @@ def web_router(source: Source, stopping: threading.Event | None = None,
                 summary="The live web view")
     def page() -> HTMLResponse:
         with open(PAGE_PATH, encoding="utf-8") as f:
-            # No other site's page may frame it (clickjacking of its buttons).
-            return HTMLResponse(f.read().replace("{{title}}", html.escape(title)),
-                                headers={"Content-Security-Policy": "frame-ancestors 'none'",
-                                         "X-Frame-Options": "DENY"})
+            text = f.read().replace("{{title}}", html.escape(title))
+        return HTMLResponse(text, headers={"Content-Security-Policy": _policy(text),
+                                           "X-Content-Type-Options": "nosniff",
+                                           "X-Frame-Options": "DENY"})
 
     # The JSON of both is FastAPI's, as /step's: a non-finite number is null (snapshots of a
     # pool's workers arrive over msgpack, which keeps infinities).

@@ -197,3 +197,51 @@ def test_the_openapi_docs_page_renders_offline(browser, tmp_path) -> None:
     finally:
         page.close()
         _stop(proc)
+
+
+def test_the_page_runs_its_own_script_and_styles_and_no_injected_markup(browser, tmp_path) -> None:
+    # The page shows what anyone's actions and observations say; its Content-Security-Policy
+    # keeps markup that ever got into it from running. It was "frame-ancestors 'none'" alone:
+    # an injected onerror handler ran.
+    proc, binary, http = _serve(tmp_path, "echo", "--env-kwargs",
+                                '{"frame_shape": [16, 16, 3], "render_mode": "ansi"}')
+    page = browser.new_page()
+    page.add_init_script("window.__blocked = [];"
+                         "document.addEventListener('securitypolicyviolation',"
+                         " (e) => window.__blocked.push(e.violatedDirective));")
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        client = BinaryClient(binary, timeout=30)
+        sid = client.request({"op": "reset", "seed": 0})["sid"]
+        hostile = "\x1b[31m<img src=x onerror='window.__pwned=1'></pre><script>window.__pwned=2</script>"
+        client.request({"op": "step", "sid": sid, "action": {"message": hostile}})
+        client.drop()
+        page.goto(f"{http}/web")
+        page.wait_for_selector("#status.live", timeout=15000)  # the page's own script runs
+        card = page.locator(f"section[data-session='{sid}']")
+        card.locator("tr[data-step='1']").wait_for(timeout=15000)
+        assert "<img src=x onerror='window.__pwned=1'>" in card.locator("td.action").inner_text()
+        red = card.locator("pre.obs span").evaluate("(s) => getComputedStyle(s).color")
+        assert red == "rgb(229, 72, 77)"  # its ANSI colors are drawn
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(15, 20, 25)"
+        # (page.evaluate, not wait_for_function: its polling evals a string, which this very
+        # policy refuses.)
+        width = card.locator("img.frame").evaluate(
+            "(img) => img.complete ? img.naturalWidth"
+            " : new Promise((done) => img.addEventListener('load', () => done(img.naturalWidth)))")
+        assert width == 16  # its data: frame loads
+        assert page.evaluate("window.__blocked") == [] and errors == []
+        # Markup that got in anyway (a future bug) neither runs nor loads.
+        pwned = page.evaluate("""() => new Promise((done) => {
+            const s = document.createElement('script');
+            s.textContent = 'window.__pwned = "script"';
+            document.body.appendChild(s);  // an inline script runs here if it may
+            document.body.insertAdjacentHTML('beforeend', '<img id=x src=x onerror="window.__pwned=\\'onerror\\'">');
+            // After the element's own handler, which was registered first.
+            document.getElementById('x').addEventListener('error', () => done(window.__pwned ?? null));
+        })""")
+        assert pwned is None
+    finally:
+        page.close()
+        _stop(proc)
