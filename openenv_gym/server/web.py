@@ -384,19 +384,22 @@ def openapi_31(app: Any) -> None:
     app.openapi = openapi
 
 
-def shared(source: Source) -> Source:
+def shared(source: Source) -> Callable[..., dict[str, Any]]:
     """``source`` read once per version, however many pages ask for it.
 
     Every open page polls for changes: each building its own snapshot of the same sessions
     (50 pages: 500 a second) slowed the steps of the very server they watch. The last
     snapshot built is kept, and a caller is given it whenever ``source`` says nothing changed
-    since: the check costs little, the snapshot it saves a lot.
+    since: the check costs little, the snapshot it saves a lot. While sessions step without
+    pause every check finds a change, so a caller may also take a snapshot up to ``max_age``
+    seconds old: the pages' streams then build one per period between them, not one each.
 
     Args:
         source: A :data:`Source`.
 
     Returns:
-        A :data:`Source` answering as ``source`` does.
+        A callable ``(known, max_age=0.0)`` answering as ``source`` does; ``max_age`` is how
+        many seconds after ``source`` was last asked its answer may be given again unasked.
 
     Example:
         >>> built = []
@@ -413,15 +416,20 @@ def shared(source: Source) -> Source:
     """
     lock = threading.Lock()
     last: dict[str, Any] | None = None  # the last snapshot built
+    asked = -math.inf  # when source was last asked (last is current as of then)
 
-    def read(known: str | None) -> dict[str, Any]:
-        nonlocal last
+    def read(known: str | None, max_age: float = 0.0) -> dict[str, Any]:
+        nonlocal last, asked
         with lock:  # a caller waits for a snapshot being built rather than build another
-            data = source(last["version"] if last else None)
-            if data.get("unchanged"):
-                data = last
+            if last is None or time.monotonic() - asked >= max_age:
+                asked = time.monotonic()
+                data = source(last["version"] if last else None)
+                if data.get("unchanged"):
+                    data = last
+                else:
+                    last = data
             else:
-                last = data
+                data = last
         if data["version"] == known:
             return {"version": known, "unchanged": True}
         return data
@@ -505,7 +513,7 @@ def web_router(source: Source, stopping: threading.Event | None = None,
         yield ServerSentEvent(retry=300)
         ends = time.monotonic() + STREAM_LIFETIME
         while time.monotonic() < ends and not stop.is_set():
-            data = await run_in_threadpool(source, known)
+            data = await run_in_threadpool(source, known, POLL_PERIOD)
             if not data.get("unchanged"):
                 known = data["version"]
                 yield ServerSentEvent(data=data, id=known)

@@ -46,3 +46,21 @@ def test_open_pages_share_one_snapshot_per_version(monkeypatch) -> None:
     # One per version, not one per page (a snapshot taken while the step still held its
     # session is a version of its own, built once too).
     assert len(built) == len(set(built)) >= 2, built
+
+
+def test_pages_polling_sessions_that_never_stop_share_one_snapshot_per_period() -> None:
+    # While sessions step without pause every poll finds a change: each page's stream built
+    # a snapshot of its own (rendering every session), so each page opened cost the server
+    # as much as the first (20 pages on 4 echo sessions stepping: 106 snapshots a second).
+    built = []
+
+    def always_changed(known: str | None) -> dict[str, Any]:
+        built.append(known)
+        return {"version": str(len(built)), "sessions": []}
+
+    read = web.shared(always_changed)
+    first = read(None, 60.0)  # a generous period: every read below falls within it
+    assert [read(None, 60.0) for _ in range(PAGES)] == [first] * PAGES
+    assert len(built) == 1
+    assert read(first["version"], 60.0) == {"version": first["version"], "unchanged": True}
+    assert read(None)["version"] == "2"  # /web/state asks for the latest
