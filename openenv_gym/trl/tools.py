@@ -14,7 +14,10 @@ leased from an :class:`~openenv_gym.trl.pool.EnvPool`, on a sandboxed worker:
 
 :func:`tool_env_factory` picks the class for a pool. A failed call (timeout, crashed
 worker, refused action) raises, which TRL shows the model as the tool's error and counts
-as a tool failure; the episode then scores the pool's failure reward.
+as a tool failure; the episode then scores the pool's failure reward. Arguments that do not
+fit the env's action (a number for ``command``, code past the size cap) raise
+:class:`~openenv_gym.errors.InvalidActionError` before anything is sent, and the episode
+goes on, as after a call missing its argument.
 
 Example:
     >>> from openenv_gym.trl import EnvPool
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from openenv_gym.errors import OpenEnvError, WorkerCrashedError, WorkerTimeoutError
+from openenv_gym.errors import InvalidActionError, OpenEnvError, WorkerCrashedError, WorkerTimeoutError
 from openenv_gym.trl.datasets import OptionsFn, RowTask
 from openenv_gym.trl.formats import ObservationFn, default_observation_fn
 from openenv_gym.trl.pool import EnvPool
@@ -94,6 +97,10 @@ class EnvTools:
         self._reset_text_fn = observation_fn or default_observation_fn(pool.info.name, task=True)
         if show_reset_observation is not None:
             self.show_reset_observation = show_reset_observation
+        from openenv_gym.vector.precheck import action_checker
+
+        #: The worker's own check of an action, run here first (None: the worker only).
+        self._check_action = action_checker(pool.spec, pool.action_space)
         [self._episode] = pool.open(1)
 
     @property
@@ -131,6 +138,13 @@ class EnvTools:
             if out.failure is not None:
                 raise _failure_error(out)
             return "The episode is over: nothing was run."
+        why = self._check_action(action) if self._check_action is not None else None
+        if why is not None:
+            # A malformed call (an int for `command`, code past the size cap) is the model's
+            # slip, as a missing argument is (TypeError): it may call again. Sent, the env
+            # would refuse it and end the whole rollout at the failure reward.
+            raise InvalidActionError(f"{why}; nothing was run and the episode goes on: "
+                                     "call the tool again with valid arguments")
         out = self._episode.step(action)
         if out.failure is not None:
             raise _failure_error(out)

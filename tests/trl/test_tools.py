@@ -144,3 +144,18 @@ def test_grpo_runs_the_models_tool_calls_in_the_env_and_trains_on_its_reward(too
         env.close()
     assert expected == pytest.approx(1 / 3)
     assert [h["rewards/CodingTools/mean"] for h in logs] == pytest.approx([expected, expected])
+
+
+def test_a_call_with_arguments_that_do_not_fit_raises_and_the_episode_goes_on() -> None:
+    from openenv_gym.errors import InvalidActionError
+
+    with EnvPool("git", num_workers=1, provider="process", task="create-branch") as pool:
+        env = tool_env_factory(pool)()
+        env.reset(prompt="Do the task.")
+        # A model's JSON may give a number or a list where the tool takes a string.
+        for bad in (123, ["git", "status"], "x" * 1_000_000):
+            with pytest.raises(InvalidActionError, match="command.*goes on"):
+                env.shell(bad)
+        assert env.outcome.failure is None and env.outcome.actions == [] and pool.stats["env_error"] == 0
+        assert "episode is over" in env.shell("git switch -c feature/login")
+        assert env.get_reward() == 1.0
