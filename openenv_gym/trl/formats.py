@@ -42,7 +42,10 @@ ActionFn = Callable[[str], Any]
 #: ``observation_fn(observation) -> text`` shown to the model on the next turn.
 ObservationFn = Callable[[Any], str]
 
-_FENCE = re.compile(r"```[ \t]*(?:python|py|bash|sh|shell)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+# Tags as models write them: "```Python" and "```python3" too (left as text, the fences
+# reached the interpreter as a SyntaxError and the completion scored 0).
+_FENCE = re.compile(r"```[ \t]*(?:python3?|py3?|bash|sh|shell)?[ \t]*\n(.*?)(?:```|\Z)",
+                    re.DOTALL | re.IGNORECASE)
 
 
 def completion_text(completion: Any) -> str:
