@@ -451,17 +451,22 @@ class EnvPool:
         for lock in getattr(self, "_locks", ()):
             with lock:  # a replacement already under way finishes first, and is stopped below
                 pass
+        # The workers stop before the threads are waited for: a step in flight (a Git
+        # command's 120 s, a program's loop) then fails at once instead of holding close()
+        # -- and Ctrl-C out of a trainer's `with EnvPool(...)` -- until it ends.
+        stopping = bool(getattr(self, "workers", None))
+        if stopping:
+            self._stop_workers()
         executor = getattr(self, "_executor", None)
         if executor is not None:
-            executor.shutdown(wait=True)
+            executor.shutdown(wait=True)  # episodes not started yet find the pool closed
+        if stopping:
+            self.workers = []  # only now: a thread mid-request still indexes it
         lanes = getattr(self, "_lanes", None)
         while lanes is not None and not lanes.empty():
             # Each lane's connection now, not when the garbage collector gets to it (an
             # Episode and its pool refer to each other): 50 pools made and closed held 26 fds.
             lanes.get_nowait()._client.drop()
-        if getattr(self, "workers", None):
-            self._stop_workers()
-            self.workers = []
 
     def __enter__(self) -> "EnvPool":
         return self

@@ -87,3 +87,44 @@ def test_calls_on_a_closed_pool_say_it_is_closed() -> None:
             call()
     episode.close()  # closing stays safe, as does closing the pool again
     pool.close()
+
+
+def _running(command: str) -> bool:
+    """Whether a process of this machine runs ``command`` (its full command line)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if (entry / "cmdline").read_bytes().replace(b"\0", b" ").strip() == command.encode():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_close_stops_a_step_in_flight_instead_of_waiting_for_it_to_end() -> None:
+    # Git lets a command run this long; Ctrl-C out of `with EnvPool(...)` runs close().
+    command = "sleep 873"
+    pool = EnvPool("git", num_workers=1, provider="process", task="create-branch", episode_timeout=900,
+                   env_kwargs={"step_timeout": 900, "max_timeout": 900})
+    [worker] = pool.workers
+    outcomes: list[object] = []
+    runner = threading.Thread(target=lambda: outcomes.append(pool.run([EpisodeJob([{"command": command}])])),
+                              daemon=True)
+    closer = threading.Thread(target=pool.close, daemon=True)
+    try:
+        runner.start()
+        assert _wait_for(lambda: _running(command))
+        closer.start()
+        closer.join(60)  # a hang guard: the command alone would hold it for 873 s
+        # was: close() waited for the episode's step, so the command ran to its end first
+        assert not closer.is_alive()
+        runner.join(60)
+        [[outcome]] = outcomes
+        assert outcome.failure == "crash"
+        assert not worker.alive() and not _running(command)
+    finally:
+        if worker.alive():
+            worker.stop()  # ends the command a close() still waiting waits for
+        if closer.ident:
+            closer.join(60)
+        else:
+            pool.close()
