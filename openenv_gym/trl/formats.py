@@ -63,10 +63,14 @@ def completion_text(completion: Any) -> str:
     """
     if isinstance(completion, str):
         return completion
-    if isinstance(completion, list) and completion:
+    if isinstance(completion, list):
+        if not completion:  # a conversation with no message: no text, not "[]"
+            return ""
         last = completion[-1]
         if isinstance(last, Mapping):
             content = last.get("content", "")
+            if content is None:  # an assistant message holding only tool calls: not "None"
+                return ""
             if isinstance(content, list):  # typed content blocks
                 return "".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
             return str(content)

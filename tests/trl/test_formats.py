@@ -16,3 +16,12 @@ def test_a_fenced_block_is_run_without_its_fences_whatever_the_tags_case(tag: st
 
 def test_a_bare_completion_is_run_as_it_is() -> None:
     assert extract_code("    return x + 1\n") == "    return x + 1\n"
+
+
+@pytest.mark.parametrize("completion", [[], [{"role": "assistant", "content": None,
+                                              "tool_calls": [{"type": "function", "function": {"name": "f"}}]}]])
+def test_a_conversation_without_text_has_none(completion: list) -> None:
+    from openenv_gym.trl import completion_text
+
+    # was: "[]" and "None", which ran as code (and scored a clean exit) or as a shell command
+    assert completion_text(completion) == ""
