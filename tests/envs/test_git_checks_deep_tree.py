@@ -6,6 +6,7 @@ in a loop made every step of the episode fail with RecursionError, not the check
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -18,7 +19,21 @@ from openenv_gym.envs.git import checks
 
 from tests.envs._check_context import FolderChecks
 
-DEPTH = sys.getrecursionlimit() + 100
+#: Deeper than Python's default recursion limit (1000), which :func:`_default_recursion` puts
+#: back for the check (a library in the same test session may have raised it), and short
+#: enough for git's paths (2 characters a level, under PATH_MAX).
+DEPTH = 1500
+
+
+@contextlib.contextmanager
+def _default_recursion() -> Iterator[None]:
+    """Python's default recursion limit while the check runs, whatever raised it before."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
 
 
 @pytest.fixture
@@ -48,11 +63,13 @@ def _repo_with_deep_tree(root: Path, commit: bool) -> None:
 
 def test_no_conflict_markers_fails_on_a_tree_deeper_than_python_recurses(root: Path) -> None:
     _repo_with_deep_tree(root, commit=False)
-    assert checks.run_check(FolderChecks(root), "repo", "no_conflict_markers", {}) is False
+    with _default_recursion():
+        assert checks.run_check(FolderChecks(root), "repo", "no_conflict_markers", {}) is False
 
 
 def test_unittest_of_a_commit_deeper_than_python_recurses_fails_and_leaves_no_export(root: Path) -> None:
     _repo_with_deep_tree(root, commit=True)
     ctx = FolderChecks(root)
-    assert checks.run_check(ctx, "repo", "unittest", {"tests": 1, "rev": "HEAD"}) is False
+    with _default_recursion():
+        assert checks.run_check(ctx, "repo", "unittest", {"tests": 1, "rev": "HEAD"}) is False
     assert os.listdir(ctx.tmp) == []  # the exported tree is removed, however deep
