@@ -66,9 +66,9 @@ def _ps(args: argparse.Namespace) -> int:
 def _frozen(pid: int) -> bool:
     """Whether process ``pid`` is stopped (SIGSTOP, Ctrl-Z, a debugger): it runs nothing,
     a SIGTERM included, until continued."""
-    from openenv_gym.providers.process import _FROZEN, _process_state
+    from openenv_gym.providers.process import frozen
 
-    return _process_state(pid) in _FROZEN
+    return bool(frozen(pid))
 
 
 def _not_running(names: list[str], running: list[str]) -> int:

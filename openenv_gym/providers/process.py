@@ -43,7 +43,7 @@ from openenv_gym.providers.base import (
     Provider, Worker, env_kwargs_json, terminate, track, untrack, wait_ready,
 )
 
-__all__ = ["ProcessProvider", "ProcessWorker"]
+__all__ = ["ProcessProvider", "ProcessWorker", "frozen"]
 
 #: What a worker in these ``/proc/<pid>/stat`` states is: alive, but running nothing (so
 #: answering nothing) until resumed.
@@ -62,6 +62,18 @@ def _process_state(pid: int) -> str:
             return f.read().rsplit(b")", 1)[1].split()[0].decode()
     except (OSError, IndexError):
         return ""
+
+
+def frozen(pid: int) -> str:
+    """Why process ``pid`` runs nothing until continued (SIGSTOP, Ctrl-Z, a debugger), or
+    ``""`` when it runs (or is gone).
+
+    Example:
+        >>> import os
+        >>> frozen(os.getpid())
+        ''
+    """
+    return _FROZEN.get(_process_state(pid), "")
 
 
 class ProcessWorker(Worker):
