@@ -454,8 +454,9 @@ class RayProvider(Provider):
         if not isinstance(host, str) or _unspecified(host):
             # A wildcard bound every interface of every node, and the trainer was handed
             # tcp://0.0.0.0:PORT, which from another host reaches no worker.
-            raise InvalidRequestError(f"host must be '127.0.0.1' (one machine) or 'node' (each "
-                                      f"node's own IP, for trainers on other hosts), got {host!r}")
+            raise InvalidRequestError(f"host must be '127.0.0.1' (one machine), 'node' (each "
+                                      f"node's own IP, for trainers on other hosts) or one "
+                                      f"interface's address, not every interface; got {host!r}")
         for name, value in (("startup_timeout", startup_timeout), ("placement_timeout", placement_timeout),
                             ("alive_timeout", alive_timeout), ("regroup_timeout", regroup_timeout)):
             # Ray takes a negative timeout for a broken invariant and aborts this process

@@ -60,7 +60,7 @@ def test_a_wildcard_or_non_text_host_is_refused_when_made(host: object) -> None:
     # (no worker from another host); 5 failed the actor's start with "expected str, ... not int".
     from openenv_gym.errors import InvalidRequestError
 
-    with pytest.raises(InvalidRequestError, match="host must be '127.0.0.1' .* or 'node'"):
+    with pytest.raises(InvalidRequestError, match="host must be '127.0.0.1' .*'node'.*interface"):
         RayProvider(host=host)
 
 
