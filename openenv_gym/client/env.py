@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import threading
@@ -40,7 +39,7 @@ from openenv_gym.client.kwargs import (
     merge_env_kwargs,
     take_render_mode,
 )
-from openenv_gym.client.spec import call_timeout, read_spec
+from openenv_gym.client.spec import call_timeout, read_spec, with_served_values
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import (
     InvalidRequestError,
@@ -222,14 +221,10 @@ class RemoteEnv(gym.Env):
 
     @spec.setter
     def spec(self, value: EnvSpec | None) -> None:
-        remote = getattr(self, "remote_spec", {})
-        served = remote.get("max_episode_steps")
-        if value is not None and value.max_episode_steps is None and served is not None:
-            value = dataclasses.replace(value, max_episode_steps=served)
-        if value is not None and value.reward_threshold is None and "reward_threshold" in remote:
-            value = dataclasses.replace(value, reward_threshold=remote["reward_threshold"])
-        if value is not None and self._made_without_limit:
-            value = keep_no_limit(value, self.info.time_limit_kwarg)
+        if value is not None:
+            value = with_served_values(value, getattr(self, "remote_spec", {}))
+            if self._made_without_limit:
+                value = keep_no_limit(value, self.info.time_limit_kwarg)
         self._spec = value
 
     def _refuse_longer_limit(self, base_url: str, asked: int | None) -> None:

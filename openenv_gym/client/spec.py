@@ -14,17 +14,20 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
 
 from openenv_gym._numbers import is_finite
 from openenv_gym.errors import InvalidRequestError, ProtocolError
 from openenv_gym.protocol.wire import PROTOCOL_VERSION
 from openenv_gym.spaces import space_from_dict
 
-__all__ = ["read_spec", "call_timeout", "DEFAULT_TIMEOUT"]
+__all__ = ["read_spec", "call_timeout", "with_served_values", "DEFAULT_TIMEOUT"]
 
 #: Seconds a worker call may take when the caller sets none and the env declares no long step.
 DEFAULT_TIMEOUT = 60.0
@@ -66,6 +69,33 @@ def call_timeout(spec: dict[str, Any], given: float | None, name: str = "timeout
     if not math.isfinite(longest):
         return MAX_TIMEOUT
     return max(DEFAULT_TIMEOUT, min(longest + _MARGIN, MAX_TIMEOUT))
+
+
+def with_served_values(spec: EnvSpec, served: Mapping[str, Any], *, limit: bool = True) -> EnvSpec:
+    """``spec`` with the served env's own ``max_episode_steps`` and ``reward_threshold`` where it
+    has none: the served env applies its limit (so ``gym.make`` wraps no ``TimeLimit`` of its
+    own), and a spec should show it as a local env's does (CartPole-v1's 500 and 475).
+
+    Args:
+        spec: The ``EnvSpec`` ``gym.make`` (or ``make_vec``, for a sub-env) made.
+        served: The worker's ``spec`` reply (``{}`` before one is known).
+        limit: Whether to fill in the limit; False for an env made with ``max_episode_steps=-1``.
+
+    Returns:
+        The spec, or a copy with the served values filled in.
+
+    Example:
+        >>> spec = with_served_values(EnvSpec("OpenEnv/Gym-v0"),
+        ...                           {"max_episode_steps": 500, "reward_threshold": 475.0})
+        >>> spec.max_episode_steps, spec.reward_threshold
+        (500, 475.0)
+    """
+    changes: dict[str, Any] = {}
+    if limit and spec.max_episode_steps is None and served.get("max_episode_steps") is not None:
+        changes["max_episode_steps"] = served["max_episode_steps"]
+    if spec.reward_threshold is None and served.get("reward_threshold") is not None:
+        changes["reward_threshold"] = served["reward_threshold"]
+    return dataclasses.replace(spec, **changes) if changes else spec
 
 
 def read_spec(spec: dict[str, Any]) -> tuple[spaces.Space, spaces.Space, dict[str, Any]]:

@@ -48,7 +48,7 @@ from openenv_gym.client.kwargs import (
     merge_env_kwargs,
     take_render_mode,
 )
-from openenv_gym.client.spec import call_timeout, read_spec
+from openenv_gym.client.spec import call_timeout, read_spec, with_served_values
 from openenv_gym.errors import (
     InvalidRequestError,
     OpenEnvError,
@@ -1365,17 +1365,12 @@ class RemoteVectorEnv(VectorEnv):
         kwargs = {k: v for k, v in self.spec.kwargs.items() if k not in _vector_only_kwargs()}
         # A time limit given to make_vec is the sub-env's, as gym.make's TimeLimit holds it.
         limit = self.spec.kwargs.get("max_episode_steps", self.spec.max_episode_steps)
-        if limit is None:  # the served env's own limit, as a single env's spec shows it
-            limit = self.remote_spec.get("max_episode_steps")
-        threshold = self.spec.reward_threshold  # the served env's where the id has none
-        if threshold is None:
-            threshold = self.remote_spec.get("reward_threshold")
+        spec = dataclasses.replace(self.spec, kwargs=kwargs,
+                                   max_episode_steps=None if limit == NO_LIMIT else limit)
         if limit == NO_LIMIT:  # as gym.make's spec after its -1, which the served envs took
-            spec = dataclasses.replace(self.spec, kwargs=kwargs, max_episode_steps=None,
-                                       reward_threshold=threshold)
+            spec = with_served_values(spec, self.remote_spec, limit=False)
             return keep_no_limit(spec, self.info.time_limit_kwarg)
-        return dataclasses.replace(self.spec, kwargs=kwargs, max_episode_steps=limit,
-                                   reward_threshold=threshold)
+        return with_served_values(spec, self.remote_spec)
 
     def _attr_replies(self, name: str, targets: list[int]) -> tuple[dict[str, Any], ...]:
         """Each target env's ``get_attr`` reply, nothing called: ``{"value": ...}``, or
