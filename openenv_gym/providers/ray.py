@@ -351,7 +351,8 @@ def _checked_resources(resources: Any) -> dict[str, float]:
 
 
 def _unspecified(host: str) -> bool:
-    """Whether ``host`` binds every interface (``0.0.0.0``, ``::``, ``""``)."""
+    """Whether ``host`` is the unspecified address (IPv4's or IPv6's, or ``""``): a refusal
+    check, since binding it would listen on every interface."""
     try:
         return ipaddress.ip_address(host).is_unspecified
     except ValueError:  # a name ("localhost") or "node"
@@ -453,7 +454,7 @@ class RayProvider(Provider):
                                           f"(or None), got {value!r}")
         if not isinstance(host, str) or _unspecified(host):
             # A wildcard bound every interface of every node, and the trainer was handed
-            # tcp://0.0.0.0:PORT, which from another host reaches no worker.
+            # the unspecified address as tcp://HOST:PORT, which from another host reaches no worker.
             raise InvalidRequestError(f"host must be '127.0.0.1' (one machine), 'node' (each "
                                       f"node's own IP, for trainers on other hosts) or one "
                                       f"interface's address, not every interface; got {host!r}")
