@@ -14,10 +14,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-__all__ = ["humaneval_rows", "humaneval_dataset", "RowTask", "OptionsFn"]
+__all__ = ["humaneval_rows", "humaneval_dataset", "RowTask", "OptionsFn", "drawn_task", "row_task"]
 
 #: ``options_fn(row) -> reset options``; ``row`` holds the sample's prompt and dataset columns.
 OptionsFn = Callable[[Mapping[str, Any]], Optional[dict[str, Any]]]
+
+#: Catalog envs that draw their task at each reset when made with ``arg=value``, by name:
+#: ``(arg, value, the reset option naming the task instead)``.
+_DRAWN_TASKS: dict[str, tuple[str, str, str]] = {"coding": ("task", "humaneval", "problem"),
+                                                 "git": ("task", "suite", "task")}
+
+
+def drawn_task(env: str, env_kwargs: Mapping[str, Any]) -> Optional[tuple[str, str]]:
+    """Whether an env made with ``env_kwargs`` draws its task at each reset (from its seed).
+
+    A model that is not shown the reset's observation never sees a task drawn so: its
+    answer must be graded against the task of its own dataset row, named in ``reset``'s
+    options.
+
+    Args:
+        env: Catalog name (``"coding"``).
+        env_kwargs: The env's arguments.
+
+    Returns:
+        ``(option, how)``: the ``reset`` option naming the task and the argument that makes
+        the env draw (``("problem", "task='humaneval'")``); None when it draws none.
+
+    Example:
+        >>> drawn_task("coding", {"task": "humaneval"}), drawn_task("coding", {"task": "humaneval/2"})
+        (('problem', "task='humaneval'"), None)
+    """
+    arg, value, option = _DRAWN_TASKS.get(env, ("", "", ""))
+    if not arg or env_kwargs.get(arg) != value:
+        return None
+    return option, f"{arg}={value!r}"
 
 
 @dataclass(frozen=True)
@@ -29,6 +59,7 @@ class RowTask:
         options_fn: ``row -> options`` instead of ``option_columns``.
         seed_column: Column holding ``reset``'s seed.
         seed_fn: ``row -> seed`` when there is no ``seed_column`` (None: no seed).
+        why: Why ``option_columns`` are needed, added to the error for a row without them.
 
     Raises:
         ValueError: Both ``option_columns`` and ``options_fn`` were given.
@@ -38,6 +69,7 @@ class RowTask:
     options_fn: Optional[OptionsFn] = None
     seed_column: Optional[str] = None
     seed_fn: Optional[Callable[[Mapping[str, Any]], Optional[int]]] = None
+    why: str = ""
 
     def __post_init__(self) -> None:
         if self.option_columns and self.options_fn is not None:
@@ -56,7 +88,8 @@ class RowTask:
             return None
         missing = [c for c in self.option_columns if c not in row]
         if missing:
-            raise KeyError(f"dataset has no column(s) {missing} (option_columns); the row has: {sorted(row)}")
+            raise KeyError(f"dataset has no column(s) {missing} (option_columns); the row has: "
+                           f"{sorted(row)}{'. ' + self.why if self.why else ''}")
         return {c: plain(row[c]) for c in self.option_columns}
 
     def seed(self, row: Mapping[str, Any]) -> Optional[int]:
@@ -70,6 +103,39 @@ class RowTask:
         if self.seed_column not in row:
             raise KeyError(f"dataset has no column {self.seed_column!r} (seed_column); the row has: {sorted(row)}")
         return int(plain(row[self.seed_column]))
+
+
+def row_task(pool: Any, option_columns: Sequence[str], options_fn: Optional[OptionsFn],
+             seed_column: Optional[str], *, task_shown: bool, adapter: str) -> RowTask:
+    """How an adapter over ``pool`` picks each episode's task from a dataset row.
+
+    Without ``seed_column`` the seed comes from the prompt
+    (:func:`~openenv_gym.trl.rollout.prompt_seed`): every completion of a GRPO group gets the
+    same reset. Without ``option_columns`` or ``options_fn``, a pool whose env draws its
+    task at each reset (:func:`drawn_task`) that the model is not shown takes it from the
+    row's column of the task's option (``"problem"``): a row without it raises ``KeyError``
+    rather than grade the answer against a task its prompt did not pose.
+
+    Args:
+        pool: The :class:`~openenv_gym.trl.pool.EnvPool`.
+        option_columns: As :class:`RowTask`'s.
+        options_fn: As :class:`RowTask`'s.
+        seed_column: As :class:`RowTask`'s.
+        task_shown: Whether the model sees the reset observation, which poses a drawn task.
+        adapter: The adapter's name, for the error.
+    """
+    from openenv_gym.trl.rollout import prompt_seed
+
+    why = ""
+    drawn = drawn_task(pool.info.name, pool._env_kwargs)
+    if not option_columns and options_fn is None and not task_shown and drawn is not None:
+        option_columns = (drawn[0],)
+        why = (f"The pool's env draws a task at each reset ({drawn[1]}) and {adapter} does not "
+               "show it to the model, so each answer is graded against the task its row names: "
+               "add the column (humaneval_dataset() has 'problem'), or pass option_columns= or "
+               "options_fn=")
+    return RowTask(option_columns, options_fn, seed_column,
+                   seed_fn=lambda row: prompt_seed(row.get("prompt")), why=why)
 
 
 def plain(value: Any) -> Any:

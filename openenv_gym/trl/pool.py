@@ -310,6 +310,8 @@ class EnvPool:
         #: How an episode's step rewards become its reward (``"return"`` or ``"final"``).
         self.reward_mode: str = reward_mode or "return"  # None: the env's spec decides, below
         env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
+        #: The env's arguments in every worker (the adapters read which task it plays).
+        self._env_kwargs: dict[str, Any] = dict(env_kwargs)
         self.episode_timeout = float(episode_timeout)
         self.concurrency = concurrency
         self.stats: Counter[str] = Counter()

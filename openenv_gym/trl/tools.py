@@ -37,10 +37,9 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from openenv_gym.errors import InvalidActionError, OpenEnvError, WorkerCrashedError, WorkerTimeoutError
-from openenv_gym.trl.datasets import OptionsFn, RowTask
+from openenv_gym.trl.datasets import OptionsFn, row_task
 from openenv_gym.trl.formats import ObservationFn, default_observation_fn
 from openenv_gym.trl.pool import EnvPool
-from openenv_gym.trl.rollout import prompt_seed
 
 __all__ = ["EnvTools", "CodingTools", "GitTools", "tool_env_factory"]
 
@@ -60,6 +59,9 @@ class EnvTools:
             rewards: ``"final"`` for Git and Coding tasks, where each step scores the
             whole attempt).
         option_columns: Dataset columns passed as ``reset`` options (``("problem",)``).
+            Default: none, but the column of the task's option (``"problem"``) when the
+            pool's env draws a task at each reset and ``reset`` does not show it (Coding's
+            ``task="humaneval"``; see :func:`~openenv_gym.trl.datasets.row_task`).
         options_fn: ``row -> options`` instead of ``option_columns``.
         seed_column: Dataset column holding ``reset``'s seed; without it the seed comes
             from the prompt (:func:`~openenv_gym.trl.rollout.prompt_seed`), so every
@@ -90,13 +92,13 @@ class EnvTools:
                  options_fn: Optional[OptionsFn] = None, seed_column: Optional[str] = None,
                  observation_fn: Optional[ObservationFn] = None,
                  show_reset_observation: Optional[bool] = None) -> None:
-        self._task = RowTask(option_columns, options_fn, seed_column,
-                             seed_fn=lambda row: prompt_seed(row.get("prompt")))
         self._pool = pool
         self._observation_fn = observation_fn or default_observation_fn(pool.info.name)
         self._reset_text_fn = observation_fn or default_observation_fn(pool.info.name, task=True)
         if show_reset_observation is not None:
             self.show_reset_observation = show_reset_observation
+        self._task = row_task(pool, option_columns, options_fn, seed_column,
+                              task_shown=self.show_reset_observation, adapter=type(self).__name__)
         from openenv_gym.vector.precheck import action_checker
 
         #: The worker's own check of an action, run here first (None: the worker only).
