@@ -71,6 +71,11 @@ POLL_PERIOD = 0.1
 #: it from resending unchanged data). Bounded so a server that is shutting down never waits
 #: long for an open page.
 STREAM_LIFETIME = 5.0
+#: An event stream's next snapshot is built no sooner than this many times as long as the
+#: last one took after that one began, so the view keeps to about 1/BUILD_COST_FACTOR of a
+#: core however costly a snapshot gets (200 sessions rendering ``rgb_array`` frames take
+#: seconds each: one open page, building one per poll, kept a core busy).
+BUILD_COST_FACTOR = 5.0
 
 
 # -- images -------------------------------------------------------------------------------
@@ -393,13 +398,16 @@ def shared(source: Source) -> Callable[..., dict[str, Any]]:
     since: the check costs little, the snapshot it saves a lot. While sessions step without
     pause every check finds a change, so a caller may also take a snapshot up to ``max_age``
     seconds old: the pages' streams then build one per period between them, not one each.
+    Such a caller also takes it for :data:`BUILD_COST_FACTOR` times as long as ``source`` took
+    to answer last, so that costly snapshots are built less often.
 
     Args:
         source: A :data:`Source`.
 
     Returns:
         A callable ``(known, max_age=0.0)`` answering as ``source`` does; ``max_age`` is how
-        many seconds after ``source`` was last asked its answer may be given again unasked.
+        many seconds after ``source`` was last asked its answer may be given again unasked
+        (stretched to ``BUILD_COST_FACTOR`` times its last answer's cost when above 0).
 
     Example:
         >>> built = []
@@ -417,13 +425,17 @@ def shared(source: Source) -> Callable[..., dict[str, Any]]:
     lock = threading.Lock()
     last: dict[str, Any] | None = None  # the last snapshot built
     asked = -math.inf  # when source was last asked (last is current as of then)
+    cost = 0.0  # seconds source took to answer then
 
     def read(known: str | None, max_age: float = 0.0) -> dict[str, Any]:
-        nonlocal last, asked
+        nonlocal last, asked, cost
         with lock:  # a caller waits for a snapshot being built rather than build another
+            if max_age > 0:
+                max_age = max(max_age, BUILD_COST_FACTOR * cost)
             if last is None or time.monotonic() - asked >= max_age:
                 asked = time.monotonic()
                 data = source(last["version"] if last else None)
+                cost = time.monotonic() - asked
                 if data.get("unchanged"):
                     data = last
                 else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 import httpx
@@ -64,3 +65,44 @@ def test_pages_polling_sessions_that_never_stop_share_one_snapshot_per_period() 
     assert len(built) == 1
     assert read(first["version"], 60.0) == {"version": first["version"], "unchanged": True}
     assert read(None)["version"] == "2"  # /web/state asks for the latest
+
+
+def test_costly_snapshots_are_built_in_proportion_to_their_cost(monkeypatch) -> None:
+    # 200 sessions rendering rgb_array frames take seconds per snapshot: a page polling every
+    # POLL_PERIOD built one per poll, back to back, and kept a core busy for the view alone.
+    now = [0.0]
+    monkeypatch.setattr(web, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    built: list[float] = []
+
+    def costly(known: str | None) -> dict[str, Any]:
+        built.append(now[0])
+        now[0] += 1.0  # a snapshot that takes a second of the clock to build
+        return {"version": str(len(built)), "sessions": []}
+
+    read = web.shared(costly)
+    for _ in range(600):  # a stream polling for a minute of the clock
+        read(None, web.POLL_PERIOD)
+        now[0] += web.POLL_PERIOD
+    busy = len(built) * 1.0
+    assert 2 <= len(built) and busy <= now[0] / 4, (busy, now[0])  # was 600 s of 660
+    gaps = [b - a for a, b in zip(built, built[1:])]
+    assert min(gaps) >= web.BUILD_COST_FACTOR * 1.0, gaps
+    # /web/state asks for the latest, whatever it costs.
+    assert read(None)["version"] == str(len(built))
+
+
+def test_cheap_snapshots_still_come_every_poll_period(monkeypatch) -> None:
+    now = [0.0]
+    monkeypatch.setattr(web, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    built: list[float] = []
+
+    def cheap(known: str | None) -> dict[str, Any]:
+        built.append(now[0])
+        now[0] += web.POLL_PERIOD / 100
+        return {"version": str(len(built)), "sessions": []}
+
+    read = web.shared(cheap)
+    for _ in range(10):
+        read(None, web.POLL_PERIOD)
+        now[0] += web.POLL_PERIOD
+    assert len(built) == 10
