@@ -42,6 +42,7 @@ from openenv_gym.client.kwargs import (
 from openenv_gym.client.spec import call_timeout, read_spec, with_served_values
 from openenv_gym.client.transport import BinaryClient
 from openenv_gym.errors import (
+    InvalidActionError,
     InvalidRequestError,
     OpenEnvError,
     ProviderUnavailableError,
@@ -54,6 +55,7 @@ from openenv_gym.errors import (
     headline,
 )
 from openenv_gym.protocol import ops
+from openenv_gym.protocol.wire import encode, oversized
 from openenv_gym.providers import get_provider, provider_options_dict
 from openenv_gym.providers.base import RESTART_ATTEMPTS, Provider, Worker, stop_when_dropped
 from openenv_gym.spaces import from_wire, owned
@@ -529,8 +531,14 @@ class RemoteEnv(gym.Env):
             # wait out its timeout again behind it.
             raise ResetNeededError("the last call timed out (the worker is hung, or still busy with "
                                    f"it); {self._next_reset_hint(_RESET_REPLACES)}")
+        frame = encode(ops.step(self._sid, action))
+        if (why := oversized(frame, self._client.max_frame)) is not None:
+            # Refused as the worker refuses a too-long action, before anything is sent: the
+            # worker would refuse the frame unread, with a ProtocolError, after draining it.
+            raise InvalidActionError(f"the action is too large: the step request is {why}; "
+                                     "nothing was sent and the env did not step")
         try:
-            out = self._request(ops.step(self._sid, action))
+            out = self._unless_closed(self._client.request_frame, frame)
         except WorkerTimeoutError as exc:
             raise self._timed_out(exc) from exc
         except (WorkerCrashedError, WorkerConnectionError) as exc:

@@ -29,6 +29,7 @@ import weakref
 from typing import Any
 
 from openenv_gym.errors import (
+    InvalidRequestError,
     ProtocolError,
     SessionLimitError,
     WorkerConnectionError,
@@ -39,7 +40,7 @@ from openenv_gym.errors import (
 )
 from openenv_gym.protocol.bell import Bell
 from openenv_gym.protocol.sockets import FrameReader, available_cores, connect, poll_ms, send_frame
-from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode, frame_length
+from openenv_gym.protocol.wire import HEADER, MAX_FRAME, decode, encode, frame_length, oversized
 
 __all__ = ["BinaryClient", "settle_together"]
 
@@ -50,7 +51,8 @@ class BinaryClient:
     Args:
         address: ``unix:///path`` or ``tcp://host:port``.
         timeout: Default seconds a call may take before :class:`WorkerTimeoutError`.
-        max_frame: Largest reply accepted.
+        max_frame: Largest reply accepted, and largest request sent (the worker's limit, the
+            wire's MAX_FRAME unless it was started with another).
         spin: Poll briefly for replies before sleeping (see
             :class:`~openenv_gym.protocol.sockets.FrameReader`); None: when this machine has
             more than one core. Set it off when this process waits on as many busy workers
@@ -130,6 +132,7 @@ class BinaryClient:
 
         Raises:
             WorkerConnectionError: The worker cannot be reached.
+            InvalidRequestError: The message is larger than the wire carries (nothing sent).
         """
         self.send_frame(encode(message), timeout, fds, ordered)
 
@@ -141,6 +144,10 @@ class BinaryClient:
         :meth:`drop`) instead of waiting for it, as a session's close may: that call then
         finds its session gone. ``ring=False``: leave ringing :attr:`bell` to the caller, who
         rings it once after sending to each of its workers."""
+        if (why := oversized(frame, self.max_frame)) is not None:
+            # The worker would drain it all, then refuse it: refused here, nothing is sent and
+            # the connection stays in frame (both sides take MAX_FRAME unless told otherwise).
+            raise InvalidRequestError(f"the request is {why}; nothing was sent")
         timeout = self.timeout if timeout is None else timeout
         self._deadline = time.monotonic() + timeout
         sock = self._connected(timeout, ordered)
@@ -237,6 +244,12 @@ class BinaryClient:
         to call from several threads: one call at a time goes over the connection."""
         with self.lock:
             self.send(message, timeout, fds, ordered)
+            return self.receive()
+
+    def request_frame(self, frame: bytes, timeout: float | None = None) -> dict[str, Any]:
+        """:meth:`request` for a frame encoded ahead of time (see :meth:`send_frame`)."""
+        with self.lock:
+            self.send_frame(frame, timeout)
             return self.receive()
 
     def discard_arrived_reply(self) -> bool:

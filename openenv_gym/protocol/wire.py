@@ -38,7 +38,7 @@ import numpy as np
 from openenv_gym.errors import InvalidRequestError, ProtocolError
 
 __all__ = ["HEADER", "MAX_FRAME", "PROTOCOL_VERSION", "encode", "decode", "frame_length",
-           "wire_problem"]
+           "oversized", "wire_problem"]
 
 #: Version of the request/reply vocabulary (the ops and their fields) that a worker's
 #: ``spec`` reply announces as ``"protocol"``; raise it when a change breaks older peers.
@@ -478,6 +478,27 @@ def decode(payload: bytes | bytearray | memoryview) -> Any:
         raise ProtocolError("undecodable frame: nested deeper than the wire's limit") from None
     except Exception as exc:  # msgpack raises several unrelated types for garbage input
         raise ProtocolError(f"undecodable frame ({type(exc).__name__}: {exc})") from None
+
+
+def oversized(frame: bytes, max_frame: int = MAX_FRAME) -> str | None:
+    """Why a peer would refuse ``frame`` (from :func:`encode`) unread, or None when it fits.
+
+    A sender checks before sending: the peer drains an oversized frame and answers with a
+    bare :class:`~openenv_gym.errors.ProtocolError`, after all of it crossed the socket.
+
+    Args:
+        frame: The encoded frame, header included.
+        max_frame: The largest payload the peer accepts.
+
+    Returns:
+        E.g. ``"70.0 MiB (73400388 bytes) as sent, over the wire's frame limit of 64 MiB
+        (67108864 bytes)"``, or None.
+    """
+    size = len(frame) - HEADER.size
+    if size <= max_frame:
+        return None
+    return (f"{size / 2**20:.1f} MiB ({size} bytes) as sent, over the wire's frame limit of "
+            f"{max_frame / 2**20:g} MiB ({max_frame} bytes)")
 
 
 def frame_length(header: bytes, max_frame: int = MAX_FRAME) -> int:

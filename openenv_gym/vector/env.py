@@ -50,6 +50,7 @@ from openenv_gym.client.kwargs import (
 )
 from openenv_gym.client.spec import call_timeout, read_spec, with_served_values
 from openenv_gym.errors import (
+    InvalidActionError,
     InvalidRequestError,
     OpenEnvError,
     ProviderUnavailableError,
@@ -979,7 +980,7 @@ class RemoteVectorEnv(VectorEnv):
                 extras[w] = extra
         try:
             pool.send_slices(workers, extras)
-        except (InvalidRequestError, TypeError):
+        except (InvalidRequestError, InvalidActionError, TypeError):
             raise  # refused while encoding, before anything was sent: every env is as it was
         except BaseException:
             self._out_of_sync()

@@ -35,8 +35,15 @@ from openenv_gym.client.transport import BinaryClient, settle_together
 from openenv_gym.protocol import ops
 from openenv_gym.protocol.bell import Bell, bell_enabled
 from openenv_gym.protocol.sockets import available_cores
-from openenv_gym.protocol.wire import encode
-from openenv_gym.errors import OpenEnvError, ProtocolError, WorkerError, error_to_wire
+from openenv_gym.protocol.wire import encode, oversized
+from openenv_gym.errors import (
+    InvalidActionError,
+    InvalidRequestError,
+    OpenEnvError,
+    ProtocolError,
+    WorkerError,
+    error_to_wire,
+)
 from openenv_gym.providers.base import Provider, Worker, naming_fd_limit, run_together, stop_when_dropped
 from openenv_gym.vector.slices import RemoteSlice, shares
 
@@ -254,8 +261,9 @@ class WorkerPool:
             :class:`WorkerFailure` when the worker crashed, hung or is unreachable.
 
         Raises:
-            InvalidRequestError, TypeError: A call the wire cannot carry; every message is
-                encoded before any is sent, so then no worker got anything.
+            InvalidRequestError, TypeError: A call the wire cannot carry (or a message larger
+                than it carries); every message is encoded and measured before any is sent,
+                so then no worker got anything.
         """
         workers = list(calls)
         self._send_each(workers, [encode(ops.batch(calls[w])) for w in workers], timeout)
@@ -271,10 +279,26 @@ class WorkerPool:
             InvalidRequestError, TypeError: A value in ``extras`` the wire cannot carry (a
                 lone surrogate in a text action); every frame is encoded before any is
                 sent, so then no worker got anything and every connection is in frame.
+            InvalidActionError: The actions in a worker's ``extras`` make its message larger
+                than the wire carries; nothing was sent either.
         """
         slices = self.slices
         frames = [slices[w].frame(extras.get(w) if extras else None) for w in workers]
+        for w, frame in zip(workers, frames):
+            if extras and "actions" in extras.get(w, ()) \
+                    and (why := oversized(frame, self.clients[w].max_frame)) is not None:
+                # As a single env's step refuses it: typed as the action's fault, before any
+                # worker got anything (the worker would drain the frame, then refuse it).
+                several = len(self.groups[w]) > 1
+                raise InvalidActionError(
+                    f"the actions are too large: the step message for {self._envs(w)} is {why}; "
+                    "nothing was sent and no env stepped"
+                    + ("; fewer envs_per_worker puts fewer actions in each message" if several else ""))
         self._send_each(workers, frames, timeout)
+
+    def _envs(self, worker: int) -> str:
+        group = self.groups[worker]
+        return f"env {group[0]}" if len(group) == 1 else f"envs {group[0]}..{group[-1]} (worker {worker})"
 
     def receive_slices(self, workers: list[int]) -> dict[int, dict[str, Any] | WorkerFailure]:
         """Gather the slice replies of ``workers`` (results now in each slice's columns).
@@ -304,7 +328,14 @@ class WorkerPool:
 
         Workers still running a call cut short by Ctrl-C are waited for all at once first
         (within ``timeout``): each send waiting for its own in turn would add up the timeouts
-        of hung workers (eight hung workers: eight timeouts before the reset restarts them)."""
+        of hung workers (eight hung workers: eight timeouts before the reset restarts them).
+
+        Raises:
+            InvalidRequestError: A frame is larger than the wire carries; nothing was sent.
+        """
+        for w, frame in zip(workers, frames):
+            if (why := oversized(frame, self.clients[w].max_frame)) is not None:
+                raise InvalidRequestError(f"the message for {self._envs(w)} is {why}; nothing was sent")
         with self._io:
             try:
                 clients = self.clients
