@@ -54,3 +54,40 @@ def test_worker_reports_mode_by_name() -> None:
 
     with pytest.raises(InvalidRequestError, match=r"mode must be None .*its modes are \[0, 1\]"):
         gym.make("OpenEnv/Atari-v0", provider="process", game="pong", mode=-1)
+
+
+@pytest.mark.parametrize("screen_size", [100_000, 1025, [84, 100_000], 0, -84, 84.0, True, "84", [84], [1, 2, 3]])
+def test_screen_size_is_refused_by_name_outside_a_sane_range(screen_size) -> None:
+    # 100000 made AtariPreprocessing allocate ~10 GB at make (its buffers and its space's bounds).
+    with pytest.raises(InvalidRequestError, match=r"^screen_size must be a whole number, or a \(width, "
+                                                  r"height\) pair of them, in 1\.\.1024 .*got "):
+        make_ale_env("pong", preprocess=True, screen_size=screen_size)
+
+
+@pytest.mark.parametrize("frame_stack", [100_000, 65])
+def test_frame_stack_is_refused_by_name_above_a_sane_bound(frame_stack) -> None:
+    with pytest.raises(InvalidRequestError, match=rf"^frame_stack must be a whole number >= 1 and <= 64 .*got {frame_stack}"):
+        make_ale_env("pong", preprocess=True, frame_stack=frame_stack)
+
+
+def test_sizes_within_the_bounds_still_work() -> None:
+    import numpy as np
+
+    env = make_ale_env("pong", preprocess=True, screen_size=np.int64(1024), noop_max=0)
+    assert env.observation_space.shape == (1024, 1024)
+    env.close()
+    env = make_ale_env("pong", preprocess=True, frame_stack=64, noop_max=0)
+    assert env.observation_space.shape == (64, 84, 84)
+    env.close()
+    env = make_ale_env("pong", preprocess=True, screen_size=[160, 210], grayscale_obs=False, noop_max=0)
+    assert env.reset(seed=0)[0].shape == (210, 160, 3)
+    env.close()
+
+
+def test_worker_refuses_a_huge_screen_size_at_make() -> None:
+    import gymnasium as gym
+
+    import openenv_gym  # noqa: F401
+
+    with pytest.raises(InvalidRequestError, match=r"screen_size must be .* in 1\.\.1024 .*got 100000"):
+        gym.make("OpenEnv/Atari-v0", provider="process", game="pong", preprocess=True, screen_size=100_000)

@@ -38,6 +38,15 @@ _PREPROCESS_ONLY: dict[str, Any] = {
     "noop_max": None, "screen_size": None, "clip_rewards": False, "terminal_on_life_loss": False,
     "frame_stack": 1, "grayscale_obs": True, "grayscale_newaxis": False, "scale_obs": False}
 
+#: Largest side of a preprocessed frame. The ALE screen is 160x210, so a larger frame only
+#: interpolates it; 1024 leaves any upscaling a model may want (a 1024x1024 color frame is
+#: 3 MiB). AtariPreprocessing takes any positive size, and allocates its buffers and its
+#: space's bounds at make: screen_size=100000 asked for ~10 GB.
+MAX_SCREEN_SIDE = 1024
+#: Most frames stacked. DQN stacks 4 and longer histories seldom pass 16; every frame is
+#: allocated in the stack and in its space's bounds at make (100000 frames of 84x84: 5.5 GB).
+MAX_FRAME_STACK = 64
+
 
 def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int, int] = 4,
                  repeat_action_probability: float = 0.25, full_action_space: bool = False,
@@ -87,9 +96,9 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
     if not is_int(max_num_frames_per_episode, 0):
         raise InvalidRequestError(f"max_num_frames_per_episode must be a whole number >= 0 (0: no "
                                   f"limit; v5: 108000), got {max_num_frames_per_episode!r}")
-    if not is_int(frame_stack, 1):
-        raise InvalidRequestError(f"frame_stack must be a whole number >= 1 (frames stacked), "
-                                  f"got {frame_stack!r}")
+    if not is_int(frame_stack, 1, MAX_FRAME_STACK):
+        raise InvalidRequestError(f"frame_stack must be a whole number >= 1 and <= {MAX_FRAME_STACK} "
+                                  f"(frames stacked; DQN's: 4), got {frame_stack!r}")
     if continuous_action_threshold is not None and not continuous:
         raise InvalidRequestError("continuous_action_threshold applies with continuous=True only; "
                                   "set it or drop it")
@@ -113,6 +122,13 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
     screen_size = 84 if screen_size is None else screen_size
     if not is_int(noop_max, 0):
         raise InvalidRequestError(f"noop_max must be a whole number >= 0 (0: no no-op starts), got {noop_max!r}")
+    sides = screen_size if isinstance(screen_size, tuple) and len(screen_size) == 2 else (screen_size,)
+    if not all(is_int(side, 1, MAX_SCREEN_SIDE) for side in sides):
+        raise InvalidRequestError(f"screen_size must be a whole number, or a (width, height) pair of them, "
+                                  f"in 1..{MAX_SCREEN_SIDE} (default 84; the screen is 160x210, a larger "
+                                  f"frame only interpolates it), got {screen_size!r}")
+    # AtariPreprocessing takes Python ints only (np.int64(84) is refused with a bare ValueError).
+    screen_size = tuple(map(int, screen_size)) if isinstance(screen_size, tuple) else int(screen_size)
     # AtariPreprocessing reads the screen from the emulator, gray or in color as grayscale_obs
     # says, so obs_type "rgb" and "grayscale" give the same frames; it sizes its buffers from
     # the inner env's frames, so locally "ram" fails, and so does a gray inner env for color.
@@ -269,11 +285,11 @@ class AtariEnv(Environment):
         max_num_frames_per_episode: Truncation in frames (v5: 108,000).
         preprocess: Apply standard Atari preprocessing in the worker.
         noop_max: Most no-op actions at reset (preprocess; default 30, 0 disables).
-        screen_size: Side of the resized square frame, or ``(width, height)`` (preprocess;
-            default 84).
+        screen_size: Side of the resized square frame, or ``(width, height)``, each in
+            1..1024 (preprocess; default 84).
         terminal_on_life_loss: End the episode when a life is lost (preprocess).
         clip_rewards: Rewards become their sign (preprocess).
-        frame_stack: Stack this many frames on a leading axis (preprocess; 1: none).
+        frame_stack: Stack this many frames on a leading axis, 1..64 (preprocess; 1: none).
         grayscale_obs: Gray frames; False: RGB ones, ``(84, 84, 3)`` (preprocess; default True).
         grayscale_newaxis: Frames of shape (84, 84, 1) instead of (84, 84) (preprocess): what
             SB3's ``VecFrameStack`` and ``CnnPolicy`` want when frames are stacked in the
