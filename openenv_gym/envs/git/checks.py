@@ -21,7 +21,7 @@ repository's ``core.worktree`` are ignored.
 | rev_file_contains / rev_file_lacks | rev, path, text | the file at ``rev`` has / lacks every text |
 | path_untracked | path, rev (HEAD) | ``path`` is not in ``rev``'s tree |
 | path_not_in_history | path, rev (HEAD) | no commit reachable from ``rev`` ever had ``path`` |
-| no_conflict_markers | paths (all files) | no ``<<<<<<<``/``=======``/``>>>>>>>`` lines |
+| no_conflict_markers | paths (all files) | no ``<<<<<<<``/``=======``/``>>>>>>>`` lines (a whole tree of more than :data:`SCAN_ENTRIES` entries, or files of more than :data:`SCAN_BYTES` bytes, fails) |
 | clean_worktree | untracked (true) | ``git status`` shows nothing, and every tracked file is its index entry byte for byte |
 | no_operation_in_progress | | no merge, rebase, cherry-pick, revert or bisect underway |
 | is_ancestor / not_ancestor | ancestor, descendant | ``git merge-base --is-ancestor`` |
@@ -233,19 +233,59 @@ def path_not_in_history(ctx: CheckContext, repo: str, path: str, rev: str = "HEA
     return _out(ctx, repo, "rev-list", "--full-history", "-n", "1", rev, "--", path) == ""
 
 
+#: Most entries (files and folders) of a working tree :func:`no_conflict_markers` scans, and
+#: most bytes it reads. A task's repository holds a handful of small files; the scan runs in
+#: the worker on every step, with no timeout, so a tree past either bound (an agent's "tree
+#: bomb": 300,000 empty files took 50 s a step, and the cost grew with the tree) fails the
+#: check at once instead.
+SCAN_ENTRIES = 10_000
+SCAN_BYTES = 64 << 20
+
+
 def no_conflict_markers(ctx: CheckContext, repo: str, paths: list[str] | None = None) -> bool:
     if not os.path.isdir(repo):
         return False
     if paths is None:
-        paths = []
-        for top, dirs, files in os.walk(repo):
-            dirs[:] = [d for d in dirs if d != ".git"]
-            paths += [os.path.relpath(os.path.join(top, f), repo) for f in files]
+        paths = _tree_files(repo, SCAN_ENTRIES)
+        if paths is None:
+            return False  # too many to scan: see SCAN_ENTRIES
+    budget = SCAN_BYTES
     for path in paths:
-        data = _read_bytes(repo, path, 1 << 20)
-        if data is not None and _MARKERS.search(data):
+        data = _read_bytes(repo, path, min(1 << 20, budget + 1))
+        if data is None:
+            continue
+        budget -= len(data)
+        if budget < 0 or _MARKERS.search(data):
             return False
     return True
+
+
+def _tree_files(repo: str, limit: int) -> list[str] | None:
+    """The files of ``repo``'s working tree (what is not a folder, ``.git`` folders left out)
+    relative to it, as :func:`os.walk` lists them; or None as soon as more than ``limit``
+    entries are seen, without listing the rest (a folder is read lazily)."""
+    found: list[str] = []
+    seen = 0
+    folders = [repo]
+    while folders:
+        try:
+            listing = os.scandir(folders.pop())
+        except OSError:  # as os.walk: a folder the agent made unreadable is skipped
+            continue
+        with listing:
+            for entry in listing:
+                seen += 1
+                if seen > limit:
+                    return None
+                try:
+                    folder = entry.is_dir()  # as os.walk: a link to a folder is one, not followed
+                except OSError:
+                    folder = False
+                if not folder:
+                    found.append(os.path.relpath(entry.path, repo))
+                elif entry.name != ".git" and not entry.is_symlink():
+                    folders.append(entry.path)
+    return found
 
 
 def clean_worktree(ctx: CheckContext, repo: str, untracked: bool = True) -> bool:
