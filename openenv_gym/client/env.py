@@ -695,7 +695,8 @@ class RemoteEnv(gym.Env):
         return owned(self._request(build(self._sid, *args)))
 
     def _request(self, message: dict[str, Any]) -> dict[str, Any]:
-        """Send ``message`` (every call of this env goes through here; see :meth:`_unless_closed`)."""
+        """Send ``message`` (every call of this env goes through here, but a step, whose frame
+        :meth:`step` encodes and measures first; see :meth:`_unless_closed`)."""
         return self._unless_closed(self._client.request, message)
 
     def _unless_closed(self, call: Callable[..., T], *args: Any) -> T:
