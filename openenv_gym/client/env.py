@@ -305,7 +305,7 @@ class RemoteEnv(gym.Env):
         self._replace_worker()
         return True
 
-    def _explained(self, exc: WorkerError, grace: float = 0.5) -> WorkerError:
+    def _explained(self, exc: WorkerError) -> WorkerError:
         """``exc`` with what is known of the worker: how it ended, its last log lines, and
         that the next ``reset()`` tries to start a fresh one (what the vector env reports too):
         only tries, as the provider may no longer start one (Ray shut down, Docker's engine
@@ -314,9 +314,7 @@ class RemoteEnv(gym.Env):
         if worker is None:  # attached to a server we do not own: nothing more to tell
             return exc
         try:
-            deadline = time.monotonic() + grace  # its exit lags the dropped connection a little
-            while (alive := worker.alive()) and time.monotonic() < deadline:
-                time.sleep(0.01)
+            alive = worker.alive_after()
         except (ProviderUnavailableError, OSError):
             # A Docker engine that is down, or its connection broken: it must not mask `exc`.
             return exc

@@ -44,7 +44,7 @@ from openenv_gym.protocol.startup import failure_in
 
 __all__ = ["Worker", "Provider", "stop_when_dropped", "track", "untrack", "naming_fd_limit",
            "wait_ready", "startup_error", "terminate", "env_kwargs_json", "run_together",
-           "RESTART_ATTEMPTS"]
+           "RESTART_ATTEMPTS", "EXIT_GRACE"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,10 @@ _T = TypeVar("_T")
 
 #: Starts :meth:`Worker.replace` tries before it gives up.
 RESTART_ATTEMPTS = 3
+
+
+#: Seconds :meth:`Worker.alive_after` waits, by default, for a worker whose connection dropped to end.
+EXIT_GRACE = 0.5
 
 
 class Worker(abc.ABC):
@@ -122,6 +126,18 @@ class Worker(abc.ABC):
         """Why the worker stopped (``"killed by signal 9 (SIGKILL)"``); ``""`` while it runs
         or where the provider cannot tell."""
         return ""
+
+    def alive_after(self, grace: float = EXIT_GRACE) -> bool:
+        """Wait up to ``grace`` seconds for the worker to stop; returns whether it still runs.
+
+        A worker's connection closes as it dies, a moment before its provider can tell how it
+        ended: wait this long after a dropped connection, so that :meth:`exit_reason` (an
+        error's "killed by signal 9 (SIGKILL)") does not come up empty.
+        """
+        deadline = time.monotonic() + grace
+        while (alive := self.alive()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return alive
 
     def post_mortem(self, tail: int = 5) -> tuple[str, str]:
         """:meth:`exit_reason` and the last ``tail`` log lines, for an error message about it;

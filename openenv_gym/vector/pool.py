@@ -41,6 +41,9 @@ from openenv_gym.errors import (
     InvalidRequestError,
     OpenEnvError,
     ProtocolError,
+    ProviderUnavailableError,
+    WorkerConnectionError,
+    WorkerCrashedError,
     WorkerError,
     error_to_wire,
 )
@@ -462,6 +465,11 @@ class WorkerPool:
         """One line naming the worker, its envs and what happened, plus its log tail."""
         envs = self.groups[worker]
         text = f"worker {worker} (envs {envs[0]}..{envs[-1]}) failed: {error}"
+        if isinstance(error, (WorkerCrashedError, WorkerConnectionError)):
+            # Described as soon as its connection dropped, a killed worker still passed for a
+            # running one, and the error left out how it ended (as a single env's says).
+            with contextlib.suppress(ProviderUnavailableError, OSError):
+                self.workers[worker].alive_after()
         reason, tail = self.workers[worker].post_mortem()
         if reason:
             text += f" (the worker {reason})"
