@@ -54,7 +54,7 @@ class StepRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    session_id: str = Field(description="The session returned by /reset.")
+    session_id: str = Field(description="The session_id a POST /reset returned; a reset without one starts a session.")
     action: Any = Field(description="The action, shaped as GET /spec's action_space / action_schema.")
 
 

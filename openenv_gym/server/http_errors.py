@@ -236,6 +236,13 @@ def _describe(error: dict[str, Any], path: str, bodies: dict[str, type[BaseModel
         return "the request needs a JSON body"
     if where == "query":
         return f"query parameter {name!r}: {error['msg']}"
+    if where == "body" and kind == "missing" and len(field) == 1:
+        # Said with what the field is: a bare "session_id: Field required" left a caller used to
+        # a stateless /step (OpenEnv's) guessing where a session comes from.
+        info = getattr(bodies.get(path), "model_fields", {}).get(name)
+        about = (info.description or "").rstrip(". ") if info is not None else ""
+        if about:
+            return f"{name}: {error['msg']} ({about[0].lower()}{about[1:]})"
     if where == "body":
         got = json.dumps(error.get("input"), default=repr)  # as the caller wrote it: true, not True
         shown = f", got {got}" if name and kind != "missing" and len(got) <= 80 else ""

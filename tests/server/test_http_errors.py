@@ -48,6 +48,23 @@ def test_an_unknown_session_id_of_the_servers_own_form_is_quoted_whole(live) -> 
     assert reply.json()["error"]["message"] == f"no session '{sid}' to close"
 
 
+# -- a missing field says what it is ----------------------------------------------------------
+@pytest.mark.parametrize("body, expected", [
+    pytest.param({"action": {"message": "hi"}},
+                 "session_id: Field required (the session_id a POST /reset returned; a reset without "
+                 "one starts a session)", id="step-without-session"),
+    pytest.param({"session_id": "x"},
+                 "action: Field required (the action, shaped as GET /spec's action_space / action_schema)",
+                 id="step-without-action"),
+])
+def test_a_missing_body_field_is_named_with_what_it_is(live, body, expected) -> None:
+    # OpenEnv's /step takes {"action": ...} alone (a fresh env per request); here an episode
+    # lives in a session, and "session_id: Field required" did not say where one comes from.
+    reply = httpx.post(live.url + "/step", json=body, timeout=30)
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["error"] == {"type": "InvalidRequestError", "message": expected}
+
+
 # -- a compressed body -----------------------------------------------------------------------
 @pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
 def test_a_compressed_body_is_a_415_naming_the_encoding(live, coding) -> None:
