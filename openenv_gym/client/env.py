@@ -549,7 +549,7 @@ class RemoteEnv(gym.Env):
         self._check_open()
         if self.render_mode is None or self._sid is None:
             return None
-        return owned(self._request(ops.render(self._sid))["frame"])
+        return owned(self._worker_request(ops.render(self._sid))["frame"])
 
     def state(self) -> dict[str, Any]:
         """The session's state (``GET /state``): episode id, step count, env fields."""
@@ -690,12 +690,23 @@ class RemoteEnv(gym.Env):
         if self._sid is None:
             raise ResetNeededError(f"call reset() before {build.__name__}(): the served env "
                                    "lives from the first reset")
-        return owned(self._request(build(self._sid, *args)))
+        return owned(self._worker_request(build(self._sid, *args)))
 
     def _request(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send ``message`` (every call of this env goes through here, but a step, whose frame
         :meth:`step` encodes and measures first; see :meth:`_unless_closed`)."""
         return self._unless_closed(self._client.request, message)
+
+    def _worker_request(self, message: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`_request` for the calls besides reset and step (render, state, call,
+        attributes): a dead or hung worker's error says what step's says, how the worker
+        ended and that reset() replaces it, not only that its socket refused us."""
+        try:
+            return self._request(message)
+        except WorkerTimeoutError as exc:
+            raise self._timed_out(exc) from exc
+        except (WorkerCrashedError, WorkerConnectionError) as exc:
+            raise self._explained(exc) from exc
 
     def _unless_closed(self, call: Callable[..., T], *args: Any) -> T:
         """``call(*args)``, talking to the worker; one that :meth:`close` on another thread

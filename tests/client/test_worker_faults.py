@@ -59,6 +59,46 @@ def test_killed_worker_raises_clearly_within_timeout_then_reset_recovers(provide
         env.close()
 
 
+@pytest.mark.parametrize("call", ["render", "state", "call", "get_wrapper_attr"])
+def test_calls_besides_step_on_a_killed_worker_say_how_it_ended_and_what_to_do(call: str) -> None:
+    # They said only "cannot connect to worker at unix://...: Connection refused", where a
+    # step's error names the kill, the log tail and that reset() starts a fresh worker.
+    env = gym.make("OpenEnv/Echo-v0", provider="process", render_mode="ansi", timeout=30.0)
+    try:
+        env.reset(seed=0)
+        _kill_worker(env.unwrapped)
+        calls = {"render": env.render, "state": env.unwrapped.state,
+                 "call": lambda: env.unwrapped.call("max_steps"),
+                 "get_wrapper_attr": lambda: env.get_wrapper_attr("max_steps")}
+        with pytest.raises(WorkerError) as failure:
+            calls[call]()
+        text = str(failure.value)
+        assert "The worker stopped: killed by signal 9 (SIGKILL)" in text, text
+        assert "the next reset() tries to start a fresh one" in text and "worker ready" in text, text
+        env.reset(seed=0)
+        assert env.unwrapped.call("max_steps") == 100
+    finally:
+        env.close()
+
+
+def test_a_call_on_a_frozen_worker_names_its_state_and_the_next_step_asks_for_a_reset() -> None:
+    env = gym.make("OpenEnv/Echo-v0", provider="process", timeout=1.0).unwrapped
+    try:
+        env.reset(seed=0)
+        _freeze(env)
+        with pytest.raises(openenv_gym.WorkerTimeoutError) as failure:
+            env.call("max_steps")
+        assert "the worker's state: stopped (SIGSTOP" in str(failure.value), failure.value
+        assert "call reset(), which replaces the worker" in str(failure.value), failure.value
+        # The worker may still owe the call its answer: a step does not wait out a timeout behind it.
+        with pytest.raises(openenv_gym.ResetNeededError, match="the last call timed out"):
+            env.step({"message": "x"})
+        env.reset(seed=0)
+        assert env.step({"message": "back"})[0]["echo"] == "back"
+    finally:
+        env.close()
+
+
 def test_stuck_worker_times_out(provider: str) -> None:
     env = gym.make("OpenEnv/Echo-v0", provider=provider, timeout=1.0).unwrapped
     try:
