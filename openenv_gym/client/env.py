@@ -37,6 +37,7 @@ from openenv_gym.client.kwargs import (
     gym_make_time_limit,
     keep_no_limit,
     merge_env_kwargs,
+    name_misplaced_timeout,
     take_render_mode,
 )
 from openenv_gym.client.spec import call_timeout, read_spec, with_served_values
@@ -189,8 +190,12 @@ class RemoteEnv(gym.Env):
             self._provider = get_provider(provider, untrusted=self.info.untrusted,
                                           **provider_options_dict(provider_options))
             self.provider_name = self._provider.name
-            [self._worker] = self._provider.start(
-                self.info.name, 1, dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {})))
+            try:
+                [self._worker] = self._provider.start(
+                    self.info.name, 1, dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {})))
+            except OpenEnvError as exc:
+                name_misplaced_timeout(exc, env_kwargs, "gym.make")
+                raise
             self._stop_worker = stop_when_dropped(self, self._provider, [self._worker])
             address = self._worker.address
         self._client = BinaryClient(address, first_timeout)

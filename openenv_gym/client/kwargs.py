@@ -20,13 +20,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from openenv_gym._numbers import is_int
-from openenv_gym.errors import InvalidRequestError
+from openenv_gym.errors import InvalidRequestError, OpenEnvError
 
 if TYPE_CHECKING:
     from gymnasium.envs.registration import EnvSpec
 
 __all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit", "add_time_limit",
-           "keep_no_limit", "NO_LIMIT"]
+           "keep_no_limit", "name_misplaced_timeout", "NO_LIMIT"]
 
 #: ``gym.make``'s ``max_episode_steps`` for no episode limit at all.
 NO_LIMIT = -1
@@ -48,6 +48,29 @@ def merge_env_kwargs(env_kwargs: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         raise InvalidRequestError(f"{', '.join(both)} given both as keyword and in env_kwargs; "
                                   "give each once")
     return {**kwargs, **(env_kwargs or {})}
+
+
+#: What each API calls its limit on one call's wait: a name that one takes, given to the other,
+#: reaches the env, which refuses it as its own argument.
+_CALL_TIMEOUT = {"gym.make": "timeout", "gym.make_vec": "step_timeout"}
+
+
+def name_misplaced_timeout(exc: OpenEnvError, env_kwargs: Mapping[str, Any], maker: str) -> None:
+    """Say in ``exc`` (the worker's refusal to make the env) that the timeout argument it
+    refused is the other API's, when so: ``gym.make(..., step_timeout=5)`` was refused with
+    only "unexpected keyword argument 'step_timeout'; it takes max_steps, ...".
+
+    Args:
+        exc: The error starting the workers raised; changed in place.
+        env_kwargs: The env's arguments as sent.
+        maker: ``"gym.make"`` or ``"gym.make_vec"``, whose own name is the right one.
+    """
+    own = _CALL_TIMEOUT[maker]
+    [(other, given)] = [(m, name) for m, name in _CALL_TIMEOUT.items() if m != maker]
+    if given not in env_kwargs or f"unexpected keyword argument '{given}'" not in str(exc):
+        return
+    note = f"({given}= is {other}'s limit on each call's wait; {maker}'s is {own}=)"
+    exc.args = (f"{exc}\n{note}",)  # the worker's own error type stays (an `except` still catches it)
 
 
 def take_render_mode(env_kwargs: dict[str, Any], render_mode: str | None) -> str | None:

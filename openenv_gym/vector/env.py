@@ -46,6 +46,7 @@ from openenv_gym.client.kwargs import (
     add_time_limit,
     keep_no_limit,
     merge_env_kwargs,
+    name_misplaced_timeout,
     take_render_mode,
 )
 from openenv_gym.client.spec import call_timeout, read_spec, with_served_values
@@ -279,8 +280,12 @@ class RemoteVectorEnv(VectorEnv):
         self.provider_name = provider_obj.name
         kwargs = dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {}))
         add_time_limit(kwargs, self.info.time_limit_kwarg, max_episode_steps)
-        self._pool = WorkerPool(provider_obj, self.info.name, num_envs, envs_per_worker, kwargs,
-                                timeout=self.step_timeout)
+        try:
+            self._pool = WorkerPool(provider_obj, self.info.name, num_envs, envs_per_worker, kwargs,
+                                    timeout=self.step_timeout)
+        except OpenEnvError as exc:
+            name_misplaced_timeout(exc, kwargs, "gym.make_vec")
+            raise
         try:
             spec = self._pool.request(0, ops.spec())["spec"]
             self.remote_spec: dict[str, Any] = spec

@@ -77,3 +77,23 @@ def test_a_mapping_with_keys_that_are_not_text_is_refused_by_name() -> None:
     with pytest.raises(TypeError, match=r"the key True of env_kwargs\['rows'\]\[1\]"):
         env_kwargs_json({"rows": [{"a": 1}, {True: 2}]})
     assert env_kwargs_json({"m": {"0": 1.0}, "t": (1, 2)}) == '{"m": {"0": 1.0}, "t": [1, 2]}'
+
+
+@pytest.mark.parametrize("make, given, note", [
+    (lambda: gym.make("OpenEnv/Echo-v0", provider="process", step_timeout=5), "step_timeout",
+     "(step_timeout= is gym.make_vec's limit on each call's wait; gym.make's is timeout=)"),
+    (lambda: gym.make_vec("OpenEnv/Echo-v0", 2, provider="process", timeout=5), "timeout",
+     "(timeout= is gym.make's limit on each call's wait; gym.make_vec's is step_timeout=)"),
+], ids=["gym.make-step_timeout", "make_vec-timeout"])
+def test_the_other_api_s_timeout_name_is_refused_naming_this_one_s(make, given, note) -> None:
+    # The env refused it as its own argument ("unexpected keyword argument 'step_timeout'; it
+    # takes max_steps, ..."), which did not say that gym.make's name for it is timeout=.
+    with pytest.raises(InvalidRequestError) as refused:
+        make()
+    text = str(refused.value)
+    assert f"unexpected keyword argument '{given}'" in text and text.endswith(note), text
+
+
+def test_an_env_that_takes_step_timeout_itself_gets_it_from_gym_make() -> None:
+    env = gym.make("OpenEnv/Coding-v0", provider="process", step_timeout=5)  # the sandbox's limit
+    env.close()
