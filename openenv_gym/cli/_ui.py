@@ -120,7 +120,7 @@ def port_refused(flag: str, port: int, exc: OSError, host: str = "127.0.0.1") ->
     if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
         # The host is the problem, not the port.
         return error(f"cannot listen on {host}:{port} ({flag}): {exc}",
-                     f"--host must be an address of this machine: 127.0.0.1 (the default) "
+                     "--host must be an address of this machine: 127.0.0.1 (the default) "
                      "or localhost", USAGE)
     return error(f"cannot listen on {host}:{port} ({flag}): {exc}",
                  f"pick a free port with {flag} N ({flag} 0: any free port); "

@@ -14,7 +14,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import sys
 from dataclasses import asdict, dataclass
 from typing import Callable

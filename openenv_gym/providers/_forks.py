@@ -33,7 +33,6 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import threading
 from typing import Any, Callable
 

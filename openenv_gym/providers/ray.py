@@ -32,7 +32,6 @@ import contextlib  # noqa: E402
 import ipaddress  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
 import stat  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402

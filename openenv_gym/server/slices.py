@@ -32,7 +32,6 @@ import threading
 import uuid
 from typing import Any
 
-import numpy as np
 from gymnasium import spaces
 
 from openenv_gym.errors import InvalidActionError, InvalidRequestError, error_to_wire
