@@ -27,13 +27,14 @@ from typing import Any, Mapping, Sequence
 
 from openenv_gym._lazy import import_or_undo
 from openenv_gym.catalog import EnvInfo, get_env_info
-from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
+from openenv_gym.errors import InvalidRequestError, OpenEnvError, ProviderUnavailableError
 from openenv_gym.protocol.startup import server_argv
 from openenv_gym.providers import _docker_owner as owner
 from openenv_gym.providers._docker_hardening import container_options, with_own_uid
 from openenv_gym.providers._docker_images import build_image, build_problem, env_code_missing, find_image
 from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, track, untrack, wait_ready
-from openenv_gym.providers._runtime import check_socket_path, make_owned_folder, remove_folder, runtime_dir
+from openenv_gym.providers._runtime import (OWNER_FILE, check_socket_path, make_owned_folder,
+                                           remove_folder, runtime_dir)
 
 __all__ = ["DockerProvider", "DockerWorker", "SOCKET_DIR"]
 
@@ -47,6 +48,11 @@ _reaped: list[bool] = []
 
 #: A container's exit code when its init (or the worker it waits for) ended by SIGKILL.
 _SIGKILL_EXIT = 128 + 9
+
+#: A container's exit code when the socket folder mounted in it is not the one this process
+#: made (empty, without its :data:`~openenv_gym.providers._runtime.OWNER_FILE`): the engine
+#: resolved the bind mount's path in a file system of its own and made a folder of that name.
+_FOLDER_UNSEEN_EXIT = 65
 
 #: Trainer variables that pick numeric kernels or hashing: OpenBLAS's core type and threads,
 #: MKL's and OpenMP's, numpy's CPU features, Python's hash seed. A process worker inherits
@@ -126,7 +132,11 @@ class DockerWorker(Worker):
         self.address = f"unix://{self.socket_path}"
         # umask 0: the socket must be connectable by the host user, whose uid differs from
         # the container's; the folder's parent (0700, the host user's) keeps others out.
-        self.command = ["sh", "-c", 'umask 000 && exec "$@"', "sh",
+        # An empty socket folder is one the engine made, not ours (it holds the owner file):
+        # the server failed in it on a bare PermissionError. One it may not list (SELinux)
+        # is left to the server's error.
+        self.command = ["sh", "-c", f'[ -e {SOCKET_DIR}/{OWNER_FILE} ] || [ -n "$(ls -A {SOCKET_DIR} 2>&1)" ] '
+                        f'|| exit {_FOLDER_UNSEEN_EXIT}; umask 000 && exec "$@"', "sh",
                         "python", "-m", "openenv_gym.server",
                         *server_argv(env, kwargs_json, unix=f"{SOCKET_DIR}/{_SOCKET_NAME}",
                                      idle_timeout=idle_timeout)]
@@ -186,11 +196,26 @@ class DockerWorker(Worker):
                 raise ProviderUnavailableError(
                     f"the Docker engine could not start the worker container: "
                     f"{exc.explanation or exc}; check provider_options['container_options']") from None
-            wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
+            try:
+                wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
+            except OpenEnvError:
+                if self._state().get("ExitCode") == _FOLDER_UNSEEN_EXIT:
+                    raise self._folder_unseen() from None
+                raise
             os.chmod(self.folder, 0o555)  # connecting needs no write; filling the host's disk would
         except BaseException:  # a failed start, or an interrupt (Ctrl-C): leave no container
             self._remove()
             raise
+
+    def _folder_unseen(self) -> ProviderUnavailableError:
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        return ProviderUnavailableError(
+            f"the Docker engine at {where} does not see this machine's folder {self.folder}, "
+            "which it mounts into the worker for its socket: it runs on another machine or in "
+            "another file system (a remote DOCKER_HOST, Docker's socket mounted into the "
+            "container this runs in, Docker Desktop not sharing that folder). Set TMPDIR to a "
+            "folder the engine sees at the same path (in a container: mount a host folder at "
+            "its own path, `-v /srv/oeg:/srv/oeg -e TMPDIR=/srv/oeg`), or use provider='process'")
 
     def _state(self) -> dict[str, Any]:
         import docker.errors
