@@ -130,7 +130,7 @@ def row_task(pool: Any, option_columns: Sequence[str], options_fn: Optional[Opti
     from openenv_gym.trl.rollout import prompt_seed
 
     why = ""
-    drawn = drawn_task(pool.info, pool._env_kwargs)
+    drawn = drawn_task(pool.info, pool.env_kwargs)
     if not option_columns and options_fn is None and not task_shown and drawn is not None:
         option_columns = (drawn[0],)
         why = (f"The pool's env draws a task at each reset ({drawn[1]}) and {adapter} does not "

@@ -276,6 +276,8 @@ class EnvPool:
         **kwargs: Keyword arguments for the env in every worker (``task=...``).
 
     Attributes:
+        env_kwargs: The env's arguments in every worker (read, not changed: the workers
+            have started with them).
         stats: Counter of ``"episodes"`` run and of each failure kind.
         failures: The last failed outcomes (newest last, at most 100).
 
@@ -311,7 +313,7 @@ class EnvPool:
         self.reward_mode: str = reward_mode or "return"  # None: the env's spec decides, below
         env_kwargs = merge_env_kwargs(env_kwargs, kwargs)
         #: The env's arguments in every worker (the adapters read which task it plays).
-        self._env_kwargs: dict[str, Any] = dict(env_kwargs)
+        self.env_kwargs: dict[str, Any] = dict(env_kwargs)
         self.episode_timeout = float(episode_timeout)
         self.concurrency = concurrency
         self.stats: Counter[str] = Counter()

@@ -61,7 +61,7 @@ def test_the_seed_comes_from_the_prompt_unless_a_column_gives_it() -> None:
 
 def test_a_drawn_task_the_model_is_shown_stays_drawn() -> None:
     # Git's tool env shows the instruction a reset drew (task="suite"): the row need not name it.
-    git_suite = SimpleNamespace(info=get_env_info("git"), _env_kwargs={"task": "suite"})
+    git_suite = SimpleNamespace(info=get_env_info("git"), env_kwargs={"task": "suite"})
     shown = row_task(git_suite, (), None, None, task_shown=True, adapter="GitTools")
     assert shown.options({"prompt": "p"}) is None and shown.seed({"prompt": "p"}) == prompt_seed("p")
     hidden = row_task(git_suite, (), None, None, task_shown=False, adapter="EnvReward")
