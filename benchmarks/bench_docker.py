@@ -87,6 +87,9 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=7)
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args()
+    ok, reason = DockerProvider.available()
+    if not ok:  # a message, not the docker SDK's traceback from deep inside the first call
+        raise SystemExit(f"bench_docker.py needs a Docker engine: {reason}")
 
     docker_p, process_p = DockerProvider(), ProcessProvider()
     docker_p.image_for(get_env_info("echo"))  # build outside the timings

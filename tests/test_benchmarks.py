@@ -151,3 +151,16 @@ def test_bench_pong_timeline_lines_up_every_product_step_with_both_workers_stamp
     env_step = float(rows["env step, the worker answering last"][0])
     whole = float(rows["whole step"][0])
     assert 0 < env_step < whole  # an Atari step inside the vector step that waited for it
+
+
+def test_bench_docker_without_an_engine_says_so_instead_of_a_traceback(tmp_path) -> None:
+    # RESULTS.md's docker command run where no engine answers must end with the reason.
+    import os
+    import subprocess
+
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path / 'no-docker.sock'}"}
+    out = subprocess.run([sys.executable, str(BENCH / "bench_docker.py"), "--steps", "10", "--starts", "1"],
+                         capture_output=True, text=True, timeout=120, cwd=BENCH.parent, env=env)
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr, out.stderr
+    assert "needs a Docker engine" in out.stderr and "no-docker.sock" in out.stderr, out.stderr
