@@ -110,7 +110,8 @@ def main() -> None:
     body = "\n".join([
         "## TRL adapter: completions scored per second (issue 10)",
         "",
-        f"Command: `python benchmarks/bench_trl.py --provider {args.provider} --completions {args.completions} --write`. "
+        f"Command: `python benchmarks/bench_trl.py --provider {args.provider} --completions {args.completions}"
+        f"{' --write' if args.write else ''}`. "
         f"{args.completions} HumanEval completions per batch (problems 0–39, every third one wrong: "
         f"mean reward {mean_reward:.2f}), each run against its problem's asserts in `OpenEnv/Coding-v0` "
         f"({args.provider} workers); median of {args.repeats} batches after a warm-up. Rewards are checked "

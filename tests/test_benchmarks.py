@@ -164,3 +164,16 @@ def test_bench_docker_without_an_engine_says_so_instead_of_a_traceback(tmp_path)
     assert out.returncode != 0
     assert "Traceback" not in out.stderr, out.stderr
     assert "needs a Docker engine" in out.stderr and "no-docker.sock" in out.stderr, out.stderr
+
+
+def test_bench_trl_table_quotes_the_command_that_ran_it() -> None:
+    # Its Command line is RESULTS.md's record of how the figures were made: a run without
+    # --write must not claim one (process provider: the same table, no Docker needed).
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(BENCH / "bench_trl.py"), "--provider", "process",
+                          "--completions", "3", "--repeats", "1"],
+                         capture_output=True, text=True, timeout=300, cwd=BENCH.parent)
+    assert out.returncode == 0, out.stderr
+    assert "Command: `python benchmarks/bench_trl.py --provider process --completions 3`." in out.stdout, out.stdout
+    assert "| EnvReward, 8 workers |" in out.stdout
