@@ -93,6 +93,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--docker", action="store_true", help="also time ray + docker isolation")
     args = parser.parse_args()
+    if args.docker:  # the nodes are on this host: its engine serves their containers
+        from openenv_gym.providers.docker import DockerProvider
+
+        ok, reason = DockerProvider.available()
+        if not ok:  # say so now, not in a worker's error after the cluster and half the rows
+            raise SystemExit(f"bench_ray.py --docker needs a Docker engine: {reason}")
 
     t0 = time.perf_counter()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 8, "include_dashboard": False})

@@ -177,3 +177,25 @@ def test_bench_trl_table_quotes_the_command_that_ran_it() -> None:
     assert out.returncode == 0, out.stderr
     assert "Command: `python benchmarks/bench_trl.py --provider process --completions 3`." in out.stdout, out.stdout
     assert "| EnvReward, 8 workers |" in out.stdout
+
+
+def test_bench_ray_docker_without_an_engine_says_so_before_starting_a_cluster(tmp_path) -> None:
+    # RESULTS.md's `bench_ray.py --docker` where no engine answers: the reason, not a worker's
+    # traceback after a Ray cluster was started for nothing.
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    ray_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths must fit
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path / 'no-docker.sock'}", "RAY_TMPDIR": ray_dir}
+    try:
+        out = subprocess.run([sys.executable, str(BENCH / "bench_ray.py"), "--docker", "--steps", "10",
+                              "--vector-steps", "10", "--rounds", "1"],
+                             capture_output=True, text=True, timeout=300, cwd=BENCH.parent, env=env)
+    finally:
+        shutil.rmtree(ray_dir, ignore_errors=True)
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr, out.stderr
+    assert "needs a Docker engine" in out.stderr, out.stderr
+    assert "cluster up" not in out.stdout
