@@ -268,7 +268,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     rows = finrl_rows(args) + pong_rows(args)
     lines = [f"Command: `python benchmarks/bench_finrl_atari.py{' --write' if args.write else ''}` "
-             f"(provider {args.provider}, {args.runs} runs × {args.seconds:.0f} s, median; 2 shared "
+             f"(provider {args.provider}, {args.runs} runs × {args.seconds:g} s, median; 2 shared "
              f"cores, 1-min load {load:.1f} at start).", "",
              "| measure | ours | reference | ours / reference | target |", "|---|---|---|---|---|"]
     for name, ours_v, ref_v, target in rows:

@@ -199,3 +199,14 @@ def test_bench_ray_docker_without_an_engine_says_so_before_starting_a_cluster(tm
     assert "Traceback" not in out.stderr, out.stderr
     assert "needs a Docker engine" in out.stderr, out.stderr
     assert "cluster up" not in out.stdout
+
+
+def test_bench_finrl_atari_table_quotes_the_seconds_it_ran() -> None:
+    # Its Command line records the run's settings: --seconds below 1 must not print as "0 s".
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(BENCH / "bench_finrl_atari.py"), "--seconds", "0.1", "--runs", "1"],
+                         capture_output=True, text=True, timeout=300, cwd=BENCH.parent)
+    assert out.returncode == 0, out.stderr
+    assert "(provider process, 1 runs × 0.1 s, median;" in out.stdout, out.stdout
+    assert "| measure | ours | reference | ours / reference | target |" in out.stdout
