@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -140,8 +144,6 @@ def test_bench_pong_timeline_lines_up_every_product_step_with_both_workers_stamp
     # Its table is worth quoting only if each of the product's steps is matched with the
     # request each of its two workers served for it (stamps the fork server's workers take
     # through benchmarks/_timeline_site): a renamed hook would leave the workers unstamped.
-    import subprocess
-
     out = subprocess.run([sys.executable, str(BENCH / "bench_pong_timeline.py"), "--blocks", "1"],
                          capture_output=True, text=True, timeout=600, cwd=BENCH.parent)
     assert out.returncode == 0, out.stderr
@@ -155,9 +157,6 @@ def test_bench_pong_timeline_lines_up_every_product_step_with_both_workers_stamp
 
 def test_bench_docker_without_an_engine_says_so_instead_of_a_traceback(tmp_path) -> None:
     # RESULTS.md's docker command run where no engine answers must end with the reason.
-    import os
-    import subprocess
-
     env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path / 'no-docker.sock'}"}
     out = subprocess.run([sys.executable, str(BENCH / "bench_docker.py"), "--steps", "10", "--starts", "1"],
                          capture_output=True, text=True, timeout=120, cwd=BENCH.parent, env=env)
@@ -169,8 +168,6 @@ def test_bench_docker_without_an_engine_says_so_instead_of_a_traceback(tmp_path)
 def test_bench_trl_table_quotes_the_command_that_ran_it() -> None:
     # Its Command line is RESULTS.md's record of how the figures were made: a run without
     # --write must not claim one (process provider: the same table, no Docker needed).
-    import subprocess
-
     out = subprocess.run([sys.executable, str(BENCH / "bench_trl.py"), "--provider", "process",
                           "--completions", "3", "--repeats", "1"],
                          capture_output=True, text=True, timeout=300, cwd=BENCH.parent)
@@ -182,11 +179,6 @@ def test_bench_trl_table_quotes_the_command_that_ran_it() -> None:
 def test_bench_ray_docker_without_an_engine_says_so_before_starting_a_cluster(tmp_path) -> None:
     # RESULTS.md's `bench_ray.py --docker` where no engine answers: the reason, not a worker's
     # traceback after a Ray cluster was started for nothing.
-    import os
-    import shutil
-    import subprocess
-    import tempfile
-
     ray_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths must fit
     env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path / 'no-docker.sock'}", "RAY_TMPDIR": ray_dir}
     try:
@@ -203,8 +195,6 @@ def test_bench_ray_docker_without_an_engine_says_so_before_starting_a_cluster(tm
 
 def test_bench_finrl_atari_table_quotes_the_seconds_it_ran() -> None:
     # Its Command line records the run's settings: --seconds below 1 must not print as "0 s".
-    import subprocess
-
     out = subprocess.run([sys.executable, str(BENCH / "bench_finrl_atari.py"), "--seconds", "0.1", "--runs", "1"],
                          capture_output=True, text=True, timeout=300, cwd=BENCH.parent)
     assert out.returncode == 0, out.stderr
