@@ -1045,7 +1045,7 @@ class RemoteVectorEnv(VectorEnv):
             ran = cmd[lo:hi] != SKIP if any_skipped or "errors" in reply else None
             for j, error in reply.get("errors", {}).items():
                 ran[j] = done[lo + j] = False  # type: ignore[index]
-                errors.append(_env_error(lo + j, {"error": error}))
+                errors.append(self._step_error(lo + j, error))
             if ran is None or ran.all():
                 ran = True
                 self._take_slice(piece, lo, hi)
@@ -1270,6 +1270,19 @@ class RemoteVectorEnv(VectorEnv):
             raise gym.error.AlreadyPendingCallError(
                 f"a step is pending: call step_wait() before {what}, or the step's rewards and "
                 "episode ends would be lost", "step")
+
+    def _step_error(self, i: int, wire: Any) -> OpenEnvError:
+        """The error env ``i``'s worker reported (``wire``) for its part of a step."""
+        error = _env_error(i, {"error": wire})
+        if isinstance(error, ResetNeededError) and self.autoreset_mode is AutoresetMode.SAME_STEP:
+            # SAME_STEP resets an env in the step that ends its episode, so an ended episode
+            # here means that reset raised (the error that step raised said what); the
+            # worker's text names a session id the caller never sees, and says nothing of that.
+            error.args = (f"env {i}: its reset after its episode ended failed, so it has no episode "
+                          f"to step (autoreset_mode=SAME_STEP); reset(), or "
+                          f"reset(options={{'reset_mask': mask}}) with env {i} in the mask, starts "
+                          "a new one",)
+        return error
 
     def _per_env_error(self, i: int, sub: dict[str, Any]) -> OpenEnvError:
         """The error of env ``i``'s failed call, render or attribute request (``sub``)."""
