@@ -62,9 +62,9 @@ def test_a_list_action_reaches_the_env_as_the_list_it_is(env_id: str) -> None:
 def test_a_scalar_box_action_reaches_the_env_as_sent() -> None:
     # A shape-() Box's action is a bare number: cast to the space's float32 it lost digits a
     # local env keeps (0.1 became 0.10000000149011612).
-    from tests.vector.scalar_box_env import ENV_ID
+    from tests.vector.toy_envs import SCALAR_BOX_ID as ENV_ID, served
 
-    ours = gym.make("OpenEnv/Gym-v0", env_id=f"tests.vector.scalar_box_env:{ENV_ID}", provider="process")
+    ours = gym.make("OpenEnv/Gym-v0", env_id=served(ENV_ID), provider="process")
     local = gym.make(ENV_ID)
     try:
         ours.reset(seed=0)

@@ -13,7 +13,7 @@ from stable_baselines3 import A2C, PPO  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
 from openenv_gym.sb3 import RemoteVecEnv  # noqa: E402
-from tests.vector.multibinary_env import ENV_ID  # noqa: E402
+from tests.vector.toy_envs import MULTIBINARY_ID as ENV_ID, served  # noqa: E402
 
 
 def _params(model) -> torch.Tensor:
@@ -23,7 +23,7 @@ def _params(model) -> torch.Tensor:
 @pytest.mark.parametrize("algo", [PPO, A2C])
 def test_on_policy_algorithms_train_as_on_dummy_vec_env(algo) -> None:
     learned = []
-    for venv in (RemoteVecEnv("OpenEnv/Gym-v0", 2, env_id=f"tests.vector.multibinary_env:{ENV_ID}",
+    for venv in (RemoteVecEnv("OpenEnv/Gym-v0", 2, env_id=served(ENV_ID),
                               provider="process"),
                  DummyVecEnv([lambda: gym.make(ENV_ID)] * 2)):
         try:

@@ -15,11 +15,11 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor  # noqa: E4
 from openenv_gym.errors import InvalidActionError  # noqa: E402
 from openenv_gym.sb3 import RemoteVecEnv  # noqa: E402
 from tests.sb3.helpers import assert_same_step  # noqa: E402
-from tests.vector.dict_action_env import ENV_ID  # noqa: E402
+from tests.vector.toy_envs import DICT_ACT_ID as ENV_ID, served  # noqa: E402
 
 
 def _remote() -> RemoteVecEnv:
-    return RemoteVecEnv("OpenEnv/Gym-v0", 2, env_id=f"tests.vector.dict_action_env:{ENV_ID}",
+    return RemoteVecEnv("OpenEnv/Gym-v0", 2, env_id=served(ENV_ID),
                         provider="process")
 
 

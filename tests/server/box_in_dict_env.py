@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from tests.vector.dict_action_env import DictAct
+from tests.vector.toy_envs import DictAct
 
 ENV_ID = "OpenEnvTest/BoxInDict-v0"
 

@@ -61,9 +61,9 @@ def test_box_action_outside_bounds_steps_no_env() -> None:
 def test_an_integer_beyond_the_action_dtype_is_refused_not_wrapped() -> None:
     # 2**32 written into an int32 column became 0, an action in the space: the env stepped
     # with an action no one sent. Gymnasium's contains() refuses it.
-    from tests.vector.int32_action_env import ENV_ID
+    from tests.vector.toy_envs import INT32_ACT_ID as ENV_ID, served
 
-    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id=f"tests.vector.int32_action_env:{ENV_ID}",
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id=served(ENV_ID),
                         provider="process", envs_per_worker=1)
     try:
         envs.reset(seed=0)

@@ -11,9 +11,9 @@ import pytest
 import openenv_gym  # noqa: F401
 from openenv_gym.envs.echo.env import MAX_MESSAGE
 from openenv_gym.errors import InvalidActionError
-from tests.vector.dict_action_env import ENV_ID
+from tests.vector.toy_envs import DICT_ACT_ID as ENV_ID, served
 
-DICT_ID = f"tests.vector.dict_action_env:{ENV_ID}"
+DICT_ID = served(ENV_ID)
 
 
 def step_counts(envs) -> list[int]:

@@ -9,7 +9,7 @@ from gymnasium.vector import AutoresetMode
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.vector import RemoteVectorEnv
-from tests.vector.reset_raise_env import ENV_ID
+from tests.vector.toy_envs import RESET_RAISE_ID as ENV_ID, served
 from tests.vector.vector_helpers import assert_same
 
 LIMIT = 4
@@ -17,7 +17,7 @@ LIMIT = 4
 
 @pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.name)
 def test_reset_raising_for_one_env_restarts_the_time_limit_as_sync_vector_env(mode: AutoresetMode) -> None:
-    remote = RemoteVectorEnv(2, "gym", env_id=f"tests.vector.reset_raise_env:{ENV_ID}",
+    remote = RemoteVectorEnv(2, "gym", env_id=served(ENV_ID),
                              provider="process", envs_per_worker=1, autoreset_mode=mode,
                              max_episode_steps=LIMIT)
     local = gym.vector.SyncVectorEnv([lambda: gym.make(ENV_ID, max_episode_steps=LIMIT)] * 2,

@@ -71,9 +71,9 @@ def test_list_actions_match_sync_vector_env(shared_memory: bool) -> None:
 def test_a_scalar_box_gets_its_numbers_unrounded() -> None:
     # Rows of a shape-() Box are bare numbers (np.float64 out of an array): the worker cast
     # them to the space's float32, where SyncVectorEnv hands each env its number as it is.
-    from tests.vector.scalar_box_env import ENV_ID
+    from tests.vector.toy_envs import SCALAR_BOX_ID as ENV_ID, served
 
-    ours = gym.make_vec("OpenEnv/Gym-v0", 2, env_id=f"tests.vector.scalar_box_env:{ENV_ID}",
+    ours = gym.make_vec("OpenEnv/Gym-v0", 2, env_id=served(ENV_ID),
                         provider="process")
     local = gym.make_vec(ENV_ID, 2, vectorization_mode="sync")
     try:

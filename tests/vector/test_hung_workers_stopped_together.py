@@ -11,7 +11,7 @@ import pytest
 
 from openenv_gym.providers import process
 from openenv_gym.vector import RemoteVectorEnv
-from tests.vector.hang_env import ENV_ID
+from tests.vector.toy_envs import HANG_ID, served
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -28,7 +28,7 @@ def test_hung_workers_of_a_step_get_their_sigterm_together(monkeypatch: pytest.M
             events.append(("gone", proc.pid))
 
     monkeypatch.setattr(process, "terminate", terminate)
-    envs = RemoteVectorEnv(2, "gym", env_id=f"tests.vector.hang_env:{ENV_ID}", provider="process",
+    envs = RemoteVectorEnv(2, "gym", env_id=served(HANG_ID), provider="process",
                            envs_per_worker=1, step_timeout=3.0)
     try:
         envs.reset(seed=0)

@@ -16,9 +16,10 @@ import pytest
 
 from openenv_gym.errors import WorkerCrashedError
 from openenv_gym.vector import RemoteVectorEnv
+from tests.vector.toy_envs import HANG_ID, served
 
 #: The hang env's action 1 never returns: the step is in flight on worker 1 when it is killed.
-HANG = "tests.vector.hang_env:OpenEnvTest/Hang-v0"
+HANG = served(HANG_ID)
 #: Kills per test: one described too early was most of them, so a few leave no chance to pass by luck.
 KILLS = 3
 

@@ -9,9 +9,9 @@ import pytest
 
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import InvalidActionError
-from tests.vector.multibinary_env import ENV_ID
+from tests.vector.toy_envs import MULTIBINARY_ID as ENV_ID, served
 
-REMOTE_ID = f"tests.vector.multibinary_env:{ENV_ID}"
+REMOTE_ID = served(ENV_ID)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_])

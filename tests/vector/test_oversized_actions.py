@@ -10,9 +10,9 @@ import pytest
 
 import openenv_gym  # noqa: F401
 from openenv_gym.errors import InvalidActionError
-from tests.vector.big_box_env import ENV_ID, SIZE
+from tests.vector.toy_envs import BIG_BOX_ID, SIZE, served
 
-BIG_ID = f"tests.vector.big_box_env:{ENV_ID}"
+BIG_ID = served(BIG_BOX_ID)
 
 
 def test_actions_over_the_frame_limit_are_refused_before_sending() -> None:

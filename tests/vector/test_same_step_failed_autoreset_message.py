@@ -9,12 +9,12 @@ from gymnasium.vector import AutoresetMode
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.errors import ResetNeededError
 from openenv_gym.vector import RemoteVectorEnv
-from tests.vector.reset_raise_env import AUTORESET_RAISE_ID
+from tests.vector.toy_envs import AUTORESET_RAISE_ID, served
 
 
 @pytest.mark.parametrize("recover", ["reset", "reset_mask"])
 def test_step_after_a_failed_same_step_autoreset_names_the_env_and_the_way_out(recover: str) -> None:
-    envs = RemoteVectorEnv(2, "gym", env_id=f"tests.vector.reset_raise_env:{AUTORESET_RAISE_ID}",
+    envs = RemoteVectorEnv(2, "gym", env_id=served(AUTORESET_RAISE_ID),
                            provider="process", envs_per_worker=2,
                            autoreset_mode=AutoresetMode.SAME_STEP)
     try:

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import openenv_gym  # noqa: F401
-from tests.vector.action_type_env import ENV_ID, SPACES
+from tests.vector.toy_envs import ACTION_TYPE_ID as ENV_ID, SPACES, served
 
 
 @pytest.mark.parametrize("space", sorted(SPACES))
 def test_sub_env_gets_the_action_type_sync_vector_env_gives(space: str) -> None:
-    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=3, env_id=f"tests.vector.action_type_env:{ENV_ID}",
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=3, env_id=served(ENV_ID),
                         provider="process", envs_per_worker=2, space=space)
     local = gym.vector.SyncVectorEnv([lambda: gym.make(ENV_ID, space=space)] * 3)
     try:
