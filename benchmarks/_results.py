@@ -1,4 +1,5 @@
-"""Where the benchmark scripts put their tables: named sections of ``benchmarks/RESULTS.md``.
+"""What the benchmark scripts share: where they put their tables (named sections of
+``benchmarks/RESULTS.md``) and the up-front check of a run that needs Docker.
 
 A section is the text between ``<!-- section:NAME -->`` and ``<!-- /section:NAME -->``;
 ``--write`` replaces it, so hand-written notes in other sections stay as they are.
@@ -38,3 +39,25 @@ def write_section(name: str, body: str, after: str | None = None, path: Path = R
     else:
         content = f"{content.rstrip()}\n\n{block}\n" if content else f"{block}\n"
     path.write_text(content)
+
+
+def require_docker(what: str, instead: str | None = None) -> None:
+    """Exit with the reason, before any work, when no Docker engine answers.
+
+    Without it a run that includes docker rows ends in ``ProviderUnavailableError``'s
+    traceback after its other rows, with no table. ``DockerProvider.available`` only pings
+    the engine ``DOCKER_HOST`` names; it never starts one.
+
+    Args:
+        what: The script and the argument that asks for Docker, as the message names them.
+        instead: How to run the script without Docker, if it can be ("pass --provider process").
+
+    Raises:
+        SystemExit: No engine answers (exit status 1, the message on stderr).
+    """
+    from openenv_gym.providers.docker import DockerProvider
+
+    ok, reason = DockerProvider.available()
+    if not ok:
+        raise SystemExit(f"{what} needs a Docker engine: {reason}"
+                         + (f"; for this script: {instead}" if instead else ""))

@@ -28,6 +28,8 @@ import gymnasium as gym
 import openenv_gym  # noqa: F401
 from openenv_gym.envs.coding.humaneval import load_problems
 
+from _results import require_docker  # benchmarks/_results.py
+
 
 def median_ms(fn: Callable[[], Any], n: int) -> float:
     times = []
@@ -156,6 +158,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=30)
     parser.add_argument("--problems", type=int, default=96)
     args = parser.parse_args()
+    if "docker" in args.providers.split(","):  # stop before the process rows, not after them
+        require_docker(f"bench_coding_git.py --providers {args.providers}", instead="pass --providers process")
     ref = references(args.n)
     print("reference (ms):", {k: round(v, 1) for k, v in ref.items()})
     for provider in args.providers.split(","):

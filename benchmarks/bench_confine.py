@@ -9,6 +9,8 @@ trusted), a Git reset, and making an env (each env builds its ruleset once: ~650
 per site-packages entry).
 
 Run: ``python benchmarks/bench_confine.py [--providers process,docker] [--blocks 10] [--write]``.
+Docker is in the default providers: without an engine the run stops at once with the reason
+(pass ``--providers process``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import openenv_gym  # noqa: F401  (registers OpenEnv/*)
 from openenv_gym.envs._confine import abi
 from openenv_gym.envs.coding.humaneval import get_problem
 
-from _results import write_section  # benchmarks/_results.py
+from _results import require_docker, write_section  # benchmarks/_results.py
 
 PER_BLOCK = 5
 
@@ -102,6 +104,10 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=10)
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args()
+    if "docker" in args.providers.split(","):  # the table needs every row: stop before the first
+        default = " (the default)" if args.providers == parser.get_default("providers") else ""
+        require_docker(f"bench_confine.py --providers {args.providers}{default}",
+                       instead="pass --providers process")
     load = os.getloadavg()[0]
     rows = [row for provider in args.providers.split(",") for row in run(provider, args.blocks)]
     command = f"python benchmarks/bench_confine.py --providers {args.providers} --blocks {args.blocks}"

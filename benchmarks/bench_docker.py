@@ -24,7 +24,7 @@ from openenv_gym.client.transport import BinaryClient
 from openenv_gym.providers.docker import DockerProvider
 from openenv_gym.providers.process import ProcessProvider
 
-from _results import write_section  # benchmarks/_results.py
+from _results import require_docker, write_section  # benchmarks/_results.py
 
 
 def step_median(provider: str, steps: int) -> float:
@@ -87,9 +87,7 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=7)
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args()
-    ok, reason = DockerProvider.available()
-    if not ok:  # a message, not the docker SDK's traceback from deep inside the first call
-        raise SystemExit(f"bench_docker.py needs a Docker engine: {reason}")
+    require_docker("bench_docker.py")
 
     docker_p, process_p = DockerProvider(), ProcessProvider()
     docker_p.image_for(get_env_info("echo"))  # build outside the timings

@@ -40,6 +40,8 @@ import openenv_gym  # noqa: E402,F401  (registers the ids)
 from openenv_gym.providers.process import ProcessProvider  # noqa: E402
 from openenv_gym.providers.ray import RayProvider  # noqa: E402
 
+from _results import require_docker  # noqa: E402  (benchmarks/_results.py)
+
 RAY_OPTIONS = {"num_cpus": 0.25}
 TCP = {"local_sockets": False}  # as for workers on another host
 
@@ -94,11 +96,7 @@ def main() -> None:
     parser.add_argument("--docker", action="store_true", help="also time ray + docker isolation")
     args = parser.parse_args()
     if args.docker:  # the nodes are on this host: its engine serves their containers
-        from openenv_gym.providers.docker import DockerProvider
-
-        ok, reason = DockerProvider.available()
-        if not ok:  # say so now, not in a worker's error after the cluster and half the rows
-            raise SystemExit(f"bench_ray.py --docker needs a Docker engine: {reason}")
+        require_docker("bench_ray.py --docker", instead="leave out --docker")
 
     t0 = time.perf_counter()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 8, "include_dashboard": False})

@@ -8,6 +8,9 @@ it; the reference in the same run is a plain loop over one ``gym.make`` RemoteEn
 (reset + step per completion), i.e. what scoring without the adapter's fan-out costs.
 
     python benchmarks/bench_trl.py --provider docker --completions 48 --write
+
+Docker is the default provider: without an engine the run stops at once with the reason
+(pass ``--provider process``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import openenv_gym  # noqa: F401
 from openenv_gym.envs.coding.humaneval import get_problem
 from openenv_gym.trl import EnvPool, EnvReward, tool_env_factory
 
-from _results import write_section  # benchmarks/_results.py
+from _results import require_docker, write_section  # benchmarks/_results.py
 
 
 def workload(n: int) -> tuple[list[str], list[int]]:
@@ -87,6 +90,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--write", action="store_true", help="update the trl section of RESULTS.md")
     args = ap.parse_args()
+    if args.provider == "docker":  # stop before the first row, not at it
+        require_docker("bench_trl.py --provider docker (the default)", instead="pass --provider process")
     completions, problems = workload(args.completions)
     loop_rate, loop_rewards = bench_loop(args.provider, completions, problems)
     rows = []

@@ -33,6 +33,8 @@ import numpy as np
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.vector.env import default_envs_per_worker
 
+from _results import require_docker  # benchmarks/_results.py
+
 WARMUP = 20
 
 
@@ -204,6 +206,8 @@ def main() -> None:
     parser.add_argument("--provider", default="process")
     parser.add_argument("--sizes", default="1,2,4,8,16,32,64", help="num_envs of the scaling curve")
     args = parser.parse_args()
+    if args.provider == "docker":  # stop before the first suite, not in its first docker row
+        require_docker("bench_vector.py --provider docker", instead="pass --provider process")
     print(f"# cpus={os.cpu_count()} load1={os.getloadavg()[0]:.2f} gymnasium={gym.__version__}")
     if args.suite in ("all", "cartpole"):
         suite_cartpole(args.seconds, args.provider)

@@ -10,6 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -163,6 +165,25 @@ def test_bench_docker_without_an_engine_says_so_instead_of_a_traceback(tmp_path)
     assert out.returncode != 0
     assert "Traceback" not in out.stderr, out.stderr
     assert "needs a Docker engine" in out.stderr and "no-docker.sock" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["bench_confine.py", "--blocks", "1"],  # docker is in its default --providers
+    ["bench_trl.py", "--completions", "3", "--repeats", "1"],  # docker is its default --provider
+    ["bench_vector.py", "--provider", "docker", "--suite", "cartpole", "--seconds", "0.1"],
+    ["bench_coding_git.py", "--providers", "process,docker", "--n", "1", "--problems", "8"],
+], ids=lambda argv: argv[0])
+def test_bench_with_docker_rows_without_an_engine_says_so_before_any_row(argv, tmp_path) -> None:
+    # A run whose providers include docker, where no engine answers: the reason and how to
+    # run without Docker, not ProviderUnavailableError's traceback after the process rows.
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path / 'no-docker.sock'}"}
+    out = subprocess.run([sys.executable, str(BENCH / argv[0]), *argv[1:]],
+                         capture_output=True, text=True, timeout=300, cwd=BENCH.parent, env=env)
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr, out.stderr
+    assert "needs a Docker engine" in out.stderr and "no-docker.sock" in out.stderr, out.stderr
+    assert "for this script: pass --provider" in out.stderr, out.stderr
+    assert out.stdout == ""  # stopped before the first row (or suite header) was printed
 
 
 def test_bench_trl_table_quotes_the_command_that_ran_it() -> None:
