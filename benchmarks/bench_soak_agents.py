@@ -36,6 +36,8 @@ from openenv_gym.envs.coding.humaneval import get_problem  # noqa: E402
 from openenv_gym.trl import EnvPool, EpisodeJob  # noqa: E402
 from tests.security import helpers  # noqa: E402
 
+from _results import require_docker  # noqa: E402  (benchmarks/_results.py)
+
 ME = os.getpid()
 STOP = threading.Event()
 LAT: dict[str, list[float]] = defaultdict(list)
@@ -312,6 +314,8 @@ def main() -> int:
     args = ap.parse_args()
     loops = {"coding": coding_loop, "coding_repl": coding_persistent_loop, "coding_task": coding_task_loop,
              "git": git_loop, "pool": pool_loop, "vec": vec_loop}
+    if args.provider == "docker":  # the reason now, not each loop's traceback in its thread
+        require_docker("bench_soak_agents.py --provider docker", instead="pass --provider process")
     docker_client = helpers.docker_client() if args.provider == "docker" else None
     threads = [threading.Thread(target=guard(n, lambda f=loops[n]: f(args.provider)), name=n)
                for n in args.only.split(",")]

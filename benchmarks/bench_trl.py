@@ -91,7 +91,8 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="update the trl section of RESULTS.md")
     args = ap.parse_args()
     if args.provider == "docker":  # stop before the first row, not at it
-        require_docker("bench_trl.py --provider docker (the default)", instead="pass --provider process")
+        default = " (the default)" if args.provider == ap.get_default("provider") else ""
+        require_docker(f"bench_trl.py --provider docker{default}", instead="pass --provider process")
     completions, problems = workload(args.completions)
     loop_rate, loop_rewards = bench_loop(args.provider, completions, problems)
     rows = []

@@ -172,6 +172,7 @@ def test_bench_docker_without_an_engine_says_so_instead_of_a_traceback(tmp_path)
     ["bench_trl.py", "--completions", "3", "--repeats", "1"],  # docker is its default --provider
     ["bench_vector.py", "--provider", "docker", "--suite", "cartpole", "--seconds", "0.1"],
     ["bench_coding_git.py", "--providers", "process,docker", "--n", "1", "--problems", "8"],
+    ["bench_soak_agents.py", "--provider", "docker", "--seconds", "1", "--every", "1"],
 ], ids=lambda argv: argv[0])
 def test_bench_with_docker_rows_without_an_engine_says_so_before_any_row(argv, tmp_path) -> None:
     # A run whose providers include docker, where no engine answers: the reason and how to
