@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from typing import Any, Mapping, Sequence
@@ -99,6 +100,19 @@ def _check_utf8(folder: str) -> None:
             "provider='process'")
 
 
+def _unix_time(stamp: Any) -> str | None:
+    """The engine's RFC 3339 UTC time (``"2026-12-07T16:05:54.931005913Z"``) as the Unix
+    time its events API takes (``"1796659554.931005913"``: it ignores RFC 3339 there), or
+    None for another form."""
+    import calendar
+
+    match = re.fullmatch(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?Z", str(stamp))
+    if match is None:
+        return None
+    seconds = calendar.timegm(tuple(int(g) for g in match.groups()[:6]) + (0, 0, 0))
+    return f"{seconds}{match.group(7) or ''}"
+
+
 class DockerWorker(Worker):
     """An env server in a container, reached through a Unix socket in a mounted folder.
 
@@ -141,6 +155,9 @@ class DockerWorker(Worker):
                         *server_argv(env, kwargs_json, unix=f"{SOCKET_DIR}/{_SOCKET_NAME}",
                                      idle_timeout=idle_timeout)]
         self.container: Any = None
+        #: Per container id and ``FinishedAt``: whether the engine's SIGKILL ended it (see
+        #: :meth:`_killed_by_engine`), kept once known as the engine's event log is short.
+        self._engine_kills: dict[tuple[str, str], bool] = {}
         self._lock = threading.Lock()
         self._spawn()
         track(self)
@@ -240,7 +257,10 @@ class DockerWorker(Worker):
 
     def exit_reason(self) -> str:
         """Why the container stopped (``"exited with code 3"``), or ``""`` while it runs."""
-        state = self._state()
+        return self._ended(self._state())
+
+    def _ended(self, state: Mapping[str, Any]) -> str:
+        """How the container's last run ended, from its ``State``; ``""`` while it runs."""
         status = state.get("Status", "removed")
         if status == "running":
             return ""
@@ -249,16 +269,27 @@ class DockerWorker(Worker):
         code = state.get("ExitCode")
         # Docker's OOMKilled is sticky: any OOM kill in the container sets it, such as a
         # Coding-v0 sandbox child's (made the OOM killer's first choice, the worker lives
-        # on). The worker itself died of it only if it ended by SIGKILL (137).
+        # on). The worker itself died of it only if it ended by SIGKILL (137), and not by
+        # the engine's own SIGKILL (`docker kill`) after that earlier OOM kill.
+        engine_kill = None
         if state.get("OOMKilled") and code == _SIGKILL_EXIT:
-            # Most likely, not surely: a child OOM-killed earlier (a Coding sandbox's, which the
-            # worker outlived) then a `docker kill` reads the same.
-            return (f"OOM-killed at its mem_limit, most likely (exit {code}; or killed by "
-                    "`docker kill` after a process in it was OOM-killed): raise "
-                    "container_options mem_limit")
+            engine_kill = self._killed_by_engine(state)
+            if engine_kill is None:  # the engine's event log cannot tell
+                return (f"OOM-killed at its mem_limit, most likely (exit {code}; or killed by "
+                        "`docker kill` after a process in it was OOM-killed): raise "
+                        "container_options mem_limit")
+            if not engine_kill:
+                # Most likely, not surely: a SIGKILL from inside the container or from the
+                # host (`kill -9` of its pid) after an earlier OOM kill reads the same.
+                return (f"OOM-killed at its mem_limit, most likely (exit {code} with no "
+                        "`docker kill`; or a SIGKILL from inside the container or the host "
+                        "after a process in it was OOM-killed): raise container_options mem_limit")
         if code is None:
             return status
-        if code == _SIGKILL_EXIT:
+        if engine_kill:
+            text = (f"killed by SIGKILL from the Docker engine (exit {code}: `docker kill`, "
+                    "`docker rm -f`, or `docker stop` past its timeout)")
+        elif code == _SIGKILL_EXIT:
             # Without Docker's OOMKilled flag: not at the container's own mem_limit.
             text = (f"killed by SIGKILL (exit {code}: `docker kill`, or the host's OOM killer "
                     "outside the container's limit)")
@@ -272,6 +303,41 @@ class DockerWorker(Worker):
         if state.get("OOMKilled"):
             text += "; a process in it was OOM-killed earlier (at its mem_limit)"
         return text
+
+    def _killed_by_engine(self, state: Mapping[str, Any]) -> bool | None:
+        """Whether the engine's SIGKILL (``docker kill``) ended the container's last run after
+        its last OOM kill, from the engine's event log; None when the log cannot tell (it keeps
+        only the last few hundred events; the engine does not answer)."""
+        import docker.errors
+        import requests.exceptions
+
+        started, finished = (_unix_time(state.get("StartedAt")), _unix_time(state.get("FinishedAt")))
+        if self.container is None or started is None or finished is None:
+            return None
+        key = (self.container.id, finished)
+        if key in self._engine_kills:
+            return self._engine_kills[key]
+        try:
+            # Bounded by the run's own times (the engine's clock): a stream that ends at once.
+            events = self.client.api.events(
+                since=started, until=finished, decode=True,
+                filters={"container": self.container.id, "event": ["oom", "kill"]})
+            try:
+                last = None
+                for event in events:
+                    action = event.get("Action") or event.get("status")
+                    if action == "oom":
+                        last = "oom"
+                    elif action == "kill" and event.get("Actor", {}).get("Attributes", {}).get("signal") == "9":
+                        last = "kill"
+            finally:
+                events.close()
+        except (docker.errors.DockerException, requests.exceptions.RequestException, ValueError):
+            return None
+        if last is None:  # OOMKilled is set, so an oom event was due: the log lost it (or has it late)
+            return None
+        self._engine_kills[key] = last == "kill"
+        return last == "kill"
 
     def restart(self) -> None:
         with self._lock:

@@ -232,8 +232,9 @@ def test_memory_bomb_oom_killed_and_worker_death_replaced():
         obs, _ = env.reset(seed=1)
         assert worker.restarts == 1 and worker.container_id != old_id
         assert worker.last_exit and "137" in worker.last_exit
-        # Docker's OOMKilled flag stays from the bomb's kill: the worker's own SIGKILL (as a
-        # `docker kill`) cannot be told from an OOM kill, and the text does not claim one.
+        # Docker's OOMKilled flag stays from the bomb's kill: the worker's SIGKILL from inside
+        # the container cannot be told from an OOM kill (a `docker kill` can, in the engine's
+        # event log), and the text does not claim one.
         assert "most likely" in worker.last_exit and "docker kill" in worker.last_exit, worker.last_exit
         obs, reward, *_ = env.step({"message": "next"})
         assert obs["echo"] == "next"

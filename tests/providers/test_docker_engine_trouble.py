@@ -13,6 +13,7 @@ container_options mem_limit", sending the user after the wrong fix.
 from __future__ import annotations
 
 import os
+import subprocess
 
 import docker
 import gymnasium as gym
@@ -130,3 +131,59 @@ def test_a_worker_stopped_after_its_sandbox_child_was_oom_killed_is_not_called_o
         env.close()
         client.close()
     assert worker.restarts == 1
+
+
+def test_a_worker_docker_killed_after_its_sandbox_child_was_oom_killed_is_not_called_oom_killed() -> None:
+    # Docker's OOMKilled stays set from the child's OOM kill, and a `docker kill` ends the
+    # worker with 137 as an OOM kill would: the engine's event log tells the two apart.
+    require_docker()
+    client = docker.from_env()
+    env = gym.make("OpenEnv/Coding-v0", provider="docker", timeout=30,
+                   provider_options={"container_options": {"mem_limit": "200m"}})
+    try:
+        env.reset(seed=0)
+        worker = env.unwrapped._worker
+        obs, *_ = env.step({"code": _GROW})
+        assert int(obs["exit_code"]) == -9  # the child went, not the worker
+        killed = worker.container_id
+        client.containers.get(killed).kill()
+        state = client.api.inspect_container(killed)["State"]
+        assert state["OOMKilled"] and state["ExitCode"] == 137, state
+        with pytest.raises(WorkerError) as failed:
+            env.step({"code": "print(1)"})
+        text = str(failed.value)
+        assert "stopped: killed by SIGKILL from the Docker engine (exit 137: `docker kill`" in text, text
+        assert "OOM-killed at" not in text and "OOM-killed earlier" in text, text
+        _, info = env.reset()
+        assert info["worker_restarted"] and worker.last_exit.startswith("killed by SIGKILL"), worker.last_exit
+        assert "OOM-killed at" not in worker.last_exit, worker.last_exit
+    finally:
+        env.close()
+        client.close()
+
+
+def test_a_worker_oom_killed_itself_is_said_to_be_oom_killed() -> None:
+    require_docker()
+    env = gym.make("OpenEnv/Echo-v0", provider="docker", timeout=30,
+                   provider_options={"container_options": {"mem_limit": "160m"}})
+    try:
+        env.reset(seed=0)
+        worker = env.unwrapped._worker
+        # The server made the OOM killer's first choice, then memory filled by another process.
+        script = ("import glob\n"
+                  "for p in glob.glob('/proc/[0-9]*/cmdline'):\n"
+                  "    if open(p, 'rb').read().startswith(b'python\\0-m\\0openenv_gym.server\\0'):\n"
+                  "        open(p.replace('cmdline', 'oom_score_adj'), 'w').write('1000')\n"
+                  "blocks = []\n"
+                  "while True:\n"
+                  "    blocks.append(bytearray(16 << 20))\n")
+        subprocess.run(["docker", "exec", "-u", worker.run_options["user"], worker.container_id,
+                        "python", "-c", script], capture_output=True, timeout=120)
+        with pytest.raises(WorkerError) as failed:
+            env.step({"message": "lost"})
+        assert "stopped: OOM-killed at its mem_limit" in str(failed.value), failed.value
+        _, info = env.reset()
+        assert info["worker_restarted"] and worker.last_exit.startswith("OOM-killed at"), worker.last_exit
+    finally:
+        env.close()
+
