@@ -155,6 +155,9 @@ class DockerWorker(Worker):
                         *server_argv(env, kwargs_json, unix=f"{SOCKET_DIR}/{_SOCKET_NAME}",
                                      idle_timeout=idle_timeout)]
         self.container: Any = None
+        #: The current container's ``State.StartedAt`` as this worker started it: a later one
+        #: means the engine started it again (``docker restart``, a restart policy).
+        self._started_at: str | None = None
         #: Per container id and ``FinishedAt``: whether the engine's SIGKILL ended it (see
         #: :meth:`_killed_by_engine`), kept once known as the engine's event log is short.
         self._engine_kills: dict[tuple[str, str], bool] = {}
@@ -179,6 +182,7 @@ class DockerWorker(Worker):
             os.unlink(self.socket_path)
         import docker.errors
 
+        self._started_at = None
         try:
             # create + start, not run: run() would try to pull a missing image from a registry.
             self.container = self.client.containers.create(
@@ -213,6 +217,7 @@ class DockerWorker(Worker):
                 raise ProviderUnavailableError(
                     f"the Docker engine could not start the worker container: "
                     f"{exc.explanation or exc}; check provider_options['container_options']") from None
+            self._started_at = self._state().get("StartedAt")
             try:
                 wait_ready(self.address, self.startup_timeout, self.alive, lambda: self.logs())
             except OpenEnvError:
@@ -252,12 +257,31 @@ class DockerWorker(Worker):
                 "or Docker Desktop); the next reset then starts a fresh worker") from None
         return self.container.attrs.get("State", {})
 
+    def _restarted(self, state: Mapping[str, Any]) -> bool:
+        """Whether the engine started the container again since this worker started it
+        (``docker restart``, a restart policy): the server it ran, and its sessions, ended."""
+        started = state.get("StartedAt")
+        return self._started_at is not None and started is not None and started != self._started_at
+
     def alive(self) -> bool:
-        return self._state().get("Status") == "running"
+        state = self._state()
+        # A restarted container is not this worker: its sessions are gone, and its new server
+        # fails on the socket folder, closed to writes while the first one served.
+        return state.get("Status") == "running" and not self._restarted(state)
 
     def exit_reason(self) -> str:
         """Why the container stopped (``"exited with code 3"``), or ``""`` while it runs."""
-        return self._ended(self._state())
+        state = self._state()
+        if not self._restarted(state):
+            return self._ended(state)
+        if state.get("RestartCount"):
+            text = ("restarted by its restart policy (container_options restart_policy) after "
+                    "the worker ended, its sessions with it")
+        else:
+            text = ("restarted from outside (`docker restart`, or `docker start` after it "
+                    "stopped), which ended the worker and its sessions")
+        now = self._ended(state)
+        return f"{text}; the restarted container then {now}" if now else text
 
     def _ended(self, state: Mapping[str, Any]) -> str:
         """How the container's last run ended, from its ``State``; ``""`` while it runs."""

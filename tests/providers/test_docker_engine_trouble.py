@@ -187,3 +187,26 @@ def test_a_worker_oom_killed_itself_is_said_to_be_oom_killed() -> None:
     finally:
         env.close()
 
+
+def test_a_worker_restarted_by_docker_restart_is_said_to_be_restarted() -> None:
+    # The restart ends the server and its sessions; the one it starts again is no worker of
+    # ours (it fails on the socket folder, closed to writes). Seen at any point of that.
+    require_docker()
+    client = docker.from_env()
+    env = gym.make("OpenEnv/Echo-v0", provider="docker", timeout=30)
+    try:
+        env.reset(seed=0)
+        worker = env.unwrapped._worker
+        restarted = worker.container_id
+        client.containers.get(restarted).restart(timeout=5)
+        with pytest.raises(WorkerError) as failed:
+            env.step({"message": "gone"})
+        assert "The worker stopped: restarted from outside (`docker restart`" in str(failed.value), failed.value
+        _, info = env.reset()
+        assert info["worker_restarted"] and _gone(client, restarted)
+        assert worker.last_exit.startswith("restarted from outside (`docker restart`"), worker.last_exit
+        assert env.step({"message": "again"})[0]["echo"] == "again"
+    finally:
+        env.close()
+        client.close()
+    assert worker.restarts == 1
