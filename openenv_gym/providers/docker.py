@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import threading
 import time
 from typing import Any, Mapping, Sequence
@@ -111,6 +112,21 @@ def _unix_time(stamp: Any) -> str | None:
         return None
     seconds = calendar.timegm(tuple(int(g) for g in match.groups()[:6]) + (0, 0, 0))
     return f"{seconds}{match.group(7) or ''}"
+
+
+def _connect_unix(host: str) -> None:
+    """Connect to the engine's Unix socket ``host`` (``unix:///var/run/docker.sock``) and
+    close the connection again; nothing for another kind of address.
+
+    Raises:
+        OSError: It takes no connection (no such file, nobody listening).
+    """
+    scheme, sep, path = host.partition("://")
+    if not sep or scheme not in ("unix", "http+unix"):
+        return
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        sock.connect("/" + path.lstrip("/"))  # as docker-py reads it
 
 
 class DockerWorker(Worker):
@@ -487,8 +503,11 @@ class DockerProvider(Provider):
             docker = import_or_undo("docker")  # a Ctrl-C here must not break the next try
         except ImportError:
             return False, "the docker SDK is not installed: pip install 'openenv-gym[docker]'"
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
         try:
+            # docker-py leaves the socket of a failed connect to a Unix socket open (a
+            # ResourceWarning at collection, an error under `-W error`): asked first here.
+            _connect_unix(where)
             client = docker.from_env(timeout=5)
             try:
                 client.ping()
