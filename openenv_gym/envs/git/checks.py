@@ -209,13 +209,23 @@ def file_absent(ctx: CheckContext, repo: str, path: str) -> bool:
     return os.path.isdir(repo) and not os.path.lexists(os.path.join(repo, path))
 
 
+def _rev_file(ctx: CheckContext, repo: str, rev: str, path: str) -> str | None:
+    """The file at ``rev`` as committed, or None if ``path`` is no file there.
+
+    ``cat-file blob``, not ``show``: the tree entry is the agent's to make, and a gitlink
+    naming a commit of the repository made ``show`` print that commit's patch, through the
+    textconv program the repository's config and attributes name (the agent's code, run by
+    the worker outside the agent's limits), with the patch's text matched as the file's."""
+    return _out(ctx, repo, "cat-file", "blob", f"{rev}:{path}")
+
+
 def rev_file_contains(ctx: CheckContext, repo: str, rev: str, path: str, text: str | list[str]) -> bool:
-    content = _out(ctx, repo, "show", f"{rev}:{path}")
+    content = _rev_file(ctx, repo, rev, path)
     return content is not None and all(t in content for t in _texts(text))
 
 
 def rev_file_lacks(ctx: CheckContext, repo: str, rev: str, path: str, text: str | list[str]) -> bool:
-    content = _out(ctx, repo, "show", f"{rev}:{path}")
+    content = _rev_file(ctx, repo, rev, path)
     return content is not None and not any(t in content for t in _texts(text))
 
 
