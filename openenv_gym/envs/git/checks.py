@@ -7,6 +7,9 @@ matches *when the task is set up* (:func:`pin_revs` records its id then, before 
 acts), so task files need no commit ids and a commit the agent makes later with that
 message is not it.
 
+The git calls of one step's checks share :data:`CHECK_BUDGET` seconds: once it is spent, the
+check that was running and those after it fail (the step's output says where it ran out).
+
 The checks read the repository's real objects and refs with no configuration the agent
 could have written but the repository's own (see :data:`GIT_ENV` and :func:`_git`):
 replace refs, grafts, a shallow file, a commit-graph, ``$HOME``'s config and the
@@ -54,6 +57,7 @@ import secrets
 import shlex
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
@@ -63,7 +67,8 @@ from openenv_gym.envs._files import remove_tree
 if TYPE_CHECKING:
     from openenv_gym.envs.git.tasks import Task
 
-__all__ = ["CHECKS", "CheckContext", "GIT_ENV", "REV_FIELDS", "pin_revs", "run_check", "run_checks"]
+__all__ = ["CHECKS", "CHECK_BUDGET", "CheckContext", "GIT_ENV", "REV_FIELDS", "pin_revs", "run_check",
+           "run_checks"]
 
 _MARKERS = re.compile(rb"^(<{7} |={7}$|>{7} )", re.MULTILINE)
 
@@ -697,13 +702,74 @@ def run_check(ctx: CheckContext, default_repo: str, kind: str, params: dict[str,
         return False
 
 
+#: Seconds the git calls of one round of checks (:func:`run_checks`: once per step) may take
+#: together. Each call has its own 10 s limit, but the repository is the agent's: a config that
+#: makes git block (an ``include.path`` naming a FIFO) or a repository git is slow to read made
+#: every call of every check wait its 10 s: 50 s a step for merge-conflict's 7 checks, and with
+#: more calls past the client's deadline for the step. A task's repository answers in
+#: milliseconds. The ``command`` and ``unittest`` checks' own runs keep their limit (60 s each)
+#: and are not counted.
+CHECK_BUDGET = 10.0
+
+
+class _BudgetSpent(Exception):
+    """The round's :data:`CHECK_BUDGET` ran out during a check."""
+
+
+class _Budgeted:
+    """``ctx`` whose git calls draw on one budget of seconds: each call may take what is left
+    of it, and once it is spent a call raises :class:`_BudgetSpent` (its answer, cut short, is
+    not the repository's)."""
+
+    def __init__(self, ctx: CheckContext, seconds: float) -> None:
+        self._ctx = ctx
+        self.left = seconds
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ctx, name)
+
+    def run(self, argv: list[str], cwd: str, timeout: float = 10.0,
+            env: Mapping[str, str] | None = None, agent_programs: bool = False) -> ExecResult:
+        left = self.left
+        if left <= 0:
+            raise _BudgetSpent
+        allowed = min(timeout, left)
+        start = time.monotonic()
+        result = self._ctx.run(argv, cwd, allowed, env, agent_programs)
+        self.left = left - (time.monotonic() - start)
+        if self.left <= 0 or (result.timed_out and allowed == left):
+            self.left = 0.0
+            raise _BudgetSpent
+        return result
+
+
 def run_checks(ctx: CheckContext, default_repo: str,
-               checks: Sequence[tuple[str, dict[str, Any]]]) -> list[bool]:
+               checks: Sequence[tuple[str, dict[str, Any]]],
+               notes: list[str] | None = None) -> list[bool]:
     """Run a task's checks as one round: :func:`run_check` each, with the repos' branch
-    names listed once for all of them (the checks change no ref).
+    names listed once for all of them (the checks change no ref), their git calls sharing
+    one :data:`CHECK_BUDGET`. Once it is spent, the check that was running and those after
+    it fail without running further.
+
+    Args:
+        ctx: The workspace.
+        default_repo: The task's repo folder (relative to the workspace).
+        checks: ``(type, fields)`` of each check.
+        notes: If given, gets a line saying where the budget ran out, if it did.
 
     Returns:
         Whether each check passed, in order.
     """
     branches: dict[str, frozenset[str]] = {}
-    return [run_check(ctx, default_repo, kind, params, branches) for kind, params in checks]
+    budgeted = _Budgeted(ctx, CHECK_BUDGET)
+    results: list[bool] = []
+    for kind, params in checks:
+        try:
+            results.append(run_check(budgeted, default_repo, kind, params, branches))  # type: ignore[arg-type]
+        except _BudgetSpent:
+            if notes is not None:
+                notes.append(f"[the step's check budget of {CHECK_BUDGET:g} s ran out at check "
+                             f"{len(results) + 1} of {len(checks)} ({kind}): it and the "
+                             f"{len(checks) - len(results) - 1} after it count as failed]")
+            return results + [False] * (len(checks) - len(results))
+    return results

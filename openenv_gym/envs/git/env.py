@@ -111,7 +111,10 @@ class GitEnv(Environment):
         key = self.task.key if self.task is not None else ""
         cached = self.workspace.shared.start_scores.get(key)
         if cached is None:
-            cached = self.workspace.shared.start_scores[key] = self._evaluate()
+            score, passed, note = self._evaluate()
+            cached = (score, passed)
+            if not note:  # the checks' budget ran out (a loaded machine): not the state's score
+                self.workspace.shared.start_scores[key] = cached
         self.score, self.passed = cached
         self._last = self._observe(ExecResult())
         return self._last, self._info()
@@ -146,8 +149,8 @@ class GitEnv(Environment):
         else:
             result = ExecResult()
         previous = self.score
-        self.score, self.passed = self._evaluate()
-        self._last = self._observe(result, cwd)
+        self.score, self.passed, note = self._evaluate()
+        self._last = self._observe(result, cwd, note)
         if self.task is None:
             reward = 0.0
             terminated = action.submit
@@ -170,17 +173,22 @@ class GitEnv(Environment):
             return None, f"workdir {short_repr(workdir)} does not exist in the workspace"
         return path, ""
 
-    def _evaluate(self) -> tuple[float, int]:
+    def _evaluate(self) -> tuple[float, int, str]:
+        """The score, the checks passed, and a note on checks that ran out of time ("")."""
         if self.task is None:
-            return 0.0, 0
+            return 0.0, 0, ""
+        notes: list[str] = []
         results = run_checks(self.workspace, self.task.repo,
-                             [(check.type, check.params) for check in self.task.checks])
+                             [(check.type, check.params) for check in self.task.checks], notes)
         got = sum(check.weight for check, ok in zip(self.task.checks, results) if ok)
-        return got / self.task.total_weight, sum(results)
+        return got / self.task.total_weight, sum(results), "".join(n + "\n" for n in notes)
 
-    def _observe(self, result: ExecResult, cwd: str | None = None) -> GitObservation:
+    def _observe(self, result: ExecResult, cwd: str | None = None, note: str = "") -> GitObservation:
+        output = result.stdout
+        if note:  # after the command's output, as a terminal shows what ran last
+            output += ("\n" if output and not output.endswith("\n") else "") + note
         return GitObservation(
-            output=result.stdout, exit_code=max(-255, min(255, result.exit_code)),
+            output=output, exit_code=max(-255, min(255, result.exit_code)),
             timed_out=result.timed_out, branch=self._branch(cwd),
             instruction=self.task.instruction if self.task else "",
             checks_passed=self.passed, checks_total=len(self.task.checks) if self.task else 0,
