@@ -70,8 +70,19 @@ def test_frame_stack_is_refused_by_name_above_a_sane_bound(frame_stack) -> None:
         make_ale_env("pong", preprocess=True, frame_stack=frame_stack)
 
 
+@pytest.mark.parametrize("noop_max", [10**9, 10_001])
+def test_noop_max_is_refused_by_name_above_a_sane_bound(noop_max) -> None:
+    # Each no-op start is one emulated frame at reset: 10**9 made every reset run for hours.
+    with pytest.raises(InvalidRequestError, match=rf"^noop_max must be a whole number >= 0 and <= 10000 .*got {noop_max}"):
+        make_ale_env("pong", preprocess=True, noop_max=noop_max)
+
+
 def test_sizes_within_the_bounds_still_work() -> None:
     import numpy as np
+
+    env = make_ale_env("pong", preprocess=True, noop_max=np.int64(10_000))
+    assert env.noop_max == 10_000
+    env.close()
 
     env = make_ale_env("pong", preprocess=True, screen_size=np.int64(1024), noop_max=0)
     assert env.observation_space.shape == (1024, 1024)
@@ -91,3 +102,12 @@ def test_worker_refuses_a_huge_screen_size_at_make() -> None:
 
     with pytest.raises(InvalidRequestError, match=r"screen_size must be .* in 1\.\.1024 .*got 100000"):
         gym.make("OpenEnv/Atari-v0", provider="process", game="pong", preprocess=True, screen_size=100_000)
+
+
+def test_worker_refuses_a_huge_noop_max_at_make() -> None:
+    import gymnasium as gym
+
+    import openenv_gym  # noqa: F401
+
+    with pytest.raises(InvalidRequestError, match=r"noop_max must be .* <= 10000 .*got 1000000000"):
+        gym.make("OpenEnv/Atari-v0", provider="process", game="pong", preprocess=True, noop_max=10**9)
