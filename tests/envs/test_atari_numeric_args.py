@@ -111,3 +111,14 @@ def test_worker_refuses_a_huge_noop_max_at_make() -> None:
 
     with pytest.raises(InvalidRequestError, match=r"noop_max must be .* <= 10000 .*got 1000000000"):
         gym.make("OpenEnv/Atari-v0", provider="process", game="pong", preprocess=True, noop_max=10**9)
+
+
+@pytest.mark.parametrize("game", ["backgammon", "video_checkers"])
+def test_no_op_starts_on_a_game_whose_action_0_is_not_noop_are_refused_by_name(game) -> None:
+    # Their minimal action sets start with FIRE: Gymnasium's wrapper refused with a bare ValueError.
+    with pytest.raises(InvalidRequestError, match=rf"action 0, which is FIRE in '{game}'.*set noop_max=0, or full_action_space=True"):
+        make_ale_env(game, preprocess=True)
+    for fix in ({"noop_max": 0}, {"full_action_space": True}):
+        env = make_ale_env(game, preprocess=True, **fix)
+        assert env.reset(seed=0)[0].shape == (84, 84)
+        env.close()

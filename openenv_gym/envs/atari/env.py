@@ -177,6 +177,12 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
             f"{_modes_and_difficulties(game)}") from None
     if not preprocess:
         return env
+    first = env.unwrapped.get_action_meanings()[0]
+    if noop_max and first != "NOOP":  # Gymnasium's wrapper refuses it with a bare ValueError
+        env.close()
+        raise InvalidRequestError(f"the no-op starts of preprocess=True step action 0, which is {first} in "
+                                  f"{game!r}'s minimal action set: set noop_max=0, or full_action_space=True "
+                                  "(whose action 0 is NOOP)")
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
 
     env = AtariPreprocessing(_ScreenSized(env), noop_max=noop_max, frame_skip=frameskip, screen_size=screen_size,
