@@ -6,6 +6,8 @@ the client by :func:`error_from_wire`, so ``except InvalidActionError`` works th
 whether the action was rejected locally or by a server in a container. An exception of the
 env's own becomes an :class:`EnvServerError` that is also an instance of its built-in class
 (``"builtin": "KeyError"`` on the wire), so ``except KeyError`` works as it would locally.
+A refusal of keyword arguments the env does not take names them as ``"unknown_arguments"``
+(:attr:`InvalidRequestError.unknown_arguments`).
 
 Example:
     >>> from openenv_gym.errors import InvalidActionError, error_from_wire
@@ -16,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from gymnasium.error import ResetNeeded
@@ -74,12 +77,30 @@ class InvalidActionError(OpenEnvError, ValueError):
 class InvalidRequestError(OpenEnvError, ValueError):
     """A request is malformed: unknown operation, missing field, wrong type, too large.
 
+    Args:
+        *args: The message, as for any exception.
+        unknown_arguments: The keyword arguments refused because the env takes none of that
+            name, when that is the refusal (see :attr:`unknown_arguments`).
+
     Example:
         >>> issubclass(InvalidRequestError, ValueError), InvalidRequestError.http_status
         (True, 400)
+        >>> InvalidRequestError("no such argument", unknown_arguments=["step_timeout"]).unknown_arguments
+        ('step_timeout',)
     """
 
     http_status = 400
+    #: The keyword arguments given to the env that it takes none of (``("step_timeout",)``
+    #: for ``gym.make("OpenEnv/Echo-v0", step_timeout=5)``): what the worker refused, named
+    #: apart from the message's wording; ``()`` for any other refusal, and for one from a
+    #: worker of an openenv-gym version that did not send them. On the wire and in an HTTP
+    #: error body: ``"unknown_arguments": [...]``, present only when not empty. (A class
+    #: default too, for a subclass whose ``__init__`` does not call this one's.)
+    unknown_arguments: tuple[str, ...] = ()
+
+    def __init__(self, *args: object, unknown_arguments: Iterable[str] = ()) -> None:
+        super().__init__(*args)
+        self.unknown_arguments = tuple(unknown_arguments)
 
 
 class InvalidDataError(OpenEnvError, ValueError):
@@ -318,13 +339,16 @@ def error_to_wire(exc: BaseException) -> dict[str, Any]:
     Returns:
         ``{"type": name, "message": text}``, and for an env's own exception ``"builtin"``:
         the built-in exception class it derives from, which the client's error is also an
-        instance of (see :func:`env_error`).
+        instance of (see :func:`env_error`); for a refusal of arguments the env does not take,
+        ``"unknown_arguments"``: their names (:attr:`InvalidRequestError.unknown_arguments`).
 
     Example:
         >>> error_to_wire(InvalidActionError("bad"))
         {'type': 'InvalidActionError', 'message': 'bad'}
         >>> error_to_wire(KeyError("x"))
         {'type': 'EnvServerError', 'message': "KeyError: 'x'", 'builtin': 'KeyError'}
+        >>> error_to_wire(InvalidRequestError("no x", unknown_arguments=["x"]))
+        {'type': 'InvalidRequestError', 'message': 'no x', 'unknown_arguments': ['x']}
     """
     if isinstance(exc, ResetNeeded) and not isinstance(exc, OpenEnvError):
         # Gymnasium's own "call reset first" (OrderEnforcing around a served env) is the caller's.
@@ -333,10 +357,13 @@ def error_to_wire(exc: BaseException) -> dict[str, Any]:
         exc = env_error(exc)
     # The nearest of our own classes (a plugin's subclass travels as the one it extends).
     name = next(cls.__name__ for cls in type(exc).__mro__ if _BY_NAME.get(cls.__name__) is cls)
-    out = {"type": name, "message": str(exc)}
+    out: dict[str, Any] = {"type": name, "message": str(exc)}
     builtin = _builtin_of(exc) if isinstance(exc, EnvServerError) else None
     if builtin is not None:
         out["builtin"] = builtin
+    unknown = getattr(exc, "unknown_arguments", ())
+    if unknown:
+        out["unknown_arguments"] = list(unknown)
     return out
 
 
@@ -359,4 +386,9 @@ def error_from_wire(error: Any) -> OpenEnvError:
     cls = _BY_NAME.get(str(error.get("type")), EnvServerError)
     if cls is EnvServerError:
         cls = _ENV_ERROR_BY_BUILTIN.get(str(error.get("builtin")), EnvServerError)
-    return cls(str(error.get("message", "")))
+    message = str(error.get("message", ""))
+    unknown = error.get("unknown_arguments")  # absent from an older worker's errors
+    if issubclass(cls, InvalidRequestError) and isinstance(unknown, list) and \
+            all(isinstance(name, str) for name in unknown):
+        return cls(message, unknown_arguments=unknown)
+    return cls(message)

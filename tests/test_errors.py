@@ -7,6 +7,7 @@ import pickle
 from openenv_gym.errors import (
     EnvServerError,
     InvalidActionError,
+    InvalidRequestError,
     env_error,
     error_from_wire,
     error_to_wire,
@@ -35,3 +36,25 @@ def test_an_envs_own_exception_keeps_its_built_in_class_over_the_wire_and_pickle
     # Not one of the common classes: a plain EnvServerError, no "builtin".
     assert "builtin" not in error_to_wire(OSError("disk"))
     assert type(error_from_wire(error_to_wire(OSError("disk")))) is EnvServerError
+
+
+def test_the_arguments_an_env_does_not_take_travel_as_a_field_over_the_wire_and_pickle() -> None:
+    refused = InvalidRequestError("cannot make env 'echo'", unknown_arguments=["step_timeout", "x"])
+    wire = error_to_wire(refused)
+    assert wire == {"type": "InvalidRequestError", "message": "cannot make env 'echo'",
+                    "unknown_arguments": ["step_timeout", "x"]}
+    again = error_from_wire(wire)
+    assert type(again) is InvalidRequestError and again.unknown_arguments == ("step_timeout", "x")
+    assert pickle.loads(pickle.dumps(again)).unknown_arguments == ("step_timeout", "x")  # Ray's way
+    # Any other refusal has none, and sends none.
+    assert InvalidRequestError("bad seed").unknown_arguments == ()
+    assert "unknown_arguments" not in error_to_wire(InvalidRequestError("bad seed"))
+
+
+def test_an_older_worker_s_error_without_the_field_has_no_unknown_arguments() -> None:
+    old = error_from_wire({"type": "InvalidRequestError",
+                           "message": "got an unexpected keyword argument 'step_timeout'"})
+    assert type(old) is InvalidRequestError and old.unknown_arguments == ()
+    # A malformed field is ignored, not raised on.
+    assert error_from_wire({"type": "InvalidRequestError", "message": "m",
+                            "unknown_arguments": [1]}).unknown_arguments == ()

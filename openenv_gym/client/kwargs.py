@@ -60,6 +60,11 @@ def name_misplaced_timeout(exc: OpenEnvError, env_kwargs: Mapping[str, Any], mak
     refused is the other API's, when so: ``gym.make(..., step_timeout=5)`` was refused with
     only "unexpected keyword argument 'step_timeout'; it takes max_steps, ...".
 
+    Only a refusal that names the argument as one the env does not take
+    (:attr:`~openenv_gym.errors.InvalidRequestError.unknown_arguments`) gets the note, not an
+    error whose message merely quotes such words (an env that takes ``step_timeout`` itself
+    and failed on something else).
+
     Args:
         exc: The error starting the workers raised; changed in place.
         env_kwargs: The env's arguments as sent.
@@ -67,7 +72,7 @@ def name_misplaced_timeout(exc: OpenEnvError, env_kwargs: Mapping[str, Any], mak
     """
     own = _CALL_TIMEOUT[maker]
     [(other, given)] = [(m, name) for m, name in _CALL_TIMEOUT.items() if m != maker]
-    if given not in env_kwargs or f"unexpected keyword argument '{given}'" not in str(exc):
+    if given not in env_kwargs or given not in getattr(exc, "unknown_arguments", ()):
         return
     note = f"({given}= is {other}'s limit on each call's wait; {maker}'s is {own}=)"
     exc.args = (f"{exc}\n{note}",)  # the worker's own error type stays (an `except` still catches it)

@@ -53,6 +53,9 @@ class ErrorDetail(BaseModel):
     message: str = Field(description="What went wrong and how to fix it.")
     builtin: str | None = Field(None, description="EnvServerError only: the built-in exception "
                                                   "class the env raised (ValueError, KeyError, ...).")
+    unknown_arguments: list[str] | None = Field(
+        None, description="InvalidRequestError only, when present: the keyword arguments refused "
+                          "because the env takes none of those names.")
 
 
 class ErrorBody(BaseModel):

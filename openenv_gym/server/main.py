@@ -57,8 +57,9 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None,
         The service, with one env built (its spaces answer ``/spec``).
 
     Raises:
-        InvalidRequestError: The env takes no such argument, lacks a required one, or
-            rejected a value (a ``ValueError`` or Gymnasium ``Error`` of its constructor).
+        InvalidRequestError: The env takes no such argument (its ``unknown_arguments`` name
+            those it does not take), lacks a required one, or rejected a value (a
+            ``ValueError`` or Gymnasium ``Error`` of its constructor).
         UnknownEnvironmentError: Gym-v0's ``env_id`` is not registered.
         ProviderUnavailableError: Gym-v0's env needs a package the worker lacks, or the env
             runs a program (``EnvInfo.programs``) the worker's PATH lacks.
@@ -94,7 +95,12 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None,
         except TypeError as exc:
             accepted = [name for name, p in signature.parameters.items()
                         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-            raise InvalidRequestError(f"{what}: {exc}; it takes {', '.join(accepted) or 'no arguments'}") from None
+            # Named apart from bind's wording (which names the first only), for the client to
+            # act on without parsing it: gym.make's step_timeout= is make_vec's timeout=.
+            takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+            unknown = () if takes_any else [name for name in kwargs if name not in accepted]
+            raise InvalidRequestError(f"{what}: {exc}; it takes {', '.join(accepted) or 'no arguments'}",
+                                      unknown_arguments=unknown) from None
     try:
         return EnvService(lambda: cls(**kwargs), env_name=info.name, max_sessions=max_sessions,
                           idle_timeout=idle_timeout)

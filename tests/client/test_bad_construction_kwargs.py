@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import openenv_gym
+from openenv_gym.client.kwargs import name_misplaced_timeout
 from openenv_gym.client.spec import call_timeout
 from openenv_gym.errors import InvalidRequestError
 from openenv_gym.providers.base import env_kwargs_json
@@ -92,6 +93,38 @@ def test_the_other_api_s_timeout_name_is_refused_naming_this_one_s(make, given, 
         make()
     text = str(refused.value)
     assert f"unexpected keyword argument '{given}'" in text and text.endswith(note), text
+    assert refused.value.unknown_arguments == (given,)  # the worker named it, apart from the text
+
+
+@pytest.mark.parametrize("make, given", [
+    (lambda env_id: gym.make("OpenEnv/Gym-v0", env_id=env_id, provider="process", step_timeout=5),
+     "step_timeout"),
+    (lambda env_id: gym.make_vec("OpenEnv/Gym-v0", 2, env_id=env_id, provider="process", timeout=5),
+     "timeout"),
+], ids=["gym.make-step_timeout", "make_vec-timeout"])
+def test_an_error_that_only_quotes_the_refusal_gets_no_note(make, given) -> None:
+    # The env takes the argument; its constructor failed on a bug of its own whose TypeError
+    # quotes "unexpected keyword argument '<given>'". Matched by text, that got the note
+    # "(step_timeout= is gym.make_vec's limit ...)", sending the caller to rename an argument
+    # the env had taken.
+    from tests.client.quoting_env import QUOTES_REFUSAL_ID
+
+    with pytest.raises(TypeError) as raised:
+        make(f"tests.client.quoting_env:{QUOTES_REFUSAL_ID}")
+    text = str(raised.value)
+    assert f"_connect() got an unexpected keyword argument '{given}'" in text, text
+    assert "limit on each call's wait" not in text, text
+    assert getattr(raised.value, "unknown_arguments", ()) == ()
+
+
+def test_the_note_goes_by_the_refused_arguments_not_by_the_message() -> None:
+    quoted = InvalidRequestError("cannot make env 'x': got an unexpected keyword argument 'step_timeout'")
+    name_misplaced_timeout(quoted, {"step_timeout": 5}, "gym.make")
+    assert "limit on each call's wait" not in str(quoted)  # as from a worker that names none
+    refused = InvalidRequestError("cannot make env 'x': no such argument", unknown_arguments=["step_timeout"])
+    name_misplaced_timeout(refused, {"step_timeout": 5}, "gym.make")
+    assert str(refused).endswith("gym.make's is timeout=)")
+    assert refused.unknown_arguments == ("step_timeout",)  # kept by the rewording
 
 
 def test_an_env_that_takes_step_timeout_itself_gets_it_from_gym_make() -> None:

@@ -37,6 +37,17 @@ def test_an_env_that_cannot_be_made_raises_a_typed_error_naming_it(env, kwargs, 
     assert type(raised.value) is error
 
 
+def test_the_arguments_the_env_does_not_take_are_named_in_the_error() -> None:
+    # bind's message names the first only; the field names each, apart from the wording.
+    with pytest.raises(InvalidRequestError) as raised:
+        build_service("echo", {"max_steps": 3, "step_timeout": 5, "bogus": 1})
+    assert raised.value.unknown_arguments == ("step_timeout", "bogus")
+    # A missing or rejected argument is no unknown one.
+    with pytest.raises(InvalidRequestError) as raised:
+        build_service("echo", {"max_steps": 0})
+    assert raised.value.unknown_arguments == ()
+
+
 @pytest.mark.skipif(importlib.util.find_spec("Box2D") is not None, reason="Box2D is installed here")
 def test_a_gymnasium_env_whose_package_is_missing_names_the_install() -> None:
     with pytest.raises(ProviderUnavailableError, match=r"cannot make env 'gym'.*Box2D is not installed.*"
