@@ -296,6 +296,25 @@ class RemoteEnv(gym.Env):
         """The id of this env's session on the worker (None before the first reset)."""
         return self._sid
 
+    @property
+    def worker(self) -> Worker | None:
+        """The worker serving this env (:class:`~openenv_gym.providers.base.Worker`), as a
+        vector env's :attr:`~openenv_gym.vector.RemoteVectorEnv.workers` holds them: the same
+        object after a replacement (its ``pid``, ``address`` and ``restarts`` then the new
+        worker's). None when attached to a server (``base_url=``) or closed.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> env = gym.make("OpenEnv/Echo-v0", provider="process")
+            >>> worker = env.unwrapped.worker
+            >>> worker.alive(), worker.pid > 0, worker.restarts
+            (True, True, 0)
+            >>> env.close()
+            >>> env.unwrapped.worker is None
+            True
+        """
+        return self._worker
+
     def _restart_if_dead(self, grace: float = 2.0) -> bool:
         worker = self._worker  # close() on another thread may set it to None meanwhile
         if worker is None or not self._owns_worker():
