@@ -59,6 +59,10 @@ class OpenEnvError(Exception):
 
     #: HTTP status the server answers with when this error ends a request.
     http_status: int = 500
+    #: The keyword arguments given to the env that it takes none of, when this error is the
+    #: env's refusal of them (see :attr:`InvalidRequestError.unknown_arguments`; a Gym-v0
+    #: env's is Gymnasium's own ``TypeError``, an :class:`EnvServerError`); ``()`` otherwise.
+    unknown_arguments: tuple[str, ...] = ()
 
 
 class InvalidActionError(OpenEnvError, ValueError):
@@ -94,9 +98,8 @@ class InvalidRequestError(OpenEnvError, ValueError):
     #: for ``gym.make("OpenEnv/Echo-v0", step_timeout=5)``): what the worker refused, named
     #: apart from the message's wording; ``()`` for any other refusal, and for one from a
     #: worker of an openenv-gym version that did not send them. On the wire and in an HTTP
-    #: error body: ``"unknown_arguments": [...]``, present only when not empty. (A class
-    #: default too, for a subclass whose ``__init__`` does not call this one's.)
-    unknown_arguments: tuple[str, ...] = ()
+    #: error body: ``"unknown_arguments": [...]``, present only when not empty.
+    unknown_arguments: tuple[str, ...]
 
     def __init__(self, *args: object, unknown_arguments: Iterable[str] = ()) -> None:
         super().__init__(*args)
@@ -327,7 +330,9 @@ def env_error(exc: BaseException, context: str = "") -> EnvServerError:
     """
     cls = _ENV_ERROR_BY_BUILTIN.get(_builtin_of(exc) or "", EnvServerError)
     text = f"{type(exc).__name__}: {exc}"
-    return cls(f"{context}: {text}" if context else text)
+    error = cls(f"{context}: {text}" if context else text)
+    error.unknown_arguments = tuple(getattr(exc, "unknown_arguments", ()))  # Gym-v0's refusal names them
+    return error
 
 
 def error_to_wire(exc: BaseException) -> dict[str, Any]:
@@ -386,9 +391,8 @@ def error_from_wire(error: Any) -> OpenEnvError:
     cls = _BY_NAME.get(str(error.get("type")), EnvServerError)
     if cls is EnvServerError:
         cls = _ENV_ERROR_BY_BUILTIN.get(str(error.get("builtin")), EnvServerError)
-    message = str(error.get("message", ""))
+    out = cls(str(error.get("message", "")))
     unknown = error.get("unknown_arguments")  # absent from an older worker's errors
-    if issubclass(cls, InvalidRequestError) and isinstance(unknown, list) and \
-            all(isinstance(name, str) for name in unknown):
-        return cls(message, unknown_arguments=unknown)
-    return cls(message)
+    if isinstance(unknown, list) and all(isinstance(name, str) for name in unknown):
+        out.unknown_arguments = tuple(unknown)
+    return out

@@ -58,3 +58,16 @@ def test_an_older_worker_s_error_without_the_field_has_no_unknown_arguments() ->
     # A malformed field is ignored, not raised on.
     assert error_from_wire({"type": "InvalidRequestError", "message": "m",
                             "unknown_arguments": [1]}).unknown_arguments == ()
+
+
+def test_a_gym_v0_env_s_type_error_names_the_arguments_it_refused() -> None:
+    # Gymnasium's own TypeError for an argument the served env's creator does not take stays a
+    # TypeError (as locally) and carries their names too, across the wire and a pickle.
+    raised = TypeError("CartPoleEnv.__init__() got an unexpected keyword argument 'step_timeout'")
+    raised.unknown_arguments = ("step_timeout",)  # type: ignore[attr-defined]
+    wire = error_to_wire(env_error(raised, "cannot make env 'gym'"))
+    assert wire["builtin"] == "TypeError" and wire["unknown_arguments"] == ["step_timeout"]
+    again = error_from_wire(wire)
+    assert isinstance(again, EnvServerError) and isinstance(again, TypeError)
+    assert again.unknown_arguments == pickle.loads(pickle.dumps(again)).unknown_arguments == ("step_timeout",)
+    assert error_from_wire({"type": "EnvServerError", "message": "m", "builtin": "TypeError"}).unknown_arguments == ()

@@ -497,7 +497,7 @@ def startup_error(what: str, log: str) -> OpenEnvError:
     if error is None:
         return WorkerError(f"{what}.\n{log}")
     if isinstance(error, EnvServerError):  # an exception of the env's own: where it came from
-        return type(error)(f"{error}\n{log}")
+        error.args = (f"{error}\n{log}",)  # in place: its fields (unknown_arguments) stay
     return error
 
 

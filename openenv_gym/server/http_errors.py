@@ -54,8 +54,9 @@ class ErrorDetail(BaseModel):
     builtin: str | None = Field(None, description="EnvServerError only: the built-in exception "
                                                   "class the env raised (ValueError, KeyError, ...).")
     unknown_arguments: list[str] | None = Field(
-        None, description="InvalidRequestError only, when present: the keyword arguments refused "
-                          "because the env takes none of those names.")
+        None, description="When present: the keyword arguments the env refused because it takes none "
+                          "of those names (an InvalidRequestError; a Gym-v0 env's TypeError, an "
+                          "EnvServerError).")
 
 
 class ErrorBody(BaseModel):

@@ -105,7 +105,8 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None,
         return EnvService(lambda: cls(**kwargs), env_name=info.name, max_sessions=max_sessions,
                           idle_timeout=idle_timeout)
     except OpenEnvError as exc:
-        raise type(exc)(f"{what}: {exc}") from exc
+        exc.args = (f"{what}: {exc}",)  # in place: its type and fields (unknown_arguments) stay
+        raise
     except gym_error.UnregisteredEnv as exc:  # Gym-v0's env_id
         raise UnknownEnvironmentError(f"{what}: {exc}") from exc
     except gym_error.DependencyNotInstalled as exc:  # Gym-v0's env needs a package the worker lacks

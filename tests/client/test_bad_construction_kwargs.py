@@ -96,6 +96,22 @@ def test_the_other_api_s_timeout_name_is_refused_naming_this_one_s(make, given, 
     assert refused.value.unknown_arguments == (given,)  # the worker named it, apart from the text
 
 
+@pytest.mark.parametrize("make, given, note", [
+    (lambda: gym.make("OpenEnv/Gym-v0", env_id="CartPole-v1", provider="process", step_timeout=5),
+     "step_timeout", "(step_timeout= is gym.make_vec's limit on each call's wait; gym.make's is timeout=)"),
+    (lambda: gym.make_vec("OpenEnv/Gym-v0", 2, env_id="CartPole-v1", provider="process", timeout=5),
+     "timeout", "(timeout= is gym.make's limit on each call's wait; gym.make_vec's is step_timeout=)"),
+], ids=["gym.make-step_timeout", "make_vec-timeout"])
+def test_a_gym_v0_env_refusing_the_other_api_s_timeout_name_gets_the_note(make, given, note) -> None:
+    # The served env's creator refused it inside the worker's gym.make: Gymnasium's TypeError,
+    # as locally, with the argument named apart from its text (the worker reads the creator's
+    # signature), so the note comes as for the envs of this package.
+    with pytest.raises(TypeError) as refused:
+        make()
+    text = str(refused.value)
+    assert f"unexpected keyword argument '{given}'" in text and note in text, text
+
+
 @pytest.mark.parametrize("make, given", [
     (lambda env_id: gym.make("OpenEnv/Gym-v0", env_id=env_id, provider="process", step_timeout=5),
      "step_timeout"),

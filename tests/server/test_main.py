@@ -67,3 +67,4 @@ def test_any_other_exception_is_an_env_server_error_and_still_that_exception() -
     with pytest.raises(EnvServerError, match=re.escape("cannot make env 'gym' with")) as raised:
         build_service("gym", {"env_id": "CartPole-v1", "bogus": 1})
     assert isinstance(raised.value, TypeError) and "TypeError: " in str(raised.value)
+    assert raised.value.unknown_arguments == ("bogus",)  # read off CartPole's signature

@@ -9,10 +9,11 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import find_highest_version, get_env_id, parse_env_id
+from gymnasium.envs.registration import EnvSpec, find_highest_version, get_env_id, load_env_creator, parse_env_id
 
 from openenv_gym._numbers import is_int
 from openenv_gym.envs.base import Environment
@@ -61,6 +62,11 @@ class GymEnv(Environment):
                 f"env_id; pass env_id={kwargs['id']!r} instead")
         try:
             self.inner = gym.make(env_id, **kwargs)
+        except TypeError as exc:
+            # Gymnasium's TypeError, as locally, naming the arguments as the other envs'
+            # refusals do (the client acts on them: make_vec's step_timeout= given to gym.make).
+            exc.unknown_arguments = tuple(_unknown_arguments(env_id, kwargs))  # type: ignore[attr-defined]
+            raise
         except (gym.error.NamespaceNotFound, gym.error.NameNotFound) as exc:
             if ":" in str(env_id):  # (a missing version of a known id is not this)
                 raise
@@ -96,21 +102,47 @@ class GymEnv(Environment):
         return State(env_id=self.env_id)
 
 
-def _refuse_served_env(env_id: Any) -> None:
-    """Refuse an id whose env is itself a remote one (``"OpenEnv/Echo-v0"``): made here, it
-    would start workers of its own from inside this worker, on a provider the caller never
-    chose (Docker containers behind a ``provider="process"`` env)."""
+def _registered_spec(env_id: Any) -> EnvSpec | None:
+    """The registry's spec ``gym.make(env_id)`` makes (``"module:Id"`` once the module is
+    imported; an unversioned id's highest version), or None if there is none."""
     if not isinstance(env_id, str):
-        return  # gym.make says what is wrong with it
+        return None  # gym.make says what is wrong with it
     name = env_id.split(":")[-1]  # "openenv_gym:OpenEnv/Echo-v0": this worker registered it
     try:
         namespace, base, version = parse_env_id(name)
     except gym.error.Error:
-        return  # gym.make says what is wrong with it
+        return None  # gym.make says what is wrong with it
     if version is None:  # an unversioned id means its highest version, as in gym.make
         version = find_highest_version(namespace, base)
-    spec = gym.registry.get(get_env_id(namespace, base, version))
+    return gym.registry.get(get_env_id(namespace, base, version))
+
+
+def _refuse_served_env(env_id: Any) -> None:
+    """Refuse an id whose env is itself a remote one (``"OpenEnv/Echo-v0"``): made here, it
+    would start workers of its own from inside this worker, on a provider the caller never
+    chose (Docker containers behind a ``provider="process"`` env)."""
+    spec = _registered_spec(env_id)
     if spec is not None and spec.entry_point == ENV_ENTRY_POINT:
         raise InvalidRequestError(
             f"env_id={env_id!r} is an openenv_gym env, served remotely itself: make it directly, "
             f"gym.make({spec.id!r}, provider=...), not through OpenEnv/Gym-v0")
+
+
+def _unknown_arguments(env_id: str, kwargs: dict[str, Any]) -> list[str]:
+    """The arguments of ``kwargs`` the env's creator takes none of; [] when it takes any
+    keyword, or its signature cannot be read (gym.make's own arguments, which it does not
+    pass on, are never among them)."""
+    spec = _registered_spec(env_id)
+    try:
+        creator = load_env_creator(spec.entry_point) if isinstance(spec.entry_point, str) else spec.entry_point
+        parameters = inspect.signature(creator).parameters.values()
+    except Exception:  # no spec, an entry point that will not load or has no signature
+        return []
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return []
+    taken = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return [name for name in kwargs if name not in taken and name not in _MAKE_OWN]
+
+
+#: gym.make's own keywords (and render_mode, which it handles for an env without one).
+_MAKE_OWN = frozenset(inspect.signature(gym.make).parameters) | {"render_mode"}
