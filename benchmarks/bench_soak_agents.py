@@ -86,7 +86,7 @@ def guard(name: str, body: Callable[[], None]) -> Callable[[], None]:
 def coding_loop(provider: str) -> None:
     """One-shot Coding episodes of 0–3 steps of mixed code; passing code must score 1."""
     env = gym.make("OpenEnv/Coding-v0", provider=provider, env_kwargs={"step_timeout": 5.0})
-    WORKERS["coding"] = lambda: [env.unwrapped._worker]
+    WORKERS["coding"] = lambda: [env.unwrapped.worker]
     rng = random.Random(0)
     try:
         while not STOP.is_set():
@@ -103,7 +103,7 @@ def coding_loop(provider: str) -> None:
 def coding_persistent_loop(provider: str) -> None:
     """Persistent (REPL) Coding episodes: state, then mixed code."""
     env = gym.make("OpenEnv/Coding-v0", provider=provider, persistent=True, env_kwargs={"step_timeout": 5.0})
-    WORKERS["coding_repl"] = lambda: [env.unwrapped._worker]
+    WORKERS["coding_repl"] = lambda: [env.unwrapped.worker]
     rng = random.Random(1)
     try:
         while not STOP.is_set():
@@ -118,7 +118,7 @@ def coding_persistent_loop(provider: str) -> None:
 def coding_task_loop(provider: str) -> None:
     """HumanEval episodes: a wrong answer, then the canonical one, which must score 1."""
     env = gym.make("OpenEnv/Coding-v0", provider=provider, task="humaneval", max_attempts=2)
-    WORKERS["coding_task"] = lambda: [env.unwrapped._worker]
+    WORKERS["coding_task"] = lambda: [env.unwrapped.worker]
     i = 0
     try:
         while not STOP.is_set():
@@ -149,7 +149,7 @@ GIT_CMDS = [
 def git_loop(provider: str) -> None:
     """Git-v0 over its task suite: four commands of :data:`GIT_CMDS` per episode."""
     env = gym.make("OpenEnv/Git-v0", provider=provider, task="suite")
-    WORKERS["git"] = lambda: [env.unwrapped._worker]
+    WORKERS["git"] = lambda: [env.unwrapped.worker]
     rng = random.Random(2)
     try:
         while not STOP.is_set():

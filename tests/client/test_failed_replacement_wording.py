@@ -23,7 +23,7 @@ def test_a_failed_replacement_is_named_and_a_later_reset_starts_the_worker(tmp_p
     env = single_env(failures)
     try:
         env.reset(seed=0)
-        kill_worker(env.unwrapped._worker)
+        kill_worker(env.unwrapped.worker)
         with pytest.raises(WorkerError) as died:
             env.step(0)
         assert "the next reset() tries to start a fresh one" in str(died.value), died.value
@@ -47,7 +47,7 @@ def test_a_failed_replacement_is_named_and_a_later_reset_starts_the_worker(tmp_p
         assert info.get("worker_restarted")
         assert env.step(0)[1] == 1.0
         # A fresh worker: a later death promises a fresh one again, not the old failure.
-        kill_worker(env.unwrapped._worker)
+        kill_worker(env.unwrapped.worker)
         with pytest.raises(WorkerError) as again:
             env.step(0)
         assert "could not start" not in str(again.value), again.value
@@ -60,7 +60,7 @@ def test_a_failed_replacement_of_a_hung_worker_is_named_by_the_next_step(tmp_pat
     env = single_env(failures, timeout=2)
     try:
         env.reset(seed=0)
-        freeze_worker(env.unwrapped._worker)  # hung, not dead: the call times out
+        freeze_worker(env.unwrapped.worker)  # hung, not dead: the call times out
         with pytest.raises(WorkerTimeoutError, match="call reset"):
             env.step(0)
 

@@ -73,7 +73,7 @@ def test_ordinary_flows_warn_nothing(provider: str) -> None:
             _, _, terminated, truncated, _ = env.step(env.action_space.sample())
             if terminated or truncated:
                 env.reset()
-        kill_worker(env.unwrapped._worker)
+        kill_worker(env.unwrapped.worker)
         try:
             env.step(0)
         except openenv_gym.errors.WorkerError:

@@ -35,14 +35,14 @@ def test_echo_episode_through_gym_make(provider: str) -> None:
 def test_a_closed_env_says_so_and_starts_nothing() -> None:
     env = gym.make("OpenEnv/Echo-v0", provider="process", render_mode="ansi")
     env.reset(seed=0)
-    worker = env.unwrapped._worker
+    worker = env.unwrapped.worker
     env.close()
     assert not worker.alive()
     for call in (env.reset, lambda: env.step({"message": "x"}), env.unwrapped.state, env.render):
         with pytest.raises(gym.error.ClosedEnvironmentError, match=r"RemoteEnv \(echo\) is closed"):
             call()
     env.close()  # twice is fine
-    assert env.unwrapped._worker is None and not worker.alive()
+    assert env.unwrapped.worker is None and not worker.alive()
 
 
 def test_check_env_passes_for_echo(provider: str) -> None:

@@ -50,7 +50,7 @@ _CALLS = {
 def test_close_from_another_thread_ends_a_call_in_flight(how: str) -> None:
     env = gym.make("OpenEnv/Echo-v0", provider="process")
     env.reset(seed=0)
-    worker = env.unwrapped._worker
+    worker = env.unwrapped.worker
     # The call in flight hangs until something ends it. Every thread must be stopped, not just
     # the main one (/proc/PID/status): a connection thread still running would answer the call.
     stop_process(worker.pid)
@@ -74,6 +74,6 @@ def test_close_from_another_thread_ends_a_call_in_flight(how: str) -> None:
     assert not thread.is_alive()
     # was, for the served calls: WorkerCrashedError ("closed the connection mid-call")
     assert isinstance(outcome[0], gym.error.ClosedEnvironmentError), repr(outcome[0])
-    assert not worker.alive() and env.unwrapped._worker is None
+    assert not worker.alive() and env.unwrapped.worker is None
     with pytest.raises(gym.error.ClosedEnvironmentError):
         env.step({"message": "again"})

@@ -56,7 +56,7 @@ def test_container_options_set_the_limits_and_an_oom_kill_is_named_in_the_logs()
                    provider_options={"container_options": {"mem_limit": "200m", "pids_limit": 64}})
     try:
         env.reset(seed=0)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         assert worker.cgroup.limit("memory") == 200 << 20 and worker.cgroup.limit("pids") == 64
         assert "OOM" not in worker.logs()
         # Under the child's RLIMIT_AS (1 GiB), over the cgroup's 200 MiB: the kernel's OOM killer.

@@ -205,7 +205,7 @@ def test_memory_bomb_oom_killed_and_worker_death_replaced():
                    provider_options={"container_options": {"mem_limit": "160m"}})
     try:
         env.reset(seed=0)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         # A memory bomb in the container is OOM-killed by the cgroup limit (no swap).
         rc, out = _exec(worker, """
             blocks = []
@@ -436,7 +436,7 @@ def test_container_options_run_builds_itself_are_refused_naming_what_to_use(clie
         "mounts": [Mount("/data", str(tmp_path), type="bind", read_only=True)]}})
     try:
         env.reset(seed=0)
-        mounts = client.containers.get(env.unwrapped._worker.container_id).attrs["Mounts"]
+        mounts = client.containers.get(env.unwrapped.worker.container_id).attrs["Mounts"]
         assert {(m["Destination"], m["RW"]) for m in mounts} >= {("/data", False), ("/run/openenv", True)}, mounts
     finally:
         env.close()

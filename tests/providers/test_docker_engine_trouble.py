@@ -51,7 +51,7 @@ def test_a_paused_worker_times_out_and_is_removed_not_left_paused() -> None:
         env = gym.make("OpenEnv/Echo-v0", provider="docker", timeout=3)
         try:
             env.reset(seed=0)
-            worker = env.unwrapped._worker
+            worker = env.unwrapped.worker
             paused = worker.container_id
             client.containers.get(paused).pause()
             with pytest.raises(WorkerTimeoutError) as timed_out:
@@ -91,7 +91,7 @@ def test_a_killed_worker_is_said_to_be_killed_by_sigkill() -> None:
     env = gym.make("OpenEnv/Echo-v0", provider="docker", timeout=30)
     try:
         env.reset(seed=0)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         killed = worker.container_id
         client.containers.get(killed).kill()  # SIGKILL, no OOM: Docker's OOMKilled stays false
         assert not client.api.inspect_container(killed)["State"]["OOMKilled"]
@@ -112,7 +112,7 @@ def test_a_worker_stopped_after_its_sandbox_child_was_oom_killed_is_not_called_o
                    provider_options={"container_options": {"mem_limit": "200m"}})
     try:
         env.reset(seed=0)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         obs, *_ = env.step({"code": _GROW})
         assert int(obs["exit_code"]) == -9 and worker.alive()  # the child went, not the worker
         stopped = worker.container_id
@@ -142,7 +142,7 @@ def test_a_worker_docker_killed_after_its_sandbox_child_was_oom_killed_is_not_ca
                    provider_options={"container_options": {"mem_limit": "200m"}})
     try:
         env.reset(seed=0)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         obs, *_ = env.step({"code": _GROW})
         assert int(obs["exit_code"]) == -9  # the child went, not the worker
         killed = worker.container_id
@@ -168,7 +168,7 @@ def test_a_worker_oom_killed_itself_is_said_to_be_oom_killed() -> None:
                    provider_options={"container_options": {"mem_limit": "160m"}})
     try:
         env.reset(seed=0)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         # The server made the OOM killer's first choice, then memory filled by another process.
         script = ("import glob\n"
                   "for p in glob.glob('/proc/[0-9]*/cmdline'):\n"
@@ -196,7 +196,7 @@ def test_a_worker_restarted_by_docker_restart_is_said_to_be_restarted() -> None:
     env = gym.make("OpenEnv/Echo-v0", provider="docker", timeout=30)
     try:
         env.reset(seed=0)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         restarted = worker.container_id
         client.containers.get(restarted).restart(timeout=5)
         with pytest.raises(WorkerError) as failed:

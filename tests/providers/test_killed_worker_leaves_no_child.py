@@ -24,7 +24,7 @@ def test_a_killed_worker_s_running_child_is_ended_without_a_cgroup(procs) -> Non
     children: set[int] = set()
     try:
         env.reset(seed=0)
-        worker = env.unwrapped._worker.pid
+        worker = env.unwrapped.worker.pid
         server = int(proc_status(worker)["PPid"])
         assert b"openenv_gym.server.forkserver" in b" ".join(cmdline(server)), "workers are forked"
         failures: list[BaseException] = []

@@ -370,7 +370,7 @@ assert ray.util.client.ray.is_connected()
 env = gym.make("OpenEnv/Echo-v0", provider="ray")
 env.reset(seed=0)
 print("echo", env.step({"message": "hi"})[0]["echo"], flush=True)
-print("pids", env.unwrapped._worker.pid, env.unwrapped._worker.actor_pid, flush=True)
+print("pids", env.unwrapped.worker.pid, env.unwrapped.worker.actor_pid, flush=True)
 env.close()
 vec = gym.make_vec("OpenEnv/Gym-v0", num_envs=4, env_id="CartPole-v1", provider="ray",
                    provider_options={"num_cpus": 0.25})

@@ -28,7 +28,7 @@ def test_local_ray_started_by_the_provider_is_gone_after_the_last_close(procs) -
     try:
         assert ray.is_initialized()
         started = procs.descendants(os.getpid()) - before
-        servers = {first.unwrapped._worker.pid, second.unwrapped._worker.pid}
+        servers = {first.unwrapped.worker.pid, second.unwrapped.worker.pid}
         assert servers <= started  # the env servers run under the Ray we started
         first.reset(seed=0)
         second.reset(seed=0)

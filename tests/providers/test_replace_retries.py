@@ -69,7 +69,7 @@ def test_a_single_envs_reset_starts_its_replacement_again(tmp_path: Path) -> Non
     env = single_env(failures)
     try:
         env.reset(seed=0)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         kill_worker(worker)
         # Which one depends on whether the request was still sent before the socket closed.
         with pytest.raises((WorkerCrashedError, WorkerConnectionError)):

@@ -99,7 +99,7 @@ def test_a_dead_owner_s_worker_that_could_not_notice_is_ended_by_the_sweep() -> 
     code = ("import gymnasium as gym, openenv_gym, sys, time\n"
             "env = gym.make('OpenEnv/Echo-v0', provider='process', provider_options={'fork': False})\n"
             "env.reset()\n"
-            "w = env.unwrapped._worker\n"
+            "w = env.unwrapped.worker\n"
             "print(w.pid, w.folder, flush=True)\n"
             "time.sleep(120)\n")
     trainer = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

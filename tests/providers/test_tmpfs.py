@@ -37,7 +37,7 @@ def test_an_untrusted_worker_keeps_its_sandboxes_in_a_tmpfs_only_it_sees() -> No
     env = gym.make("OpenEnv/Coding-v0", provider="process")
     try:
         env.reset(seed=0)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         assert worker.tmpfs == HARDENING["tmpfs"]["/tmp"]
         obs, *_ = env.step({"code": "import os\nopen('mine.txt', 'w').write('x')\nprint(os.getcwd())"})
         sandbox = obs["stdout"].strip()

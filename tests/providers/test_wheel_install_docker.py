@@ -65,7 +65,7 @@ assert resolve_provider_name("auto") == "docker"
 env = gym.make("OpenEnv/Echo-v0", provider="docker")
 env.reset(seed=0)
 print("reward", env.step({"message": "hi"})[1])
-print("image", env.unwrapped._worker.image)
+print("image", env.unwrapped.worker.image)
 env.close()
 """
 

@@ -431,7 +431,7 @@ def test_attack(coding: dict[bool, tuple[str, gym.Env]], attack: Attack) -> None
         probe = HostProbe.take()
         env.reset()
         base = helpers.sandbox_base(env)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         restarts = worker.restarts
         # A loopback service the attack tries to reach (in a container, its own loopback).
         listener = stack.enter_context(socket.create_server(("127.0.0.1", 0)))

@@ -69,7 +69,7 @@ def test_worker_killed_mid_call_is_a_typed_error_then_recovers(provider: str, du
     try:
         env.reset()
         base = helpers.sandbox_base(env)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         # Keep the call in flight: a slow step; for reset, the previous step's child keeps
         # the session busy, so the reset waits on its lock.
         slow = {"code": "import time; time.sleep(5)", "timeout": 8}
@@ -130,7 +130,7 @@ def test_worker_frozen_past_the_timeout_is_a_timeout_error(provider: str, during
     env = gym.make("OpenEnv/Echo-v0", provider=provider, timeout=1.5)
     try:
         env.reset(seed=0)
-        worker = env.unwrapped._worker
+        worker = env.unwrapped.worker
         how = _freeze(worker, True)
         try:
             start = time.monotonic()

@@ -140,7 +140,7 @@ def test_git_command_attack(git_envs: dict[bool, tuple[str, gym.Env]], attack) -
         pytest.skip(process_skip)
     probe = HostProbe.take()
     env.reset()
-    worker = env.unwrapped._worker
+    worker = env.unwrapped.worker
     restarts = worker.restarts
     try:
         with socket.create_server(("127.0.0.1", 0)) as listener, \
@@ -260,7 +260,7 @@ def test_files_that_would_hang_or_flood_the_checks_are_not_read(git_envs: dict[b
     hang nor flood it, nor let a check see outside the repo."""
     provider, env = git_envs[True]
     env.reset(options={"task": "merge-conflict"})
-    worker = env.unwrapped._worker
+    worker = env.unwrapped.worker
     restarts = worker.restarts
     obs, reward, *_ = env.step({"command": "rm app.py && ln -s /dev/zero app.py && mkfifo stuck && "
                                            "ln -s /etc/hostname other && echo planted"})
