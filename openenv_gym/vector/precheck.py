@@ -146,7 +146,8 @@ def _model_of(schema: Any) -> type[BaseModel] | None:
         if not isinstance(key, str) or not isinstance(prop, dict):
             return None
         plain = not set(prop) & {"$ref", "anyOf", "allOf", "oneOf"}
-        kind = _TYPES.get(prop.get("type"), Any) if plain else Any  # Any: the worker decides
+        # Any: the worker decides (a type list, ["string", "null"] from json_schema_extra, too).
+        kind = _TYPES.get(prop["type"], Any) if plain and isinstance(prop.get("type"), str) else Any
         limits = {_CONSTRAINTS[c]: v for c, v in prop.items() if c in _CONSTRAINTS} if kind is not Any else {}
         if kind is not Any and prop.get(STRICT_SCHEMA_KEY) is True:
             # The worker's field is strict (its model's own Strict and AllowInfNan): refused
