@@ -115,7 +115,7 @@ class RemoteVecEnv(VecEnv):
         self._reset_options()
         return obs
 
-    def step_async(self, actions: np.ndarray) -> None:
+    def step_async(self, actions: np.ndarray | Sequence[Any] | dict[str, Any]) -> None:
         """Send the actions to the workers without waiting.
 
         Args:
