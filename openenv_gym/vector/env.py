@@ -31,7 +31,7 @@ import math
 import os
 import threading
 import weakref
-from typing import AbstractSet, Any, Callable, Iterator, Mapping, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -1208,13 +1208,19 @@ class RemoteVectorEnv(VectorEnv):
 
         Raises:
             IndexError: An index outside ``range(-num_envs, num_envs)``.
+            TypeError: ``indices`` is none of those, or holds something not an int (a bool,
+                a float, a string: ``int()`` would have taken ``True``, ``1.7`` and ``"1"``).
         """
         if indices is None:
             return list(range(self.num_envs))
         if isinstance(indices, (int, np.integer)) and not isinstance(indices, bool):
             indices = [indices]
+        if isinstance(indices, (str, bytes, bool)) or not isinstance(indices, Iterable):
+            raise TypeError(f"indices must be None, an env index or a sequence of them, got {indices!r}")
         targets = []
         for i in indices:
+            if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+                raise TypeError(f"indices must hold env indices (ints), got {i!r} in {indices!r}")
             j = int(i)
             if not -self.num_envs <= j < self.num_envs:
                 raise IndexError(f"env index {j} is out of range for {self.num_envs} envs")

@@ -312,6 +312,14 @@ def test_indices_take_an_int_a_negative_index_and_refuse_one_out_of_range() -> N
         for bad in (4, [-5]):
             with pytest.raises(IndexError, match="out of range for 4 envs"):
                 envs.get_attr("gravity", indices=bad)
+        # Not an index: named, not "'bool' object is not iterable" or taken by int() as env 1.
+        for bad in (True, 1.0, "1"):
+            with pytest.raises(TypeError, match=r"^indices must be None, an env index or a sequence of them, got "):
+                envs.get_attr("gravity", indices=bad)
+        for bad in ([True], [1.7], ["1"], np.array([0.0])):
+            with pytest.raises(TypeError, match=r"^indices must hold env indices \(ints\), got "):
+                envs.set_attr("gravity", 9.0, indices=bad)
+        assert envs.get_attr("gravity", indices=np.array([3, 0])) == (7.0, 8.0)  # numpy ints are ints
         # An env named twice is called twice, each call with its own result (two draws of its
         # Generator), as SB3's env_method does; the second result stood for both.
         first, second = envs.call("np_random_call", "integers", 0, 2**31, indices=[1, 1])
