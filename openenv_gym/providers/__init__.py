@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from openenv_gym._lazy import import_or_undo
+from openenv_gym._signature import keyword_names, takes_any_keyword
 from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 from openenv_gym.providers import _ray_fork  # noqa: F401  (marks forks of Ray users from the start)
 from openenv_gym.providers.base import Provider, Worker
@@ -148,6 +149,4 @@ def _options_of(name: str) -> set[str] | None:
     except (ProviderUnavailableError, ValueError):
         return set()
     params = list(inspect.signature(cls.__init__).parameters.values())[1:]  # after self
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return None
-    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return None if takes_any_keyword(params) else set(keyword_names(params))

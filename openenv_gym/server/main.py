@@ -22,6 +22,7 @@ from typing import Any, Callable, NoReturn
 
 from gymnasium import error as gym_error
 
+from openenv_gym._signature import keyword_names, takes_any_keyword
 from openenv_gym._stdout import stdout_to_devnull
 from openenv_gym._stop_flag import StopFlag
 from openenv_gym.catalog import EnvInfo, get_env_info, load_env_class
@@ -93,12 +94,11 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None,
         try:
             signature.bind(**kwargs)
         except TypeError as exc:
-            accepted = [name for name, p in signature.parameters.items()
-                        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+            accepted = keyword_names(signature.parameters.values())
             # Named apart from bind's wording (which names the first only), for the client to
             # act on without parsing it: gym.make's step_timeout= is make_vec's timeout=.
-            takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-            unknown = () if takes_any else [name for name in kwargs if name not in accepted]
+            unknown = ([] if takes_any_keyword(signature.parameters.values())
+                       else [name for name in kwargs if name not in accepted])
             raise InvalidRequestError(f"{what}: {exc}; it takes {', '.join(accepted) or 'no arguments'}",
                                       unknown_arguments=unknown) from None
     try:

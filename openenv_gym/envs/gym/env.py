@@ -16,6 +16,7 @@ import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec, find_highest_version, get_env_id, load_env_creator, parse_env_id
 
 from openenv_gym._numbers import is_int
+from openenv_gym._signature import keyword_names, takes_any_keyword
 from openenv_gym.envs.base import Environment
 from openenv_gym.errors import InvalidRequestError
 from openenv_gym.models import State
@@ -138,9 +139,9 @@ def _unknown_arguments(env_id: str, kwargs: dict[str, Any]) -> list[str]:
         parameters = inspect.signature(creator).parameters.values()
     except Exception:  # no spec, an entry point that will not load or has no signature
         return []
-    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+    if takes_any_keyword(parameters):
         return []
-    taken = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    taken = keyword_names(parameters)
     return [name for name in kwargs if name not in taken and name not in _MAKE_OWN]
 
 
