@@ -72,7 +72,7 @@ def name_misplaced_timeout(exc: OpenEnvError, env_kwargs: Mapping[str, Any], mak
     """
     own = _CALL_TIMEOUT[maker]
     [(other, given)] = [(m, name) for m, name in _CALL_TIMEOUT.items() if m != maker]
-    if given not in env_kwargs or given not in getattr(exc, "unknown_arguments", ()):
+    if given not in env_kwargs or given not in exc.unknown_arguments:
         return
     note = f"({given}= is {other}'s limit on each call's wait; {maker}'s is {own}=)"
     exc.args = (f"{exc}\n{note}",)  # the worker's own error type stays (an `except` still catches it)
