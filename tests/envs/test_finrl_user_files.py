@@ -3,6 +3,8 @@ turbulence index's memory on wide universes."""
 
 from __future__ import annotations
 
+import os
+import threading
 import tracemalloc
 from pathlib import Path
 
@@ -156,3 +158,37 @@ def test_a_gap_in_an_indicator_column_is_named_by_ticker_and_date(tmp_path: Path
     with pytest.raises(InvalidDataError, match=r"column 'macd' has missing or non-numeric values, "
                                                r"the first for ticker CCC on 2018-02-01"):
         FinRLEnv(data_path=str(path), indicators=["macd"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_named_pipe_is_refused_instead_of_waiting_for_a_writer(tmp_path: Path) -> None:
+    # Reading it blocked until something wrote to it: the worker hung at make time.
+    path = tmp_path / "prices.csv"
+    os.mkfifo(path)
+    returned = threading.Event()
+
+    def unblock_after_a_deadline() -> None:
+        # A hang guard: on a hang, an empty write lets the read end, so the test fails, not hangs.
+        if returned.wait(60):
+            return
+        fd = os.open(path, os.O_WRONLY)
+        os.close(fd)
+
+    guard = threading.Thread(target=unblock_after_a_deadline, daemon=True)
+    guard.start()
+    try:
+        with pytest.raises(InvalidDataError, match=r"is not a regular file"):
+            FinRLEnv(data_path=str(path), indicators=[])
+    finally:
+        returned.set()
+        guard.join(65)
+
+
+def test_a_parquet_dataset_directory_is_read(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    frame = long_frame()
+    (tmp_path / "prices.parquet").mkdir()
+    frame.iloc[:180].to_parquet(tmp_path / "prices.parquet" / "a.parquet")
+    frame.iloc[180:].to_parquet(tmp_path / "prices.parquet" / "b.parquet")
+    env = FinRLEnv(data_path=str(tmp_path / "prices.parquet"), indicators=["macd"])
+    assert env.tickers == ["AAA", "BBB", "CCC"] and env.n_days == 120

@@ -26,6 +26,7 @@ import collections
 import functools
 import os
 import re
+import stat as stat_mode
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -210,6 +211,12 @@ def _source_key(data_path: str | None) -> tuple:
         stat = os.stat(path)
     except OSError as exc:
         raise InvalidDataError(f"data_path {data_path!r} cannot be read: {exc.strerror}") from None
+    if not (stat_mode.S_ISREG(stat.st_mode) or stat_mode.S_ISDIR(stat.st_mode)):
+        # Reading a FIFO (or a terminal, a socket) waits for a writer that may never come:
+        # the worker would hang at make time instead of failing. A directory goes on to the
+        # reader: a partitioned Parquet dataset is one.
+        raise InvalidDataError(f"data_path {data_path!r} is not a regular file (a pipe, socket or "
+                               "device); write the data to a .csv or .parquet file and pass its path")
     # mtime and size in the key: an edited file is reloaded, not served stale.
     return (path, stat.st_mtime_ns, stat.st_size)
 
