@@ -341,6 +341,15 @@ def test_a_bare_indicator_name_is_one_indicator() -> None:
     assert env.data.indicators.shape[1] == 1
 
 
+def test_generators_of_tickers_and_indicators_are_read_once() -> None:
+    # The type check consumed them: tickers "is empty"; indicators silently none at all.
+    env = FinRLEnv(split="trade", tickers=(t for t in ["JPM", "AAPL"]),
+                   indicators=(n for n in ["macd", "rsi_30"]))
+    assert env.tickers == ["JPM", "AAPL"]
+    assert env.data.indicator_names == ("macd", "rsi_30")
+    assert env.observation_space.shape == (1 + 2 + 2 + 2 * 2,)
+
+
 @pytest.mark.parametrize("ticker", ["NA", "NULL", "None", "nan"])
 def test_a_ticker_pandas_reads_as_missing_is_a_ticker(tmp_path: Path, ticker: str) -> None:
     # pandas' default missing-value words are real tickers too (Nano Labs trades as NA): the

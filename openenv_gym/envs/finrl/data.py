@@ -149,6 +149,8 @@ def load_market_data(split: str | None = "auto", start: str | None = None, end: 
                                "or None (or give start=/end= dates)")
     lo, hi = SPLITS[split] if split is not None else (None, None)
     source = _source_key(data_path)
+    if not isinstance(indicators, str) and hasattr(indicators, "__iter__"):
+        indicators = tuple(indicators)  # once: a generator would be empty after the check below
     # A bare string is one name, as for tickers= (tuple() would split it into letters).
     if not isinstance(indicators, str) and not (hasattr(indicators, "__iter__")
                                                 and all(isinstance(n, str) for n in indicators)):
@@ -186,6 +188,8 @@ def _requested_tickers(tickers: str | Sequence[str] | None) -> tuple[str, ...] |
     """
     if tickers is None:
         return None
+    if not isinstance(tickers, str) and hasattr(tickers, "__iter__"):
+        tickers = tuple(tickers)  # once: a generator would be empty after the check below
     # A bare string is one ticker, as in most market-data APIs (yfinance's Ticker("AAPL"),
     # pandas-datareader): iterating it would trade its letters, which no one means.
     if not isinstance(tickers, str) and not (hasattr(tickers, "__iter__")
