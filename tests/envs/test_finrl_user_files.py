@@ -192,3 +192,16 @@ def test_a_parquet_dataset_directory_is_read(tmp_path: Path) -> None:
     frame.iloc[180:].to_parquet(tmp_path / "prices.parquet" / "b.parquet")
     env = FinRLEnv(data_path=str(tmp_path / "prices.parquet"), indicators=["macd"])
     assert env.tickers == ["AAA", "BBB", "CCC"] and env.n_days == 120
+
+
+def test_a_gap_in_the_turbulence_column_is_named_by_date(tmp_path: Path) -> None:
+    # It named the column only, as indicator gaps once did.
+    frame = long_frame()
+    frame["turbulence"] = pd.Series(0.0, index=frame.index, dtype=object)
+    frame.loc[frame.date == "2018-02-01", "turbulence"] = "n/a"
+    frame.loc[frame.date == "2018-03-01", "turbulence"] = np.nan
+    path = tmp_path / "turbulence.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InvalidDataError, match=r"column 'turbulence' has missing or non-numeric values, "
+                                               r"the first on 2018-02-01"):
+        FinRLEnv(data_path=str(path), indicators=[], turbulence_threshold=100.0)

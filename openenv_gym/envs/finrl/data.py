@@ -560,7 +560,11 @@ def _from_long(frame, path: str) -> _Table:
     if "turbulence" in frame.columns:
         turb = pd.to_numeric(frame.groupby("date")["turbulence"].first(), errors="coerce").to_numpy(np.float64)
         if not np.isfinite(turb).all():
-            raise InvalidDataError(f"data_path {path!r}: column 'turbulence' has missing or non-numeric values")
+            # groupby sorts its keys: turb lines up with the sorted ``dates``.
+            first = dates[int(np.argmax(~np.isfinite(turb)))]
+            raise InvalidDataError(f"data_path {path!r}: column 'turbulence' has missing or non-numeric "
+                                   f"values, the first on {first}; fill them (FinRL's is 0 before a year "
+                                   "of history), or drop the column to have it computed")
     text = tuple(c for c in extra if c not in columns)
     return _Table(dates, tickers, columns, turb, text)
 
