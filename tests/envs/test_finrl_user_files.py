@@ -136,6 +136,19 @@ def test_a_column_written_twice_is_named(tmp_path: Path) -> None:
         FinRLEnv(data_path=str(path), indicators=["macd"])
 
 
+@pytest.mark.parametrize("column", ["close", "macd"])
+def test_a_column_written_twice_by_the_same_name_is_named(tmp_path: Path, column: str) -> None:
+    # pandas read it as "close" and "close.1" and the first one was traded, without a word.
+    frame = long_frame()
+    frame["macd"] = 0.5
+    frame["second"] = 1.0
+    path = tmp_path / "twice.csv"
+    text = frame.to_csv(index=False)
+    path.write_text(text.replace("macd,second", f"macd,{column}", 1))
+    with pytest.raises(InvalidDataError, match=rf"column\(s\) '{column}' more than once"):
+        FinRLEnv(data_path=str(path), indicators=["macd"])
+
+
 def test_a_text_column_asked_for_as_an_indicator_is_named_as_text(tmp_path: Path) -> None:
     # It was "indicator 'sector' is neither a column of the data nor a stockstats indicator".
     frame = long_frame()

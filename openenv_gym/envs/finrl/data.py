@@ -377,6 +377,7 @@ def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
     import pandas as pd
 
     lower = path.lower()
+    written: list[str] | None = None  # a CSV's header as written
     try:
         if lower.endswith((".parquet", ".pq")):
             frame = pd.read_parquet(path)
@@ -384,6 +385,9 @@ def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
             # Tickers are names: "000001" (Shenzhen) or "0700" (HKEX) keep their zeros. Dates
             # stay text, parsed by one rule below: 20200102 is a date, not an integer.
             frame = _tickers_as_written(pd.read_csv(path, dtype={"tic": str, "date": str}), path)
+            # pandas renames a repeated name ("close", "close.1") and reads the first: the
+            # header read as a data row keeps the names as written, to refuse repeats.
+            written = list(pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0])
         else:
             raise InvalidDataError(f"data_path {path!r}: use a .csv, .csv.gz or .parquet file")
     except InvalidDataError:
@@ -394,7 +398,8 @@ def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
         # A Parquet written from a frame indexed by date (and tic) brings them back as its index.
         frame = frame.reset_index()
     frame.columns = [str(c).strip() for c in frame.columns]
-    repeated = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
+    names = list(frame.columns) if written is None else [c.strip() for c in written if c.strip()]
+    repeated = sorted({c for c in names if names.count(c) > 1})
     if repeated:
         raise InvalidDataError(f"data_path {path!r} has column(s) {', '.join(map(repr, repeated))} more "
                                "than once (names are compared without surrounding spaces); keep one of each")
