@@ -218,3 +218,15 @@ def test_a_gap_in_the_turbulence_column_is_named_by_date(tmp_path: Path) -> None
     with pytest.raises(InvalidDataError, match=r"column 'turbulence' has missing or non-numeric values, "
                                                r"the first on 2018-02-01"):
         FinRLEnv(data_path=str(path), indicators=[], turbulence_threshold=100.0)
+
+
+@pytest.mark.parametrize("kwargs, span", [({}, "the data holds 1 trading day"),
+                                          ({"start": "2018-01-01"}, r"the window 2018-01-01\.\.\(last day\) holds 1")])
+def test_a_file_of_one_date_is_named_without_none_bounds(tmp_path: Path, kwargs, span: str) -> None:
+    # It was "the window None..None holds 1 trading day(s)".
+    frame = long_frame(days=1)
+    path = tmp_path / "one_day.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InvalidDataError, match=span) as info:
+        FinRLEnv(data_path=str(path), indicators=[], **kwargs)
+    assert "None" not in str(info.value) and "at least 2" in str(info.value)

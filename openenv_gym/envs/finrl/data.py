@@ -80,8 +80,12 @@ class MarketData:
         lo = 0 if start is None else int(np.searchsorted(self.dates, _day(start, "start"), "left"))
         hi = len(self.dates) if end is None else int(np.searchsorted(self.dates, _day(end, "end"), "right"))
         if hi - lo < 2:
+            # An open end is the data's own first or last day, not "None".
+            first = "(first day)" if start is None else start
+            last = "(last day)" if end is None else end
+            span = "the data" if start is None and end is None else f"the window {first}..{last}"
             raise InvalidDataError(
-                f"the window {start}..{end} holds {max(hi - lo, 0)} trading day(s); an episode needs "
+                f"{span} holds {max(hi - lo, 0)} trading day(s); an episode needs "
                 f"at least 2. The data covers {self.dates[0]}..{self.dates[-1]}")
         return MarketData(self.dates[lo:hi], self.tickers, self.close[lo:hi], self.indicators[lo:hi],
                           self.indicator_names, self.turbulence[lo:hi])
