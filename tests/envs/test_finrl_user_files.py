@@ -75,6 +75,13 @@ def test_ticker_codes_keep_their_leading_zeros(tmp_path: Path) -> None:
     assert env.tickers == ["000001", "0700"]
 
 
+def test_ticker_codes_keep_their_leading_zeros_under_a_spaced_header(tmp_path: Path) -> None:
+    # " tic" missed the dtype given for "tic": 000001 and 000002 came out as 1 and 2.
+    path = tmp_path / "codes.csv"
+    path.write_text(long_frame(("000001", "000002")).to_csv(index=False).replace("date,tic,", "date, tic ,", 1))
+    assert FinRLEnv(data_path=str(path), indicators=[]).tickers == ["000001", "000002"]
+
+
 def test_turbulence_is_not_computed_without_a_threshold(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "prices.csv"
     long_frame(days=300).to_csv(path, index=False)

@@ -386,12 +386,14 @@ def read_long_format(path: str):  # -> pandas.DataFrame (pandas loads lazily)
         if lower.endswith((".parquet", ".pq")):
             frame = pd.read_parquet(path)
         elif lower.endswith((".csv", ".csv.gz", ".txt")):
-            # Tickers are names: "000001" (Shenzhen) or "0700" (HKEX) keep their zeros. Dates
-            # stay text, parsed by one rule below: 20200102 is a date, not an integer.
-            frame = _tickers_as_written(pd.read_csv(path, dtype={"tic": str, "date": str}), path)
             # pandas renames a repeated name ("close", "close.1") and reads the first: the
             # header read as a data row keeps the names as written, to refuse repeats.
             written = list(pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0])
+            # Tickers are names: "000001" (Shenzhen) or "0700" (HKEX) keep their zeros. Dates
+            # stay text, parsed by one rule below: 20200102 is a date, not an integer. Named
+            # as written, " tic" too: the names are stripped only after reading.
+            text = {c: str for c in written if c.strip() in ("tic", "date")}
+            frame = _tickers_as_written(pd.read_csv(path, dtype=text), path)
         else:
             raise InvalidDataError(f"data_path {path!r}: use a .csv, .csv.gz or .parquet file")
     except InvalidDataError:
