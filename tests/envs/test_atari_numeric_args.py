@@ -77,6 +77,14 @@ def test_noop_max_is_refused_by_name_above_a_sane_bound(noop_max) -> None:
         make_ale_env("pong", preprocess=True, noop_max=noop_max)
 
 
+@pytest.mark.parametrize("kwargs", [{"frameskip": 10**8}, {"frameskip": 10_001}, {"frameskip": [2, 10**8]},
+                                    {"frameskip": 10**8, "preprocess": True}])
+def test_frameskip_is_refused_by_name_above_a_sane_bound(kwargs) -> None:
+    # Each skipped frame is emulated within the step: 10**8 made one step run for hours.
+    with pytest.raises(InvalidRequestError, match=r"^frameskip must be at most 10000 frames a step .*got "):
+        make_ale_env("pong", **kwargs)
+
+
 def test_sizes_within_the_bounds_still_work() -> None:
     import numpy as np
 
@@ -86,6 +94,12 @@ def test_sizes_within_the_bounds_still_work() -> None:
 
     env = make_ale_env("pong", preprocess=True, screen_size=np.int64(1024), noop_max=0)
     assert env.observation_space.shape == (1024, 1024)
+    env.close()
+    env = make_ale_env("pong", frameskip=np.int64(10_000))
+    assert env.unwrapped._frameskip == 10_000
+    env.close()
+    env = make_ale_env("pong", frameskip=[9_999, 10_000])
+    assert env.unwrapped._frameskip == (9_999, 10_000)
     env.close()
     env = make_ale_env("pong", preprocess=True, frame_stack=64, noop_max=0)
     assert env.observation_space.shape == (64, 84, 84)
@@ -111,6 +125,15 @@ def test_worker_refuses_a_huge_noop_max_at_make() -> None:
 
     with pytest.raises(InvalidRequestError, match=r"noop_max must be .* <= 10000 .*got 1000000000"):
         gym.make("OpenEnv/Atari-v0", provider="process", game="pong", preprocess=True, noop_max=10**9)
+
+
+def test_worker_refuses_a_huge_frameskip_at_make() -> None:
+    import gymnasium as gym
+
+    import openenv_gym  # noqa: F401
+
+    with pytest.raises(InvalidRequestError, match=r"frameskip must be at most 10000 .*got 100000000"):
+        gym.make("OpenEnv/Atari-v0", provider="process", game="pong", frameskip=10**8)
 
 
 @pytest.mark.parametrize("game", ["backgammon", "video_checkers"])

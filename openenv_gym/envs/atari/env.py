@@ -51,6 +51,11 @@ MAX_FRAME_STACK = 64
 #: 60 fps, 333 times the default; a reset that draws the most took at most 3.8 s over all 102
 #: ROMs that take no-op starts (1.6 s median; a loaded 2-core machine).
 MAX_NOOP = 10_000
+#: Most frames a step skips. ALE's v5 default is 4 (DQN's too) and ALE takes any positive count,
+#: each frame emulated within the step: frameskip=10**8 made one step run for hours (remotely
+#: only a step timeout ended it). 10,000 frames a step took at most ~1 s (breakout; pong and
+#: space_invaders 0.3 s), as MAX_NOOP's bound does at reset.
+MAX_FRAMESKIP = 10_000
 
 
 def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int, int] = 4,
@@ -153,6 +158,14 @@ def make_ale_env(game: str, *, obs_type: str = "rgb", frameskip: int | tuple[int
     if preprocess and continuous and noop_max != 0:
         raise InvalidRequestError("continuous=True takes (r, theta, fire) actions, and the no-op starts "
                                   "of preprocess=True step the discrete action 0: set noop_max=0")
+    # Only whole numbers are bounded here (and made Python ints: ALE refuses np.int64 as "Invalid
+    # frameskip type"); ALE names any other value's fault itself.
+    skips = frameskip if isinstance(frameskip, tuple) else (frameskip,)
+    if any(is_int(skip) and skip > MAX_FRAMESKIP for skip in skips):
+        raise InvalidRequestError(f"frameskip must be at most {MAX_FRAMESKIP} frames a step (v5: 4; each is "
+                                  f"emulated within the step), got {frameskip!r}")
+    if all(is_int(skip) for skip in skips):
+        frameskip = tuple(map(int, skips)) if isinstance(frameskip, tuple) else int(frameskip)
     if preprocess and not is_int(frameskip, 1):
         raise InvalidRequestError(f"preprocess=True skips a fixed number of frames (an int >= 1); got "
                                   f"frameskip={frameskip!r} (ALE's stochastic (low, high) applies "
@@ -284,7 +297,7 @@ class AtariEnv(Environment):
         game: A ROM bundled with ale-py: ``"pong"``, ``"Breakout"``, ``"ALE/Pong-v5"``.
         obs_type: ``"rgb"`` (210×160×3), ``"grayscale"`` (210×160) or ``"ram"`` (128 bytes).
         frameskip: Frames per step (v5 default 4), or ALE's stochastic ``(low, high)``; with
-            ``preprocess`` the wrapper's skip (an int).
+            ``preprocess`` the wrapper's skip (an int). At most 10,000.
         repeat_action_probability: Sticky actions (v5 default 0.25).
         full_action_space: All 18 actions instead of the game's minimal set.
         continuous: ALE's continuous actions: a float32 ``(r, theta, fire)`` in
