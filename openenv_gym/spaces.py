@@ -208,7 +208,8 @@ def from_wire(value: Any, space: spaces.Space, copy: bool = True, keep_dtype: bo
     so ``space.contains`` holds (and holds without warning: ``Box.contains`` warns about
     any value that is not an array).
     Values that do not fit are returned as they are (their arrays copied, with ``copy``), for
-    the caller's ``contains`` check.
+    the caller's ``contains`` check; text where an array belongs as an array of text, which
+    ``contains`` refuses (it would read a list ``["0.5"]`` as numbers).
 
     Args:
         value: The decoded value.
@@ -304,7 +305,12 @@ def _as_dtype(value: Any, dtype: np.dtype, copy: bool, keep: bool = False) -> An
     arr = np.asarray(value)
     if arr.dtype == dtype:
         return arr  # a new array already (value was not one of this dtype)
-    if arr.dtype.kind not in "biuf":  # text, objects: not this space's, contains() says so
+    if arr.dtype.kind in "US":
+        # As an array of text, which contains() refuses: Box.contains casts a list with the
+        # space's dtype, so ["0.5"] (a JSON client's numbers as strings) passed, and reached
+        # the env as strings (Pendulum then raised: a 500 for the caller's mistake).
+        return arr
+    if arr.dtype.kind not in "biuf":  # objects: not this space's, contains() says so
         return value
     cast, exact = exact_cast(arr, dtype)
     return cast if exact is None or exact.all() else value
