@@ -67,6 +67,16 @@ def _run(code_file: str) -> int:
     return 0
 
 
+def _flush_std() -> None:
+    # As the interpreter's own exit does: a stream the code closed, or set to None, is
+    # skipped. Flushing it anyway raised here, after the code had run: a program that ended
+    # with sys.stdout.close() exited 1 with this runner's traceback, and a REPL cell or a
+    # candidate's call that did it ended its interpreter.
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and not getattr(stream, "closed", False):
+            stream.flush()
+
+
 def _read_frame(fd: int) -> bytes:
     """One length-prefixed request from the control pipe (EOFError when the parent closed it)."""
     return _read_exact(fd, int.from_bytes(_read_exact(fd, 8), "big"))
@@ -276,8 +286,7 @@ def _serve(program_file: str, entry_point: str, control_fd: str, status_fd: str)
             raise
         except BaseException as exc:
             answer = pack_plain(["raised", _describe(exc)])
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush_std()
         _write_frame(status, answer)
 
 
@@ -307,8 +316,7 @@ def _repl(control_fd: str, status_fd: str) -> int:
         except BaseException:
             ok = False
             _print_exc()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush_std()
         _write_frame(status, f"{cell}:{int(ok)}".encode())
         cell += 1
 
@@ -320,6 +328,5 @@ def main() -> int:
 
 if __name__ == "__main__":
     code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_std()
     sys.exit(code)
