@@ -181,3 +181,16 @@ def test_a_completion_answering_with_colliding_keys_fails_its_checks(box: Sandbo
         "sys.modules['__main__'].pack_plain = lambda a: msgpack.packb(['ok', msgpack.ExtType(2, items)])\n")
     result, passed = grade(box, program, problem, timeout=5.0, per_check=2.0)
     assert not passed and "share one hash value" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("raised, shown", [("ValueError()", "ValueError"),
+                                           ("KeyboardInterrupt", "KeyboardInterrupt"),
+                                           ("ValueError('bad n')", "ValueError: bad n")])
+def test_an_error_without_a_message_is_named_by_its_type_alone(box: Sandbox, raised: str,
+                                                               shown: str) -> None:
+    # As a traceback ends: "ValueError", not "ValueError: " with nothing after it.
+    problem = get_problem(0)
+    result, passed = grade(box, problem.prompt + f"    raise {raised}\n", problem, timeout=20.0,
+                           per_check=5.0)
+    assert not passed
+    assert result.stderr.splitlines() == [f"check {n} of 7 failed ({shown})" for n in range(1, 8)]

@@ -291,11 +291,13 @@ def _serve(program_file: str, entry_point: str, control_fd: str, status_fd: str)
 
 
 def _describe(exc: BaseException) -> str:
+    text = type(exc).__name__
     try:
-        text = f"{type(exc).__name__}: {exc}"
+        message = str(exc)
     except BaseException:  # a __str__ that raises is the candidate's problem, not ours
-        text = type(exc).__name__
-    return text[:500]
+        message = ""
+    # Without a message, the type alone, as a traceback ends: not "ValueError: ".
+    return (f"{text}: {message}" if message else text)[:500]
 
 
 def _repl(control_fd: str, status_fd: str) -> int:
