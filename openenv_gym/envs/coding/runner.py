@@ -7,7 +7,8 @@ here (:func:`pack_plain`, :func:`unpack_plain`), so both ends share it. Modes
 (``sys.argv[1]``):
 
 - ``run CODE_FILE``: execute the code as ``__main__``; an uncaught exception prints its
-  traceback (without this runner's frame) and exits 1.
+  traceback (with the code's lines, as ``python file.py`` shows them; without this
+  runner's frame) and exits 1.
 - ``serve PROGRAM_FILE ENTRY_POINT CONTROL_FD STATUS_FD``: execute the program, send an
   empty frame (ready), then answer calls of its entry point: each request is
   ``[args, kwargs]``, each answer ``["ok", result]``, ``["raised", text]`` or
@@ -27,9 +28,22 @@ import sys
 # (msgpack and traceback cost 8 and 4 ms here); the modes import what they use.
 
 
+#: The source of each piece of code :func:`_exec` ran, by its filename (``<code>``, ``<cell N>``).
+_SOURCES: dict = {}
+#: Characters of source kept for tracebacks: a REPL episode of many large cells (up to 1 MiB
+#: each) must not fill the interpreter's memory with them; the oldest cells go first.
+_SOURCES_LIMIT = 16 << 20
+
+
 def _print_exc() -> None:
+    import linecache
     import traceback
 
+    # The code was compiled from a string, whose lines linecache cannot read back: without
+    # this, the traceback named each line of the code but did not show it, as `python
+    # file.py` does. Here, not in _exec: importing linecache costs every step 10 ms.
+    for filename, source in _SOURCES.items():
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     etype, value, tb = sys.exc_info()
     # Drop this runner's own frames ("<string>", from -c): the user sees only their code.
     while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
@@ -39,7 +53,10 @@ def _print_exc() -> None:
 
 def _exec(source: str, filename: str, namespace: dict) -> None:
     # A leading BOM is what `python file.py` skips while decoding; compile() takes it for code.
-    exec(compile(source.removeprefix("\ufeff"), filename, "exec"), namespace)
+    source = _SOURCES[filename] = source.removeprefix("\ufeff")
+    while len(_SOURCES) > 1 and sum(map(len, _SOURCES.values())) > _SOURCES_LIMIT:
+        del _SOURCES[next(iter(_SOURCES))]
+    exec(compile(source, filename, "exec"), namespace)
 
 
 def _fresh_main(name: str = "__main__") -> dict:
