@@ -49,7 +49,7 @@ T = TypeVar("T")
 __all__ = ["Limits", "step_timeouts", "ExecResult", "Child", "run", "kill_all", "adopt_orphans",
            "reap_orphans", "minimal_environ", "python_argv", "TRUNCATION_MARK", "NOTE_ROOM",
            "check_output_limit", "OUTPUT_LIMIT", "MAX_OUTPUT_TEXT", "gate_line", "held_start",
-           "OOM_MARK"]
+           "OOM_MARK", "CPU_MARK"]
 
 #: Appended to a stream whose output went past the cap.
 TRUNCATION_MARK = "\n[... output truncated at {limit} bytes ...]\n"
@@ -59,6 +59,10 @@ FLOOD_MARK = "\n[... process killed: it kept writing past the output cap ...]\n"
 #: memory cgroup (the worker's, a container's) reached its limit. A SIGKILL says nothing
 #: itself, and ``exit_code -9`` with empty output looked like a crash or a kill of ours.
 OOM_MARK = "\n[killed: out of memory at the sandbox's memory limit{limit}]\n"
+#: Appended the same way when the child used up its CPU-time rlimit, which counts the CPU of
+#: all its threads: two busy threads reach it in half the wall time, long before the deadline,
+#: and the kernel's SIGKILL (``exit_code -9``, ``timed_out`` False) said nothing either.
+CPU_MARK = "\n[killed: at the sandbox's CPU-time limit ({limit} s of CPU, all its threads together)]\n"
 #: Characters the notes after capped output take at most (the marks above, with the limit).
 NOTE_ROOM = 1024
 #: Bytes of a stream's output kept by default (Coding's and Git's ``output_limit``).
@@ -221,6 +225,8 @@ class ExecResult:
         truncated: Some output went past the cap and was dropped.
         oom_killed: The kernel's OOM killer ended it at its memory cgroup's limit (stderr,
             or stdout when merged, ends with :data:`OOM_MARK`).
+        cpu_killed: The kernel ended it at its CPU-time rlimit (stderr, or stdout when
+            merged, ends with :data:`CPU_MARK`).
     """
 
     stdout: str = ""
@@ -230,6 +236,7 @@ class ExecResult:
     wall_time: float = 0.0
     truncated: bool = False
     oom_killed: bool = False
+    cpu_killed: bool = False
 
 
 @dataclass(eq=False)  # identity matters: selectors compare the data they hold
@@ -615,6 +622,8 @@ class Child:
         if self.result is not None:
             return self.result
         ended_itself = self.exited()  # before our SIGKILL, which would pass for the OOM killer's
+        # Read off the exited child before it is reaped (a zombie keeps both).
+        cpu_limit = _cpu_limit_reached(self.pid) if ended_itself else None
         self.kill()  # also stops background processes it left behind
         code = self.proc.wait()
         _live.discard(self)
@@ -642,16 +651,36 @@ class Child:
         # per child tells them apart).
         oom_killed = (ended_itself and code == -signal.SIGKILL and not timed_out and not self.flooded
                       and self._oom.count() > self._oom.before)
-        if oom_killed:
-            if self.merge_stderr:
-                stdout += self._oom.mark()
-            else:
-                stderr += self._oom.mark()
+        # The kernel's kill at RLIMIT_CPU: SIGKILL at the hard limit (ours equal the soft one),
+        # SIGXCPU at a lower soft one.
+        cpu_killed = (cpu_limit is not None and code in (-signal.SIGKILL, -signal.SIGXCPU)
+                      and not timed_out and not self.flooded and not oom_killed)
+        note = self._oom.mark() if oom_killed else CPU_MARK.format(limit=cpu_limit) if cpu_killed else ""
+        if self.merge_stderr:
+            stdout += note
+        else:
+            stderr += note
         self.result = ExecResult(stdout=stdout, stderr=stderr, exit_code=code,
                                  timed_out=timed_out, wall_time=wall,
                                  truncated=bool(self.out.dropped or self.err.dropped),
-                                 oom_killed=oom_killed)
+                                 oom_killed=oom_killed, cpu_killed=cpu_killed)
         return self.result
+
+
+def _cpu_limit_reached(pid: int) -> int | None:
+    """The CPU-time rlimit of the exited, not yet reaped child ``pid`` if its CPU time (all its
+    threads, not its children's) reached it, else None."""
+    try:
+        limit = resource.prlimit(pid, resource.RLIMIT_CPU)[1]
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            # utime and stime, in clock ticks: the fields after the parenthesized name.
+            ticks = f.read().rsplit(b")", 1)[1].split()[11:13]
+    except (OSError, IndexError):
+        return None
+    if limit == resource.RLIM_INFINITY:
+        return None
+    used = (int(ticks[0]) + int(ticks[1])) / os.sysconf("SC_CLK_TCK")
+    return limit if used >= limit - 0.05 else None  # sampled in ticks: a few ms short at most
 
 
 def _pidfd_open(pid: int) -> int:

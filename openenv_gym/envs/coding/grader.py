@@ -112,6 +112,7 @@ class _Candidate:
             return CheckTimeout("timed out")
         why = ("was killed: it kept writing past the output cap" if flooded else
                "was killed: out of memory at the sandbox's memory limit" if result.oom_killed else
+               "was killed at the sandbox's CPU-time limit (all its threads together)" if result.cpu_killed else
                f"answered with more than {MAX_ANSWER >> 20} MiB" if oversized else
                f"exited with code {result.exit_code}")
         return CandidateError(f"the program {why} {when}")
