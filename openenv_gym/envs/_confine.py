@@ -594,13 +594,13 @@ def _seccomp_filter(families: tuple[int, ...] | None) -> bytes | None:
 
 #: What a child may read in ``/etc``: the loader's cache, names (passwd, group, hosts),
 #: locale and time zone, TLS trust (not ``ssl/private``), the system's Python and Perl
-#: configuration. Not the rest: ``shadow``, ``ssh`` host keys, ``sudoers``, service
+#: configuration, man's (``git help``). Not the rest: ``shadow``, ``ssh`` host keys, ``sudoers``, service
 #: credentials (``pip.conf``, ``npmrc``, ``mysql/debian.cnf``, ``NetworkManager``, ...).
 ETC_READABLE = (
     "alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "debian_version",
-    "fonts", "gai.conf", "gitconfig", "group", "host.conf", "hostname", "hosts", "inputrc",
+    "fonts", "gai.conf", "gitconfig", "groff", "group", "host.conf", "hostname", "hosts", "inputrc",
     "issue", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ld.so.preload", "locale.alias",
-    "locale.conf", "localtime", "magic", "magic.mime", "mime.types", "networks",
+    "locale.conf", "localtime", "magic", "magic.mime", "manpath.config", "mime.types", "networks",
     "nsswitch.conf", "os-release", "passwd", "perl", "profile", "protocols", "resolv.conf",
     "services", "ssl/certs", "ssl/openssl.cnf", "terminfo", "timezone",
 )

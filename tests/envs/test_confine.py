@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import queue
+import shutil
 import socket
 import subprocess
 import textwrap
@@ -238,6 +239,22 @@ def test_etc_is_readable_only_where_programs_need_it(box: Path) -> None:
         assert got[secret] in ("PermissionError", "FileNotFoundError"), got
         if os.geteuid() == 0 and free[secret] == "ok":  # readable to the worker's user
             assert got[secret] == "PermissionError", got
+
+
+def test_man_pages_open_under_the_rules(box: Path) -> None:
+    """``git help log``, ``git push --help``: man reads its ``/etc`` config (manpath, groff's
+    macros). Without it an agent asking for git's documentation got "man: can't open the
+    manpath configuration file /etc/manpath.config" (and troff's warning on top of the page)."""
+    environ = {"PATH": "/usr/bin:/bin", "PAGER": "cat", "MANPAGER": "cat", "HOME": str(box / "box")}
+    # -w only finds the page: an unconfined man as root would write the system's cat cache.
+    where = run(["man", "-w", "git-log"], timeout=30, cwd=str(box / "box"), env=environ) \
+        if shutil.which("man") else None
+    if where is None or where.exit_code != 0:
+        pytest.skip("this machine has no man page of git log")
+    with Ruleset(Confinement(read=system_roots(), write=(str(box / "box"),))) as rules:
+        result = run(["bash", "-c", "man git-log | head -3"], timeout=30, cwd=str(box / "box"),
+                     env=environ, confine=rules, merge_stderr=True)
+    assert result.stdout.startswith("GIT-LOG(1)"), result
 
 
 def test_spawns_racing_close_never_hang(box: Path) -> None:
