@@ -100,6 +100,24 @@ def test_full_screen_vim_quits_with_a_message(git_env: gym.Env, command: str) ->
 
 
 @needs_vim
+def test_git_mergetool_on_a_conflict_quits_with_the_message_and_leaves_no_files() -> None:
+    """With no ``merge.tool``, git guessed vimdiff and asked "Hit return to start merge
+    resolution tool" on stdin: that read its end, and git stopped there, with no word of the
+    missing terminal and its ``app_BASE_*.py``/``LOCAL``/``REMOTE``/``BACKUP`` files left
+    untracked, failing the task's clean-worktree check until the agent found them."""
+    env = gym.make("OpenEnv/Git-v0", provider="process", task="merge-conflict", step_timeout=TIMEOUT)
+    try:
+        env.reset(seed=0)
+        sh(env, "git merge feature")
+        out, _ = sh(env, "git mergetool; echo rc=$?")
+        assert "no terminal here, so vim cannot be used interactively" in out, out
+        assert out.rstrip().endswith("rc=1"), out
+        assert sh(env, "git status --porcelain")[0] == "UU app.py\n"
+    finally:
+        env.close()
+
+
+@needs_vim
 def test_vim_used_as_a_command_still_edits(git_env: gym.Env) -> None:
     out, code = sh(git_env, "cd .. && printf '1\\n2\\n3\\n' > g && vim -es -c '%s/1/one/' -c wq g && "
                             "printf '%%s/2/two/\\nwq\\n' | ex -s g && "

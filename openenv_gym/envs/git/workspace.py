@@ -75,6 +75,18 @@ GITCONFIG = """\
 \tgpgsign = false
 """
 
+#: Added to :data:`GITCONFIG` where the machine has ``vimdiff``. ``git mergetool`` with no
+#: ``merge.tool`` guesses one and asks "Hit return to start merge resolution tool" on stdin,
+#: which is ``/dev/null``: it stopped there, before Vim's no-terminal message, and left its
+#: ``*_BASE_*``/``*_LOCAL_*``/``*_REMOTE_*``/``*_BACKUP_*`` files untracked in the repository.
+#: A configured tool is not asked for: Vim quits with its message and git removes the files.
+#: Not without vim (the docker image): git would then make the files before finding no
+#: ``vim``, where a guess that finds no tool stops before making any.
+MERGETOOL_CONFIG = """\
+[merge]
+\ttool = vimdiff
+"""
+
 #: The editor git starts for a message (``git commit`` without ``-m``, ``git tag -a``): there is
 #: no terminal, so it keeps the text as git wrote it (a merge's or an amend's message stays as
 #: it was, an empty one aborts the command, as ``true`` did) and, when there was no message,
@@ -416,6 +428,8 @@ class Workspace:
         with open(os.path.join(builder.home, ".gitconfig"), "w", encoding="utf-8",
                   errors="surrogateescape") as f:
             f.write(GITCONFIG.format(templates=self.shared.templates))
+            if shutil.which("vimdiff", path=builder.environ()["PATH"]):
+                f.write(MERGETOOL_CONFIG)
         script = (task.setup_script() if task is not None
                   else SETUP_PRELUDE + 'git init -q --bare "$REMOTES/origin.git"\n')
         # Fewer files make every restore faster: pack each repo's loose objects.
