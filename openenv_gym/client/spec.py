@@ -39,7 +39,7 @@ MAX_TIMEOUT = 365 * 24 * 3600.0
 
 def call_timeout(spec: dict[str, Any], given: float | None, name: str = "timeout") -> float:
     """The deadline for a worker call: ``given``, else :data:`DEFAULT_TIMEOUT` raised above
-    the longest step the env declares (``max_step_seconds``: Git's ``max_timeout`` is 120 s),
+    the longest step the env declares (``max_step_seconds``: Git's is 190 s, its 120 s ``max_timeout`` and its checks),
     so the env's own limit ends a slow step, not the client giving the worker up.
 
     Args:

@@ -82,7 +82,7 @@ class Environment(gym.Env):
     #: reset and each episode's first step, as Gymnasium's env checker). Off for Gym-v0,
     #: whose served env is checked as locally: not at all, since the checker only warns.
     check_observations: ClassVar[bool] = True
-    #: Longest a step may take by the env's own limits (Coding's and Git's ``max_timeout``),
+    #: Longest a step may take by the env's own limits (Coding's ``max_timeout``; Git's plus its checks'),
     #: in seconds; None: short. Clients wait that long plus a margin before they give a
     #: worker up (:func:`~openenv_gym.client.spec.call_timeout`).
     max_step_seconds: float | None = None

@@ -314,8 +314,9 @@ def test_a_call_may_take_longer_than_the_longest_step_the_env_allows() -> None:
     echo = gym.make("OpenEnv/Echo-v0", provider="process")
     quick = gym.make("OpenEnv/Git-v0", provider="process", timeout=5, max_timeout=200)
     try:
-        assert git.unwrapped.remote_spec["max_step_seconds"] == 120.0
-        assert git.unwrapped._client.timeout == 150.0
+        # 120 s of command, then the checks: 10 s of git calls and a unittest check's 60 s.
+        assert git.unwrapped.remote_spec["max_step_seconds"] == 190.0
+        assert git.unwrapped._client.timeout == 220.0
         assert echo.unwrapped._client.timeout == 60.0 and "max_step_seconds" not in echo.unwrapped.remote_spec
         assert quick.unwrapped._client.timeout == 5.0
     finally:
@@ -323,8 +324,8 @@ def test_a_call_may_take_longer_than_the_longest_step_the_env_allows() -> None:
             env.close()
     envs = gym.make_vec("OpenEnv/Git-v0", num_envs=1, provider="process", env_kwargs={"max_timeout": 200})
     try:
-        assert envs.unwrapped.step_timeout == 230.0
-        assert [client.timeout for client in envs.unwrapped.pool.clients] == [230.0]
+        assert envs.unwrapped.step_timeout == 300.0  # 200 + 70 s of checks + 30
+        assert [client.timeout for client in envs.unwrapped.pool.clients] == [300.0]
     finally:
         envs.close()
 

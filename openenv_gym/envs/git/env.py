@@ -27,10 +27,10 @@ from typing import Any
 from openenv_gym._numbers import is_flag
 from openenv_gym.envs._exec import OUTPUT_LIMIT, ExecResult, Limits, check_output_limit, step_timeouts
 from openenv_gym.envs.base import Environment
-from openenv_gym.envs.git.checks import run_checks
+from openenv_gym.envs.git.checks import CHECK_BUDGET, run_checks
 from openenv_gym.envs.git.models import MAX_BRANCH, GitAction, GitObservation
 from openenv_gym.envs.git.tasks import SUITE, Task, load_tasks
-from openenv_gym.envs.git.workspace import LIMITS, Workspace
+from openenv_gym.envs.git.workspace import LIMITS, SHELL_CHECK_TIMEOUT, Workspace
 from openenv_gym.errors import InvalidRequestError
 from openenv_gym.models import State
 from openenv_gym.spaces import short_repr
@@ -73,9 +73,15 @@ class GitEnv(Environment):
             if not is_flag(value):
                 raise ValueError(f"{flag} must be True or False, got {value!r}")
         self.step_timeout, self.max_timeout = step_timeouts(step_timeout, max_timeout)
-        self.max_step_seconds = self.max_timeout
         check_output_limit(output_limit)
         self.task_name = task
+        # A step is its command, then its checks: their git calls share CHECK_BUDGET, and each
+        # command/unittest check runs the repository's code for up to SHELL_CHECK_TIMEOUT (an
+        # agent's infinite loop in the tested code). A client that waited for the command
+        # alone gave the worker up mid-check (WorkerTimeoutError) and lost the session.
+        shell_checks = max(sum(check.type in ("command", "unittest") for check in t.checks)
+                           for t in self.tasks.values())
+        self.max_step_seconds = self.max_timeout + CHECK_BUDGET + shell_checks * SHELL_CHECK_TIMEOUT
         self.shaping = shaping
         self.reward_is_score = not shaping  # shaping: rewards are the score's changes, to be summed
         self.workspace = Workspace(Limits.merged(limits, **LIMITS),

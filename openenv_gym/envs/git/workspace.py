@@ -49,7 +49,7 @@ from openenv_gym.envs.git.checks import pin_revs
 from openenv_gym.envs.git.server import GitHttpServer
 from openenv_gym.envs.git.tasks import SETUP_PRELUDE, Task
 
-__all__ = ["Workspace", "TaskSetupError"]
+__all__ = ["Workspace", "TaskSetupError", "SHELL_CHECK_TIMEOUT"]
 
 
 GITCONFIG = """\
@@ -117,6 +117,9 @@ GIT_SEQUENCE_EDITOR = ("_no_editor() { echo '"
                        'or squash with git reset --soft BASE and git commit -m "message".'
                        "' >&2; }; _no_editor")
 
+#: Seconds of a ``command`` or ``unittest`` check's run (each its own, beside the checks'
+#: shared :data:`~openenv_gym.envs.git.checks.CHECK_BUDGET`).
+SHELL_CHECK_TIMEOUT = 60.0
 #: Setup runs once per task per worker; a broken task file must not hang it.
 SETUP_TIMEOUT = 120.0
 #: A command's default limits beside :class:`~openenv_gym.envs._exec.Limits`' own: git and a
@@ -321,11 +324,11 @@ class Workspace:
 
     def shell(self, command: str, cwd: str, env: Mapping[str, str] | None = None,
               pass_fds: Sequence[int] = ()) -> ExecResult:
-        """A ``command`` or ``unittest`` check: the agent's limits, a fixed 60 s, ``env``
+        """A ``command`` or ``unittest`` check: the agent's limits, :data:`SHELL_CHECK_TIMEOUT`, ``env``
         added, in the checks' own Landlock domain (:attr:`check_ruleset`). The env's remotes
         are served to it as to the agent's commands (``git ls-remote origin``), by backends
         in that domain, ended with it."""
-        return self._serving(command, 60.0, cwd, env, pass_fds, self.check_ruleset)
+        return self._serving(command, SHELL_CHECK_TIMEOUT, cwd, env, pass_fds, self.check_ruleset)
 
     def serve(self, start: Callable[[int], subprocess.Popen]) -> subprocess.Popen:
         """How the git server starts a backend for this env: confined as its commands are,
