@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import errno
 import functools
+import gc
 import json
 import logging
 import os
@@ -218,8 +219,11 @@ class Provider(abc.ABC):
         return [started[i] for i in range(n)]
 
     def stop_all(self, workers: Sequence[Worker]) -> None:
-        """Stop workers concurrently."""
-        if len(workers) <= 1:
+        """Stop workers concurrently (one by one from inside a garbage collection)."""
+        if len(workers) <= 1 or _collecting == threading.get_ident():
+            # The collector runs a dropped env's finalizer at any allocation of this thread,
+            # also inside another ThreadPoolExecutor.submit, which holds the lock every
+            # submit takes: a thread pool here would wait for this thread forever.
             for w in workers:
                 w.stop()
             return
@@ -363,7 +367,18 @@ def stop_when_dropped(owner: object, provider: Provider, workers: list[Worker]) 
         >>> workers[0].alive()
         False
     """
+    if _note_collection not in gc.callbacks:
+        gc.callbacks.append(_note_collection)
     return weakref.finalize(owner, _stop_all_quietly, provider, workers, os.getpid())
+
+
+#: The thread running a garbage collection now, None between collections (``gc.callbacks``).
+_collecting: int | None = None
+
+
+def _note_collection(phase: str, info: dict[str, int]) -> None:
+    global _collecting
+    _collecting = threading.get_ident() if phase == "start" else None
 
 
 def _stop_all_quietly(provider: Provider, workers: list[Worker], owner_pid: int) -> None:
