@@ -157,7 +157,8 @@ class RemoteVecEnv(VecEnv):
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """Read an attribute of the remote envs (``render_mode`` and the spaces are answered
         locally: a space cannot cross the wire, and each env's is this VecEnv's, as
-        ``DummyVecEnv``'s ``get_attr("observation_space")`` gives).
+        ``DummyVecEnv``'s ``get_attr("observation_space")`` gives; ``np_random`` is each env's
+        Generator as a :class:`~openenv_gym.client.env.ServedGenerator`, drawing in its worker).
 
         Args:
             attr_name: The attribute.
@@ -172,6 +173,8 @@ class RemoteVecEnv(VecEnv):
         targets = self._indices(indices)
         if attr_name in local:
             return [local[attr_name]] * len(targets)
+        if attr_name == "np_random":  # a Generator cannot cross the wire: draws run in the workers
+            return list(self.venv.get_attr(attr_name, indices=targets))
         # A method is handed out as SB3's own VecEnvs hand out the bound method (a stand-in
         # that calls it in the worker), not called: SB3's has_attr is get_attr, and
         # has_attr("reset") must not reset the served envs.

@@ -1340,13 +1340,16 @@ class RemoteVectorEnv(VectorEnv):
             indices: One env index or a sequence of them (default: every env).
 
         Returns:
-            One value per sub-env.
+            One value per sub-env (``np_random``: each one's Generator, drawing in its worker).
         """
         self._refuse_pending_call()
         targets = self._targets(indices)
         held = self.sub_env_view()
         if name in held:
             return (held[name],) * len(targets)
+        if name == "np_random":  # a Generator cannot cross the wire: each env's draws in its worker
+            generators = self.np_random
+            return tuple(generators[i] for i in targets)
         subs = self._attr_replies(name, targets)
         methods = [k for k, s in enumerate(subs) if s.get("callable")]
         if not methods:

@@ -31,3 +31,25 @@ def test_has_attr_and_get_attr_of_a_method_call_nothing() -> None:
         assert venv.get_attr("gravity") == [9.8, 9.8]                       # plain values as before
     finally:
         venv.close()
+
+
+def test_get_attr_np_random_gives_each_env_s_generator_as_dummy_vec_env() -> None:
+    # A Generator cannot cross the wire: get_attr("np_random") raised a TypeError, where
+    # DummyVecEnv gives each env's Generator; the ones given draw in the workers.
+    import gymnasium as gym
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    venv = RemoteVecEnv("OpenEnv/Gym-v0", 2, env_id="CartPole-v1", provider="process")
+    local = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+    try:
+        venv.seed(3)
+        local.seed(3)
+        venv.reset()
+        local.reset()
+        ours, theirs = venv.get_attr("np_random"), local.get_attr("np_random")
+        assert [g.random() for g in ours] == [g.random() for g in theirs]
+        assert venv.get_attr("np_random", indices=[1])[0].integers(100) == \
+            local.get_attr("np_random", indices=[1])[0].integers(100)
+    finally:
+        venv.close()
+        local.close()

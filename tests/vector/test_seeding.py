@@ -44,3 +44,22 @@ def test_vector_np_random_seed_equals_sync_vector_env_s(provider: str) -> None:
     finally:
         envs.close()
         local.close()
+
+
+def test_get_attr_np_random_gives_each_env_s_generator_as_sync_vector_env() -> None:
+    # A Generator cannot cross the wire: get_attr("np_random") raised a TypeError, where a
+    # SyncVectorEnv gives each env's Generator; the ones given draw in the workers.
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=3, env_id="CartPole-v1", provider="process",
+                        envs_per_worker=2)
+    local = gym.make_vec("CartPole-v1", num_envs=3, vectorization_mode="sync")
+    try:
+        envs.reset(seed=5)
+        local.reset(seed=5)
+        ours, theirs = envs.get_attr("np_random"), local.get_attr("np_random")
+        assert len(ours) == 3
+        assert [int(g.integers(1 << 30)) for g in ours] == [int(g.integers(1 << 30)) for g in theirs]
+        [second] = envs.get_attr("np_random", indices=[2])
+        assert second.random() == local.get_attr("np_random")[2].random()
+    finally:
+        envs.close()
+        local.close()
