@@ -62,6 +62,8 @@ class ForkServer:
     def __init__(self, environ: dict[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._lock = threading.Lock()
+        #: The thread whose call holds ``_lock`` (None: none).
+        self._caller: int | None = None
         try:
             self.proc = subprocess.Popen(
                 [*python_command(), "-m", "openenv_gym.server.forkserver", "--fd", str(theirs.fileno()),
@@ -121,7 +123,13 @@ class ForkServer:
         data = json.dumps(request).encode()
         if len(data) > MAX_MESSAGE:
             raise ValueError(f"a {len(data)}-byte request exceeds the fork server's {MAX_MESSAGE}")
+        if self._caller == threading.get_ident():
+            # The garbage collector ran a dropped env's finalizer inside this thread's own
+            # call, and stopping its workers asks for their exit status: the lock would wait
+            # for this thread forever (and the reply due is the outer call's).
+            raise OSError("the fork server is busy with this thread's own call")
         with self._lock:
+            self._caller = threading.get_ident()
             try:
                 self._sock.send(data)
                 data, fds, _, _ = socket.recv_fds(self._sock, MAX_MESSAGE, 1)
@@ -130,6 +138,8 @@ class ForkServer:
                 # server exits on the closed socket; the next start begins a new one.
                 self._sock.close()
                 raise
+            finally:
+                self._caller = None
         if not data:
             raise OSError("the fork server is gone")
         return json.loads(data), fds
