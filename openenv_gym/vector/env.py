@@ -205,7 +205,8 @@ class RemoteVectorEnv(VectorEnv):
             the worker's typed error (:class:`~openenv_gym.errors.WorkerCrashedError`, ...).
         step_timeout: Seconds a worker may take for one vector operation before it counts
             as failed (None: 60, or longer for an env whose own step limit is longer, such
-            as Git's 120 s: see :func:`~openenv_gym.client.spec.call_timeout`).
+            as Git's 120 s, times the envs a worker hosts, which it steps one after another:
+            see :func:`~openenv_gym.client.spec.call_timeout`).
         provider_options: Keyword arguments for the provider.
         max_episode_steps: Truncate episodes after this many steps (as ``gym.make`` does);
             it replaces the served env's own limit (Gym-v0's registered ``TimeLimit``), so
@@ -289,7 +290,8 @@ class RemoteVectorEnv(VectorEnv):
         try:
             spec = self._pool.request(0, ops.spec())["spec"]
             self.remote_spec: dict[str, Any] = spec
-            self.step_timeout = call_timeout(spec, step_timeout, "step_timeout")
+            self.step_timeout = call_timeout(_worker_spec(spec, min(self.envs_per_worker, num_envs)),
+                                             step_timeout, "step_timeout")
             self._pool.set_timeout(self.step_timeout)
             # A server of another protocol (ProtocolError) stops the workers started for it.
             self.single_observation_space, self.single_action_space, metadata = read_spec(spec)
@@ -1470,6 +1472,17 @@ class RemoteVectorEnv(VectorEnv):
     def __repr__(self) -> str:
         return (f"RemoteVectorEnv({self.info.gym_id}, num_envs={self.num_envs}, "
                 f"provider={getattr(self, 'provider_name', '?')!r})")
+
+
+def _worker_spec(spec: dict[str, Any], envs: int) -> dict[str, Any]:
+    """``spec`` with its longest step (``max_step_seconds``) made a worker's longest exchange:
+    a worker steps its ``envs`` one after another, so a deadline of one env's longest step
+    gave up a worker whose envs each took a long step within their own limit, and replaced it
+    (its envs' episodes lost) though nothing was wrong."""
+    longest = spec.get("max_step_seconds")
+    if longest is None:
+        return spec
+    return {**spec, "max_step_seconds": float(longest) * envs}
 
 
 def default_envs_per_worker(num_envs: int, untrusted: bool = False) -> int:
