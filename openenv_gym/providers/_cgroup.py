@@ -32,7 +32,7 @@ import signal
 import time
 from typing import Any, Mapping
 
-from openenv_gym.providers._docker_owner import pid_namespace
+from openenv_gym.providers._docker_owner import pid_namespace, stat_fields
 
 __all__ = ["own_folders", "PREFIX", "WorkerCgroup", "for_env", "leave", "limits", "reap_stale", "support"]
 
@@ -375,8 +375,7 @@ def leave() -> bool:
 
 def _zombie(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+        return stat_fields(pid)[0] == b"Z"
     except (OSError, IndexError):
         return True  # already gone
 

@@ -32,7 +32,7 @@ from typing import Any
 
 __all__ = ["LABEL_PROJECT", "LABEL_OWNER_PID", "LABEL_OWNER_START", "LABEL_HOST", "LABEL_POOL",
            "LABEL_ENV", "project_filter", "owner_labels", "owner_alive", "host_id", "pid_namespace",
-           "process_start", "reap_stale", "remove", "remove_owned", "ensure_watchdog"]
+           "process_start", "stat_fields", "reap_stale", "remove", "remove_owned", "ensure_watchdog"]
 
 LABEL_PROJECT = "openenv-gym.project"
 LABEL_OWNER_PID = "openenv-gym.owner-pid"
@@ -42,6 +42,22 @@ LABEL_POOL = "openenv-gym.pool"
 LABEL_ENV = "openenv-gym.env"
 
 _POLL_SECONDS = 0.5
+
+
+def stat_fields(pid: int | str = "self") -> list[bytes]:
+    """The fields of ``/proc/<pid>/stat`` after the command name: ``[0]`` is the state letter,
+    proc(5)'s field 3, so proc(5)'s field N is ``[N - 3]`` (start time, field 22: ``[19]``).
+
+    Raises:
+        OSError: no such process (or no /proc).
+
+    Example:
+        >>> stat_fields()[0] in (b"R", b"S")
+        True
+    """
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        # The command name in parentheses may hold spaces and ")": split after the last.
+        return f.read().rpartition(b")")[2].split()
 
 
 def pid_namespace(pid: int | str = "self") -> str:
@@ -66,8 +82,7 @@ def host_id() -> str:
 def process_start(pid: int) -> str:
     """The start time of ``pid`` in clock ticks since boot ('' when unknown): guards pid reuse."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+        return stat_fields(pid)[19].decode()
     except (OSError, IndexError):
         return ""
 
@@ -75,8 +90,7 @@ def process_start(pid: int) -> str:
 def owner_alive(pid: int, start: str) -> bool:
     """Whether the process ``pid`` that started at ``start`` still runs (zombies count as gone)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
+        fields = stat_fields(pid)
     except OSError:
         try:
             os.kill(pid, 0)  # no /proc: fall back to a signal probe

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import ray
 
 from openenv_gym.errors import ProviderUnavailableError
+from openenv_gym.providers._docker_owner import stat_fields
 from openenv_gym.providers._ray_fork import forked_from_ray_user, mark_ray_used
 from openenv_gym.providers._ray_host import ACTOR_NAME_PREFIX
 
@@ -127,9 +128,8 @@ def _children(parents: list[int]) -> list[int]:
         for entry in os.listdir("/proc"):
             if entry.isdigit():
                 with contextlib.suppress(OSError, IndexError, ValueError):
-                    with open(f"/proc/{entry}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    if int(fields[1]) in parents and fields[0] not in "ZX":
+                    fields = stat_fields(entry)
+                    if int(fields[1]) in parents and fields[0] not in (b"Z", b"X"):
                         found.append(int(entry))
     return found
 

@@ -30,6 +30,7 @@ from typing import Any
 from openenv_gym.catalog import get_env_info
 from openenv_gym.protocol.startup import server_argv
 from openenv_gym.providers import _cgroup, _forks, _tmpfs
+from openenv_gym.providers._docker_owner import stat_fields
 from openenv_gym.providers._runtime import (
     OWNER_FILE,
     check_socket_path,
@@ -57,9 +58,7 @@ def _process_state(pid: int) -> str:
     """The state letter of ``pid`` in ``/proc/<pid>/stat`` (``"R"``, ``"S"``, ``"T"``...), or
     ``""`` when it cannot be read (gone, no /proc)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            # The command name in parentheses may hold spaces and ")": split after the last.
-            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+        return stat_fields(pid)[0].decode()
     except (OSError, IndexError):
         return ""
 

@@ -410,8 +410,9 @@ def _show_command_line(words: list[str]) -> None:
     kwargs (last) are cut if they do not fit.
     """
     try:
-        with open("/proc/self/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
+        from openenv_gym.providers._docker_owner import stat_fields
+
+        fields = stat_fields()
         start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (proc(5) fields 48, 49)
     except (OSError, IndexError, ValueError):
         return

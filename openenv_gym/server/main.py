@@ -35,6 +35,7 @@ from openenv_gym.errors import (
     env_error,
 )
 from openenv_gym.protocol.startup import failure_line, ready_line
+from openenv_gym.providers._docker_owner import stat_fields
 from openenv_gym.server._pids import process_budget
 from openenv_gym.server.binary import BinaryServer
 from openenv_gym.server.service import EnvService
@@ -143,8 +144,7 @@ def _owner_alive(owner_pid: int, parent_at_start: int) -> bool:
     except PermissionError:
         return True  # alive, just not ours to signal
     try:
-        with open(f"/proc/{owner_pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+        return stat_fields(owner_pid)[:1] != [b"Z"]
     except OSError:
         return True  # no /proc: trust kill(0)
 
