@@ -528,6 +528,7 @@ class Child:
             self._sel.register(self._pidfd, selectors.EVENT_READ, None)
         self.flooded = False
         self.result: ExecResult | None = None
+        self._end_signal = 0  # the signal that ended the child by itself, once exited() saw it
 
     def watch(self, fd: int, limit: int = 65536) -> "_Stream":
         """Also collect a descriptor of the parent's (a status pipe) while pumping.
@@ -566,7 +567,11 @@ class Child:
             info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             return True
-        return info is not None and info.si_pid == self.pid
+        if info is None or info.si_pid != self.pid:
+            return False
+        if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+            self._end_signal = info.si_status
+        return True
 
     def pump(self, deadline: float, until: Callable[[], bool] | None = None) -> bool:
         """Read output until the child exits, ``until()`` is true, or the deadline passes.
@@ -622,8 +627,10 @@ class Child:
         if self.result is not None:
             return self.result
         ended_itself = self.exited()  # before our SIGKILL, which would pass for the OOM killer's
-        # Read off the exited child before it is reaped (a zombie keeps both).
-        cpu_limit = _cpu_limit_reached(self.pid) if ended_itself else None
+        # Read off the exited child before it is reaped (a zombie keeps both); only the two
+        # signals the kernel sends at RLIMIT_CPU can mean it was reached.
+        cpu_limit = (_cpu_limit_reached(self.pid)
+                     if ended_itself and self._end_signal in (signal.SIGKILL, signal.SIGXCPU) else None)
         self.kill()  # also stops background processes it left behind
         code = self.proc.wait()
         _live.discard(self)
