@@ -28,7 +28,7 @@ import os
 import re
 import stat as stat_mode
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -153,14 +153,10 @@ def load_market_data(split: str | None = "auto", start: str | None = None, end: 
                                "or None (or give start=/end= dates)")
     lo, hi = SPLITS[split] if split is not None else (None, None)
     source = _source_key(data_path)
-    if not isinstance(indicators, str) and hasattr(indicators, "__iter__"):
-        indicators = tuple(indicators)  # once: a generator would be empty after the check below
-    # A bare string is one name, as for tickers= (tuple() would split it into letters).
-    if not isinstance(indicators, str) and not (hasattr(indicators, "__iter__")
-                                                and all(isinstance(n, str) for n in indicators)):
+    names = _names(indicators)
+    if names is None:
         raise InvalidDataError(f"indicators must be an indicator name ('macd') or a list of "
                                f"names (an empty list: none), got {indicators!r}")
-    names = (indicators,) if isinstance(indicators, str) else tuple(indicators)
     full = _load_tickers(source, _requested_tickers(tickers), names, bool(with_turbulence))
     first, last = (start if start is not None else lo), (end if end is not None else hi)
     if first is not None and last is not None and _day(first, "start") > _day(last, "end"):
@@ -178,6 +174,22 @@ def load_market_data(split: str | None = "auto", start: str | None = None, end: 
     return full.window(first, last)
 
 
+def _names(value: Any) -> tuple[str, ...] | None:
+    """``tickers=`` or ``indicators=`` as a tuple of names, or None when it is not a string or
+    an iterable of strings.
+
+    A bare string is one name, as in most market-data APIs (yfinance's ``Ticker("AAPL")``):
+    iterating it would trade its letters, which no one means. Any other iterable is read once,
+    so a generator gives its names (checking it first would leave it empty).
+    """
+    if isinstance(value, str):
+        return (value,)
+    if not hasattr(value, "__iter__"):
+        return None
+    names = tuple(value)
+    return names if all(isinstance(n, str) for n in names) else None
+
+
 def _requested_tickers(tickers: str | Sequence[str] | None) -> tuple[str, ...] | None:
     """The ``tickers=`` argument as a tuple, refusing repeats.
 
@@ -192,15 +204,10 @@ def _requested_tickers(tickers: str | Sequence[str] | None) -> tuple[str, ...] |
     """
     if tickers is None:
         return None
-    if not isinstance(tickers, str) and hasattr(tickers, "__iter__"):
-        tickers = tuple(tickers)  # once: a generator would be empty after the check below
-    # A bare string is one ticker, as in most market-data APIs (yfinance's Ticker("AAPL"),
-    # pandas-datareader): iterating it would trade its letters, which no one means.
-    if not isinstance(tickers, str) and not (hasattr(tickers, "__iter__")
-                                             and all(isinstance(t, str) for t in tickers)):
+    chosen = _names(tickers)
+    if chosen is None:
         raise InvalidDataError(f"tickers must be a ticker ('AAPL'), a list of tickers "
                                f"(['AAPL', 'JPM']) or None (all), got {tickers!r}")
-    chosen = (tickers,) if isinstance(tickers, str) else tuple(tickers)
     if not chosen:  # else "tickers [] are not in the data", as if [] were a ticker
         raise InvalidDataError("tickers is empty; name at least one ticker, or give None for all of them")
     repeated = [t for t, n in collections.Counter(chosen).items() if n > 1]
