@@ -384,8 +384,11 @@ class LocalOnly:
             over_loopback = ipaddress.ip_address(str(server[0])).is_loopback
         except ValueError:  # a Unix socket, or a test client
             over_loopback = False
+        if over_loopback and not host:  # an HTTP/1.0 client's habit: no name to judge
+            return ("the request has no Host header; send one naming this server (Host: "
+                    "127.0.0.1:PORT or localhost:PORT), as every HTTP/1.1 client does")
         if over_loopback and not _is_local_name(_name_of(host)):
-            return (f"this server answers local names only (Host: {host or 'none'}); use "
+            return (f"this server answers local names only (Host: {host}); use "
                     "http://127.0.0.1:PORT or http://localhost:PORT")
         origin = headers.get("origin")
         if origin is not None and scope.get("method") not in ("GET", "HEAD", "OPTIONS"):

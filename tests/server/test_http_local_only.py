@@ -43,6 +43,19 @@ def test_a_foreign_host_name_is_refused(served_echo, host, method, path, body) -
     assert _request(served_echo.http, "GET", "/sessions")[1] == []  # nothing was created
 
 
+@pytest.mark.parametrize("request_head", [b"GET /sessions HTTP/1.0\r\n\r\n", b"GET /sessions HTTP/1.1\r\nHost:\r\n\r\n"])
+def test_a_request_without_a_host_is_told_to_send_one(served_echo, request_head) -> None:
+    # A raw HTTP/1.0 client sends no Host: the advice is to name one, not to fix a wrong name.
+    parts = urllib.parse.urlsplit(served_echo.http)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(request_head)
+        sock.shutdown(socket.SHUT_WR)
+        reply = b"".join(iter(lambda: sock.recv(65536), b""))
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.split()[1] == b"403", reply
+    assert "no Host header" in json.loads(body)["error"]["message"]
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST:{port}", "localhost.:{port}",
                                   "127.0.0.1", "[::1]:{port}", "app.localhost:{port}",
                                   socket.gethostname() + ":{port}"])
