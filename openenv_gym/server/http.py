@@ -127,7 +127,9 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME,
     # The limit on the routes, not the app: FastAPI's app-wide one answers a declared length
     # over it in plain text, whatever the handlers say. Here it caps chunked bodies while
     # they arrive; http_errors refuses declared lengths.
-    api = APIRouter(route_class=ErrorRoute, max_body_size=max_body_size)
+    # 403 on every route: LocalOnly refuses a foreign Host before any route runs.
+    api = APIRouter(route_class=ErrorRoute, max_body_size=max_body_size,
+                    responses=error_responses(403))
 
     # Async: answered on the event loop, never queued behind steps for a thread.
     @api.get("/health")
@@ -141,7 +143,7 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME,
         return service.spec()
 
     @api.post("/reset", response_model=ResetResponse,
-              responses=error_responses(400, 403, 404, 413, 415, 422, 429, 500))
+              responses=error_responses(400, 404, 413, 415, 422, 429, 500))
     def reset(body: Annotated[ResetRequest | None, Body(openapi_examples=_RESET_EXAMPLES)] = None) -> Any:
         """Start an episode; creates a session unless ``session_id`` names one."""
         body = body or ResetRequest()
@@ -157,7 +159,7 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME,
         return Response(reply, media_type="application/json")
 
     @api.post("/step", response_model=StepResponse,
-              responses=error_responses(400, 403, 404, 409, 413, 415, 422, 500))
+              responses=error_responses(400, 404, 409, 413, 415, 422, 500))
     def step(body: StepRequest) -> dict[str, Any]:
         """Take one step in a session; after the episode ends (terminated or truncated), 409
         until the session is reset."""
@@ -181,7 +183,7 @@ def create_app(service: EnvService, max_body_size: int = MAX_FRAME,
                             "episode_return": s.episode_return})
         return out
 
-    @api.delete("/sessions/{session_id}", responses=error_responses(403, 404, 422))
+    @api.delete("/sessions/{session_id}", responses=error_responses(404, 422))
     def close(session_id: str) -> dict[str, Any]:
         """Close a session and free its env (once a call in flight on it ends)."""
         return service.close(session_id)

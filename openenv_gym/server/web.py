@@ -495,7 +495,8 @@ def web_router(source: Source, stopping: threading.Event | None = None,
 
     from openenv_gym.server.http_errors import ErrorRoute, error_responses
 
-    router = APIRouter(tags=["web view"], route_class=ErrorRoute)
+    router = APIRouter(tags=["web view"], route_class=ErrorRoute,
+                       responses=error_responses(403))  # LocalOnly, before any route
     stop = stopping or threading.Event()
     source = shared(source)
 

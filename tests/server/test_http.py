@@ -49,6 +49,9 @@ def test_spec_health_and_docs(served_echo) -> None:
     assert requests.get(served_echo.http + "/docs", timeout=10).status_code == 200
     paths = requests.get(served_echo.http + "/openapi.json", timeout=10).json()["paths"]
     assert {"/reset", "/step", "/state", "/spec", "/health", "/sessions/{session_id}"} <= set(paths)
+    # A foreign Host gets 403 on every route (before any route runs): each documents it.
+    assert {f"{method} {path}" for path, ops in paths.items() for method, op in ops.items()
+            if "403" not in op["responses"]} == set()
 
 
 @pytest.mark.parametrize(
