@@ -24,6 +24,7 @@ import hashlib
 from typing import Any, Callable, Optional, Sequence
 
 from openenv_gym.errors import InvalidRequestError
+from openenv_gym.trl.datasets import drawn_task
 from openenv_gym.trl.formats import (
     ActionFn,
     ObservationFn,
@@ -95,6 +96,12 @@ class EnvRollout:
             envs that pose the task at reset, like Git's instruction): to the last
             message of a conversational prompt, before the chat template is applied.
 
+    Raises:
+        InvalidRequestError: ``max_turns`` is not a positive int; or the pool's env draws a
+            task at each reset (Coding's ``task="humaneval"``, Git's ``task="suite"``) and
+            neither ``show_reset_observation`` nor ``options_fn`` is given, so the model
+            would be graded against a task it never saw.
+
     With a conversational prompt (a list of messages) each observation goes back to the
     model as a user turn of the chat template, followed by the template's generation
     prompt; with a text prompt it is appended as it is.
@@ -118,6 +125,17 @@ class EnvRollout:
                  show_reset_observation: bool = False) -> None:
         if not isinstance(max_turns, int) or max_turns < 1:
             raise InvalidRequestError(f"max_turns must be a positive int, got {max_turns!r}")
+        drawn = drawn_task(pool.info, pool.env_kwargs)
+        if drawn is not None and options_fn is None and not show_reset_observation:
+            # A rollout gets only the prompts (no dataset columns): the reset would draw a task
+            # from the prompt's seed that the model never sees, and grade its answers against
+            # that one -- HumanEval/2's prompt scored by another problem's asserts, silently.
+            raise InvalidRequestError(
+                f"the pool's env draws a task at each reset ({drawn[1]}) and EnvRollout would not "
+                "show it to the model, so its answers would be graded against a task its prompt "
+                "did not pose: pass show_reset_observation=True (the model is shown the drawn "
+                f"task), options_fn=prompt -> {{{drawn[0]!r}: ...}} (the prompt's own task), or "
+                "make the pool with a fixed task")
         self.pool = pool
         self.max_turns = max_turns
         self.action_fn = action_fn or default_action_fn(pool.info.name, pool.action_space)

@@ -11,7 +11,8 @@ import pytest
 
 from openenv_gym.catalog import get_env_info
 from openenv_gym.envs.coding.humaneval import get_problem
-from openenv_gym.trl import EnvPool, EnvReward, prompt_seed, tool_env_factory
+from openenv_gym.errors import InvalidRequestError
+from openenv_gym.trl import EnvPool, EnvReward, EnvRollout, prompt_seed, tool_env_factory
 from openenv_gym.trl.datasets import row_task
 
 pytestmark = pytest.mark.timeout(120)
@@ -66,3 +67,17 @@ def test_a_drawn_task_the_model_is_shown_stays_drawn() -> None:
     assert shown.options({"prompt": "p"}) is None and shown.seed({"prompt": "p"}) == prompt_seed("p")
     hidden = row_task(git_suite, (), None, None, task_shown=False, adapter="EnvReward")
     assert hidden.options({"prompt": "p", "task": "create-branch"}) == {"task": "create-branch"}
+
+
+def test_a_rollout_that_would_hide_a_drawn_task_is_refused() -> None:
+    # EnvRollout gets the prompts alone (TRL's rollout_func has no dataset columns): with
+    # task="humaneval" each reset drew a problem from the prompt's seed, which the model never
+    # saw, and HumanEval/2's answers were graded against another problem's asserts.
+    with EnvPool("coding", num_workers=1, provider="process", task="humaneval") as pool:
+        with pytest.raises(InvalidRequestError, match=r"task='humaneval'.*show_reset_observation=True"
+                                                      r".*options_fn=.*'problem'"):
+            EnvRollout(pool)
+        EnvRollout(pool, show_reset_observation=True)  # the model sees the drawn problem
+        EnvRollout(pool, options_fn=lambda prompt: {"problem": 2})  # the prompt's own problem
+    with EnvPool("coding", num_workers=1, provider="process", task="humaneval/2") as pool:
+        EnvRollout(pool)  # a fixed task: nothing is drawn
