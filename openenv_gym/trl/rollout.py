@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Optional, Sequence
 
+from openenv_gym._numbers import is_int
 from openenv_gym.errors import InvalidRequestError
 from openenv_gym.trl.datasets import drawn_task
 from openenv_gym.trl.formats import (
@@ -123,7 +124,9 @@ class EnvRollout:
                  options_fn: Optional[Callable[[Any], Optional[dict[str, Any]]]] = None,
                  seed_fn: Optional[Callable[[Any], Optional[int]]] = prompt_seed,
                  show_reset_observation: bool = False) -> None:
-        if not isinstance(max_turns, int) or max_turns < 1:
+        # is_int, as EnvPool's counts: numpy's ints count (np.int64(4) was refused as "must be a
+        # positive int, got 4"), a bool does not (True ran one turn).
+        if not is_int(max_turns, 1):
             raise InvalidRequestError(f"max_turns must be a positive int, got {max_turns!r}")
         drawn = drawn_task(pool.info, pool.env_kwargs)
         if drawn is not None and options_fn is None and not show_reset_observation:
@@ -137,7 +140,7 @@ class EnvRollout:
                 f"task), options_fn=prompt -> {{{drawn[0]!r}: ...}} (the prompt's own task), or "
                 "make the pool with a fixed task")
         self.pool = pool
-        self.max_turns = max_turns
+        self.max_turns = int(max_turns)
         self.action_fn = action_fn or default_action_fn(pool.info.name, pool.action_space)
         self.observation_fn = observation_fn or default_observation_fn(pool.info.name)
         self.reset_text_fn = observation_fn or default_observation_fn(pool.info.name, task=True)

@@ -21,3 +21,15 @@ def test_bad_max_turns_is_an_invalid_request_error() -> None:
     with EnvPool("echo", 1, provider="process") as pool:
         with pytest.raises(InvalidRequestError, match="max_turns must be a positive int, got 0"):
             EnvRollout(pool, max_turns=0)
+        with pytest.raises(InvalidRequestError, match="max_turns must be a positive int, got True"):
+            EnvRollout(pool, max_turns=True)  # it ran one turn
+
+
+def test_a_numpy_max_turns_counts() -> None:
+    import numpy as np
+
+    from openenv_gym.trl import EnvPool, EnvRollout
+
+    # It was refused as "max_turns must be a positive int, got 4".
+    with EnvPool("echo", 1, provider="process") as pool:
+        assert EnvRollout(pool, max_turns=np.int64(4)).max_turns == 4
