@@ -133,10 +133,11 @@ def row_task(pool: Any, option_columns: Sequence[str], options_fn: Optional[Opti
     drawn = drawn_task(pool.info, pool.env_kwargs)
     if not option_columns and options_fn is None and not task_shown and drawn is not None:
         option_columns = (drawn[0],)
+        # humaneval_dataset() is named only where it helps: a Git dataset needs a 'task' column.
+        example = " (humaneval_dataset() has 'problem')" if drawn[0] == "problem" else ""
         why = (f"The pool's env draws a task at each reset ({drawn[1]}) and {adapter} does not "
                "show it to the model, so each answer is graded against the task its row names: "
-               "add the column (humaneval_dataset() has 'problem'), or pass option_columns= or "
-               "options_fn=")
+               f"add the column{example}, or pass option_columns= or options_fn=")
     return RowTask(option_columns, options_fn, seed_column,
                    seed_fn=lambda row: prompt_seed(row.get("prompt")), why=why)
 

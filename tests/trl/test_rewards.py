@@ -69,6 +69,15 @@ def test_a_drawn_task_the_model_is_shown_stays_drawn() -> None:
     assert hidden.options({"prompt": "p", "task": "create-branch"}) == {"task": "create-branch"}
 
 
+def test_a_git_row_without_its_task_is_not_sent_to_humaneval() -> None:
+    # The error told a Git user "humaneval_dataset() has 'problem'": a column Git does not read.
+    git_suite = SimpleNamespace(info=get_env_info("git"), env_kwargs={"task": "suite"})
+    hidden = row_task(git_suite, (), None, None, task_shown=False, adapter="EnvReward")
+    with pytest.raises(KeyError, match=r"\['task'\].*task='suite'.*add the column, or pass") as missing:
+        hidden.options({"prompt": "p"})
+    assert "humaneval" not in str(missing.value)
+
+
 def test_a_rollout_that_would_hide_a_drawn_task_is_refused() -> None:
     # EnvRollout gets the prompts alone (TRL's rollout_func has no dataset columns): with
     # task="humaneval" each reset drew a problem from the prompt's seed, which the model never
