@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 from gymnasium import spaces
 
+from openenv_gym._numbers import is_int
 from openenv_gym.errors import InvalidRequestError
 from openenv_gym.spaces import UnicodeText
 
@@ -183,9 +184,10 @@ def default_observation_fn(env: str, *, task: bool = False,
         ...                                 "instruction": "Merge.", "checks_passed": 1, "checks_total": 3})
         '[exit_code: -9]\\n[timed out: the command was killed at its time limit]\\n[checks_passed: 1/3]\\n'
     """
-    if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int)
-                                  or max_chars < 0):
+    # is_int: numpy's ints count (np.int64(4096) was refused as "must be an int ... not 4096").
+    if max_chars is not None and not is_int(max_chars, 0):
         raise InvalidRequestError(f"max_chars must be an int >= 0 or None, not {max_chars!r}")
+    max_chars = None if max_chars is None else int(max_chars)
     fields = TASK_FIELDS if task else OUTPUT_FIELDS
 
     def render(obs: Any) -> str:

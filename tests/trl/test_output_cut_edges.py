@@ -29,3 +29,11 @@ def test_small_limits_keep_exactly_that_many(limit: int) -> None:
 def test_bad_limits_are_refused(bad) -> None:
     with pytest.raises(ValueError, match="max_chars"):
         default_observation_fn("git", max_chars=bad)
+
+
+def test_a_numpy_limit_counts() -> None:
+    import numpy as np
+
+    # It was refused as "max_chars must be an int >= 0 or None, not 10".
+    text = default_observation_fn("git", max_chars=np.int64(10))(OBS)
+    assert "[... 44 characters cut ...]" in text
