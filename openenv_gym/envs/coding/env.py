@@ -144,8 +144,17 @@ class CodingEnv(Environment):
 
         Raises:
             InvalidRequestError: ``options["problem"]`` is no problem number (the caller's
-                input: checked before anything of the episode changes).
+                input: checked before anything of the episode changes), or is given to a
+                free-form env (``task=None``), which grades no problem.
         """
+        if self.task is None and (options or {}).get("problem") is not None:
+            # Ignored, it turned a graded setup into free-form without a word: EnvReward with
+            # option_columns=("problem",) over a pool made without task= paid 1.0 for any
+            # program that exited cleanly, whatever the problem's asserts said.
+            raise InvalidRequestError(
+                f"options['problem'] picks a HumanEval problem, but this env is free-form "
+                f"(task=None) and grades none: make it with task='humaneval' (then "
+                f"options['problem'] picks the problem), or leave the option out")
         index = (options or {}).get("problem", self._fixed_problem) if self.task is not None else None
         # Any whole number: a numpy integer (a problem drawn with rng.integers) is one too.
         if index is not None and not is_int(index, 0, NUM_PROBLEMS - 1):
