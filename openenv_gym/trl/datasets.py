@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
+from openenv_gym.errors import InvalidRequestError
+
 if TYPE_CHECKING:
     from openenv_gym.catalog import EnvInfo
 
@@ -65,7 +67,7 @@ class RowTask:
         why: Why ``option_columns`` are needed, added to the error for a row without them.
 
     Raises:
-        ValueError: Both ``option_columns`` and ``options_fn`` were given.
+        InvalidRequestError: Both ``option_columns`` and ``options_fn`` were given (a ``ValueError``).
     """
 
     option_columns: Sequence[str] = ()
@@ -76,7 +78,7 @@ class RowTask:
 
     def __post_init__(self) -> None:
         if self.option_columns and self.options_fn is not None:
-            raise ValueError("pass option_columns or options_fn, not both")
+            raise InvalidRequestError("pass option_columns or options_fn, not both")
         object.__setattr__(self, "option_columns", tuple(self.option_columns))
 
     def options(self, row: Mapping[str, Any]) -> Optional[dict[str, Any]]:

@@ -107,7 +107,7 @@ def text_field(action_space: spaces.Space) -> str:
         for name, sub in action_space.spaces.items():
             if isinstance(sub, (UnicodeText, spaces.Text)):
                 return name
-    raise ValueError(f"action space {action_space} has no text field; pass action_fn=... "
+    raise InvalidRequestError(f"action space {action_space} has no text field; pass action_fn=... "
                      "to turn completions into actions")
 
 
@@ -131,7 +131,7 @@ def default_action_fn(env: str, action_space: spaces.Space | None = None) -> Act
     if env == "git":
         return lambda text: {"command": extract_code(text).strip()}
     if action_space is None:
-        raise ValueError(f"no default action format for env {env!r} without its action space")
+        raise InvalidRequestError(f"no default action format for env {env!r} without its action space")
     field = text_field(action_space)
     return lambda text: {field: text}
 

@@ -36,7 +36,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from openenv_gym.errors import InvalidActionError, OpenEnvError, WorkerCrashedError, WorkerTimeoutError
+from openenv_gym.errors import (
+    InvalidActionError,
+    InvalidRequestError,
+    OpenEnvError,
+    WorkerCrashedError,
+    WorkerTimeoutError,
+)
 from openenv_gym.trl.datasets import OptionsFn, row_task
 from openenv_gym.trl.formats import ObservationFn, default_observation_fn
 from openenv_gym.trl.pool import EnvPool
@@ -237,7 +243,7 @@ def tool_env_factory(pool: EnvPool, **kwargs: Any) -> Callable[[], EnvTools]:
         A callable making one tool env (one session on ``pool``) per call.
 
     Raises:
-        ValueError: The pool's env has no tool env.
+        InvalidRequestError: The pool's env has no tool env (a ``ValueError``).
 
     Example:
         >>> pool = EnvPool("git", num_workers=1, provider="process", task="create-branch")  # doctest: +SKIP
@@ -246,7 +252,7 @@ def tool_env_factory(pool: EnvPool, **kwargs: Any) -> Callable[[], EnvTools]:
     """
     cls = TOOL_ENVS.get(pool.info.name)
     if cls is None:
-        raise ValueError(f"env {pool.info.name!r} has no tool env; these do: {sorted(TOOL_ENVS)} "
+        raise InvalidRequestError(f"env {pool.info.name!r} has no tool env; these do: {sorted(TOOL_ENVS)} "
                          "(or subclass EnvTools with your own tool methods)")
     return lambda: cls(pool, **kwargs)
 

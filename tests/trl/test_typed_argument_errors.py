@@ -33,3 +33,24 @@ def test_a_numpy_max_turns_counts() -> None:
     # It was refused as "max_turns must be a positive int, got 4".
     with EnvPool("echo", 1, provider="process") as pool:
         assert EnvRollout(pool, max_turns=np.int64(4)).max_turns == 4
+
+
+def test_adapter_setup_errors_are_the_packages_own() -> None:
+    # They were bare ValueErrors: `except OpenEnvError` missed them (InvalidRequestError is a
+    # ValueError too, so `except ValueError` still catches them).
+    from gymnasium import spaces
+
+    from openenv_gym.errors import OpenEnvError
+    from openenv_gym.trl import EnvPool, tool_env_factory
+    from openenv_gym.trl.datasets import RowTask
+    from openenv_gym.trl.formats import default_action_fn, text_field
+
+    with pytest.raises(InvalidRequestError, match="option_columns or options_fn, not both"):
+        RowTask(option_columns=("problem",), options_fn=lambda row: None)
+    with pytest.raises(InvalidRequestError, match="no text field; pass action_fn="):
+        text_field(spaces.Discrete(2))
+    with pytest.raises(InvalidRequestError, match="without its action space"):
+        default_action_fn("echo")
+    with EnvPool("echo", 1, provider="process") as pool:
+        with pytest.raises(OpenEnvError, match="has no tool env"):
+            tool_env_factory(pool)
