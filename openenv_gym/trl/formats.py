@@ -108,7 +108,7 @@ def text_field(action_space: spaces.Space) -> str:
             if isinstance(sub, (UnicodeText, spaces.Text)):
                 return name
     raise InvalidRequestError(f"action space {action_space} has no text field; pass action_fn=... "
-                     "to turn completions into actions")
+                              "to turn completions into actions")
 
 
 def default_action_fn(env: str, action_space: spaces.Space | None = None) -> ActionFn:

@@ -253,7 +253,7 @@ def tool_env_factory(pool: EnvPool, **kwargs: Any) -> Callable[[], EnvTools]:
     cls = TOOL_ENVS.get(pool.info.name)
     if cls is None:
         raise InvalidRequestError(f"env {pool.info.name!r} has no tool env; these do: {sorted(TOOL_ENVS)} "
-                         "(or subclass EnvTools with your own tool methods)")
+                                  "(or subclass EnvTools with your own tool methods)")
     return lambda: cls(pool, **kwargs)
 
 
