@@ -30,7 +30,7 @@ import signal
 import stat
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from openenv_gym.errors import OpenEnvError
 from openenv_gym.providers._docker_owner import owner_alive, process_start
@@ -376,6 +376,38 @@ def stop(record: PoolRecord, timeout: float = 30.0) -> bool:
     return False
 
 
+#: Bytes read back from the end of a log per step of :func:`_last_lines`.
+_TAIL_BLOCK = 64 << 10
+#: Most bytes :func:`_last_lines` reads: lines that long are cut, not read into memory whole.
+_MAX_TAIL_BYTES = 16 << 20
+
+
+def _last_lines(f: BinaryIO, n: int) -> list[str]:
+    """The last ``n`` lines of the open file ``f``, read back from its end block by block.
+
+    A process worker's log grows for as long as its pool runs (hundreds of MiB from an env
+    that prints every step): read whole, `logs --tail 2` took a second and 1 GiB of memory
+    per 400 MiB of log.
+    """
+    if n <= 0:  # lines[-0:] would be every line
+        return []
+    pos = f.seek(0, os.SEEK_END)
+    blocks: list[bytes] = []
+    newlines = size = 0
+    # One newline more than n: the first line found may be cut at the block's start.
+    while pos > 0 and newlines <= n and size < _MAX_TAIL_BYTES:
+        step = min(_TAIL_BLOCK, pos)
+        pos -= step
+        f.seek(pos)
+        blocks.append(f.read(step))
+        newlines += blocks[-1].count(b"\n")
+        size += len(blocks[-1])
+    lines = b"".join(reversed(blocks)).decode(errors="replace").splitlines()
+    if pos > 0 and len(lines) > 1:  # the first line may have begun in a block not read
+        lines = lines[1:]
+    return lines[-n:]
+
+
 def worker_logs(record: PoolRecord, index: int | None = None, tail: int = 50) -> dict[int, str]:
     """The last ``tail`` lines of each worker's log (process workers log to files).
 
@@ -395,9 +427,7 @@ def worker_logs(record: PoolRecord, index: int | None = None, tail: int = 50) ->
         if worker.get("log"):
             try:
                 with open(worker["log"], "rb") as f:
-                    lines = f.read().decode(errors="replace").splitlines()
-                # lines[-0:] would be every line
-                text = "\n".join(lines[-tail:] if tail > 0 else [])
+                    text = "\n".join(_last_lines(f, tail))
             except FileNotFoundError:
                 text = (f"(its log file {worker['log']} is gone, removed or rotated away; the "
                         "worker writes on into the deleted file)")
