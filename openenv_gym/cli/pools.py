@@ -37,8 +37,8 @@ from openenv_gym.providers._docker_owner import owner_alive, process_start
 from openenv_gym.providers._runtime import runtime_dir, write_json
 
 __all__ = ["PoolRecord", "UnreadableRecordError", "pools_dir", "claim", "save", "remove", "load_all",
-           "scan", "find", "unreadable", "stop", "worker_logs", "valid_name", "NAME_RULE",
-           "process_start"]
+           "scan", "find", "unreadable", "stop", "worker_logs", "LogFollower", "valid_name",
+           "NAME_RULE", "process_start"]
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # fullmatch: "$" matches before "\n"
 #: :func:`valid_name`'s rule in words, for the messages that refuse a name.
@@ -382,8 +382,9 @@ _TAIL_BLOCK = 64 << 10
 _MAX_TAIL_BYTES = 16 << 20
 
 
-def _last_lines(f: BinaryIO, n: int) -> list[str]:
-    """The last ``n`` lines of the open file ``f``, read back from its end block by block.
+def _last_lines(f: BinaryIO, n: int, end: int | None = None) -> list[str]:
+    """The last ``n`` lines of the open file ``f`` (of its first ``end`` bytes, if given),
+    read back from its end block by block.
 
     A process worker's log grows for as long as its pool runs (hundreds of MiB from an env
     that prints every step): read whole, `logs --tail 2` took a second and 1 GiB of memory
@@ -391,7 +392,7 @@ def _last_lines(f: BinaryIO, n: int) -> list[str]:
     """
     if n <= 0:  # lines[-0:] would be every line
         return []
-    pos = f.seek(0, os.SEEK_END)
+    pos = f.seek(0, os.SEEK_END) if end is None else end
     blocks: list[bytes] = []
     newlines = size = 0
     # One newline more than n: the first line found may be cut at the block's start.
@@ -435,3 +436,67 @@ def worker_logs(record: PoolRecord, index: int | None = None, tail: int = 50) ->
                 text = ""
         out[worker["index"]] = text
     return out
+
+
+class LogFollower:
+    """Reads what a worker appends to its log file from a point on (``logs --follow``).
+
+    The file is opened again when another one takes its path (a worker restarted after its
+    log was removed), and read from its start again when it shrank (truncated).
+
+    Args:
+        path: The log file.
+        tail: Lines already in the file to give first (0: none).
+    """
+
+    def __init__(self, path: str, tail: int) -> None:
+        self.path = path
+        self._file: BinaryIO | None = None
+        self._pending = b""  # the end of a line still being written
+        self._first = self._open(tail)
+
+    def _open(self, tail: int) -> list[str]:
+        try:
+            self._file = open(self.path, "rb")
+        except OSError:  # not there (yet, again): the next read tries once more
+            self._file = None
+            return []
+        end = self._file.seek(0, os.SEEK_END)  # the lines before it are the tail, those after new
+        return _last_lines(self._file, tail, end) if tail > 0 else []
+
+    def read(self, final: bool = False) -> list[str]:
+        """The whole lines written since the last call (with ``final``: a last unfinished one
+        too), after the tail lines on the first call."""
+        lines, self._first = self._first, []
+        try:
+            replaced = os.stat(self.path).st_ino != os.fstat(self._file.fileno()).st_ino \
+                if self._file else True
+        except OSError:
+            replaced = False  # removed: the worker writes on into the file we hold open
+        if replaced:
+            if self._file:
+                lines += self._drain(final=True)
+                self._file.close()
+            self._open(0)
+            if self._file:
+                self._file.seek(0)
+        if self._file:
+            lines += self._drain(final)
+        return lines
+
+    def _drain(self, final: bool) -> list[str]:
+        assert self._file is not None
+        if os.fstat(self._file.fileno()).st_size < self._file.tell():
+            self._file.seek(0)  # truncated: what is there now is new
+            self._pending = b""
+        data = self._pending + self._file.read()
+        if final:
+            self._pending = b""
+        else:
+            data, _, self._pending = data.rpartition(b"\n")
+        return data.decode(errors="replace").splitlines() if data else []
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._file:
+            self._file.close()

@@ -148,6 +148,8 @@ def _logs(args: argparse.Namespace) -> int:
     if args.worker is not None and args.worker not in {w["index"] for w in record.workers}:
         return error(f"pool {record.name} has no worker {args.worker}",
                      f"its workers are 0..{len(record.workers) - 1}", USAGE)
+    if args.follow:
+        return _follow(record, args.worker, args.tail)
     if args.tail == 0:  # as `tail -n 0` and `docker logs --tail 0`: no lines at all
         return OK
     texts = pools.worker_logs(record, args.worker, args.tail)
@@ -160,6 +162,40 @@ def _logs(args: argparse.Namespace) -> int:
         console.rule(f"{record.name} w{worker['index']} ({worker['address']})")
         console.print(text or _no_output(record), markup=False, highlight=False, soft_wrap=True)
     return OK
+
+
+#: Seconds between two looks at the logs ``logs --follow`` follows.
+FOLLOW_PERIOD = 0.2
+
+
+def _follow(record: pools.PoolRecord, index: int | None, tail: int) -> int:
+    """``logs --follow``: the last ``tail`` lines of each worker's log, then its new lines as
+    they are written (prefixed ``wI |`` when several workers are followed), until the pool
+    stops (exit 0) or Ctrl-C."""
+    workers = [w for w in record.workers if index is None or w["index"] == index]
+    if not all(w.get("log") for w in workers):
+        # Containers and Ray actors keep no log file this process can read as it grows.
+        containers = [w["container"][:12] for w in workers if w.get("container")]
+        return error(f"pool {record.name}'s workers ({record.provider}) keep no log file to "
+                     "follow", f"follow a container with `docker logs -f {containers[0]}`"
+                     if containers else "start the pool with --provider process")
+    followers = {w["index"]: pools.LogFollower(w["log"], tail) for w in workers}
+    try:
+        running = True
+        while True:
+            for i, follower in followers.items():
+                prefix = f"w{i} | " if len(followers) > 1 else ""
+                for line in follower.read(final=not running):
+                    console.print(prefix + line, markup=False, highlight=False, soft_wrap=True)
+            if not running:
+                return OK
+            # Its owner gone, its workers went with it: what they wrote last is read once more.
+            running = record.alive()
+            if running:
+                time.sleep(FOLLOW_PERIOD)
+    finally:
+        for follower in followers.values():
+            follower.close()
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -181,10 +217,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_stop)
 
     p = sub.add_parser("logs", help="show the logs of a pool's workers",
-                       description="Print the last lines of each worker's log.",
-                       epilog=exit_codes("printed", "no running pool has that name"))
+                       description="Print the last lines of each worker's log; with -f, "
+                                   "then the lines the workers write, until the pool stops "
+                                   "or Ctrl-C.",
+                       epilog=exit_codes("printed (with -f: the pool stopped)",
+                                         "no running pool has that name"))
     p.add_argument("name", metavar="NAME", help="pool name (see `openenv-gym ps`)")
     p.add_argument("-w", "--worker", type=non_negative_int, help="only this worker index")
     p.add_argument("--tail", type=non_negative_int, default=50,
                    help="lines per worker (default 50; 0: none)")
+    p.add_argument("-f", "--follow", action="store_true",
+                   help="keep printing new lines, as `docker logs -f` (process workers)")
     p.set_defaults(handler=_logs)
