@@ -118,6 +118,10 @@ def _supervise(server: int) -> int:
             os.killpg(server, signal.SIGCONT)
 
     for sig in _FORWARDED:
+        if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
+            # Started under `nohup` (or by a shell that ignores it), to outlive its terminal:
+            # the server ignores it too (inherited), and closing the terminal must not stop it.
+            continue
         signal.signal(sig, forward)
     signal.signal(signal.SIGTSTP, suspend)
     signal.signal(signal.SIGCONT, resume)
