@@ -14,11 +14,13 @@ import socket
 
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.table import Table
 
 from openenv_gym.errors import InvalidDataError, InvalidRequestError, UnknownEnvironmentError
 
 __all__ = ["OK", "FAILED", "USAGE", "ENV_ARGUMENT_ERRORS", "CliConsole", "console", "error",
-           "show_warning", "env_arguments_refused", "bind_problem", "port_refused"]
+           "show_warning", "env_arguments_refused", "bind_problem", "port_refused", "print_table"]
 
 OK, FAILED, USAGE = 0, 1, 2
 
@@ -41,6 +43,22 @@ class CliConsole(Console):
 #: Results go to stdout; errors and progress to stderr, so output can be piped.
 console = CliConsole(highlight=False)
 err_console = CliConsole(stderr=True, highlight=False)
+
+
+def print_table(table: Table, out: Console | None = None) -> None:
+    """Print ``table`` to ``out`` (default :data:`console`), wider than the terminal when its
+    ``no_wrap`` columns need it.
+
+    Rich fits a table to the console's width (80 when output is piped) by shrinking the other
+    columns, down to nothing: `ps` of a pool with a 63-character name showed its env,
+    provider, workers, pid and age as empty cells, headers included. Lines longer than the
+    terminal wrap instead, as `docker ps`'s do, and stay whole in a pipe.
+    """
+    out = out or console
+    size = Measurement.get(out, out.options.update(max_width=1 << 16), table)
+    if size.minimum > out.width:  # a table that fits by folding its cells still does so
+        out = CliConsole(file=out.file, width=size.maximum, highlight=False)
+    out.print(table)
 
 
 def error(message: str, fix: str | None = None, code: int = FAILED) -> int:

@@ -17,7 +17,7 @@ from rich.table import Table
 from openenv_gym.cli import pools
 from openenv_gym.providers._docker_owner import owner_alive
 from openenv_gym.cli._args import exit_codes, non_negative_int, positive_float
-from openenv_gym.cli._ui import OK, USAGE, console, err_console, error
+from openenv_gym.cli._ui import OK, USAGE, console, err_console, error, print_table
 
 __all__ = ["register"]
 
@@ -50,7 +50,7 @@ def _ps(args: argparse.Namespace) -> int:
         workers = f"{len(states) - down}/{len(states)} up" if states else "starting"
         table.add_row(r.name, r.env, r.provider, workers, str(r.owner_pid),
                       f"{time.time() - r.started:.0f} s")
-    console.print(table)
+    print_table(table, console)
     for r in records:
         if r.web:
             # Below the table, whole: a table cell folds or crops a URL in a narrow terminal,

@@ -26,3 +26,22 @@ def test_ps_does_not_wrap_the_web_url_or_the_pool_name(monkeypatch, width: int) 
     printed = out.getvalue()
     assert url in printed, printed
     assert "echo-1a2b3c" in printed, printed
+
+
+@pytest.mark.parametrize("width", [80, 40])
+def test_ps_of_a_pool_with_a_long_name_still_shows_every_column(monkeypatch, width: int) -> None:
+    name = "a" * 63  # the longest name `start --name` takes
+    record = pools.PoolRecord(name=name, env="echo", provider="process", owner_pid=os.getpid(),
+                              workers=[{"index": 0, "address": "unix:///tmp/x.sock",
+                                        "pid": os.getpid()}])
+    monkeypatch.setattr(pools, "scan", lambda: ([record], []))
+    out = io.StringIO()
+    monkeypatch.setattr(ps, "console", Console(file=out, width=width, highlight=False))
+    assert ps._ps(argparse.Namespace(json=False, workers=False)) == 0
+    printed = out.getvalue()
+    # Fitted to the width, the other columns were squeezed to nothing, headers and all.
+    [row] = [line for line in printed.splitlines() if name in line]
+    for value in ("echo", "process", "1/1 up", str(os.getpid())):
+        assert value in row, printed
+    for header in ("provider", "workers", "owner pid"):
+        assert header in printed, printed
