@@ -531,11 +531,20 @@ def ensure_base(client: Any, progress: Progress = lambda _: None) -> tuple[str, 
     Raises:
         ProviderUnavailableError: No base can be had (message says why and how to fix it).
     """
-    import docker.errors
-
     found = _present_base(client)
     if found:
         return found
+    # Two trainers (or a trainer and `openenv-gym build`) on an engine with no base: the
+    # second waits for the first's base and finds it, instead of a second mmdebstrap run
+    # beside it whose import leaves the first base untagged (a dangling copy of ~270 MB).
+    with _tag_lock(local_base_tag(), progress):
+        return _present_base(client) or _fetch_base(client, progress)
+
+
+def _fetch_base(client: Any, progress: Progress) -> tuple[str, str]:
+    """Pull the configured base image, else build the local Debian base (see :func:`ensure_base`)."""
+    import docker.errors
+
     configured = base_candidates()[0]
     progress(f"pulling {configured}")
     try:
