@@ -559,13 +559,44 @@ def _fetch_base(client: Any, progress: Progress) -> tuple[str, str]:
         raise ProviderUnavailableError(f"cannot pull {configured} and {script} is missing: "
                                        "reinstall openenv-gym, or set OPENENV_GYM_BASE_IMAGE")
     started = time.monotonic()
-    proc = subprocess.run(["bash", str(script), tag], capture_output=True, text=True)
+    proc = _run_as_group(["bash", str(script), tag])
     if proc.returncode != 0:
         raise ProviderUnavailableError(
             f"building the local base image {tag} failed (mmdebstrap/debootstrap need the Debian "
             f"mirror and usually root; apt-get install mmdebstrap):\n{proc.stderr.strip()[-2000:]}")
     progress(f"built base {tag} in {time.monotonic() - started:.0f} s")
     return tag, client.images.get(tag).id
+
+
+def _run_as_group(cmd: list[str], grace: float = 30.0) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd`` (output captured) in a process group of its own, which an interrupt of
+    this process (Ctrl-C, KeyboardInterrupt) ends as a whole.
+
+    ``subprocess.run`` kills only the child it started: build-base.sh's ``mmdebstrap | docker
+    import`` then ran on orphaned and tagged a base behind the user's back (or beside the one
+    a retry built). The group gets SIGINT, on which mmdebstrap removes its root folder and
+    ``docker import`` drops the upload, then SIGKILL after ``grace`` seconds or a second
+    interrupt.
+    """
+    import signal
+
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          process_group=0) as proc:
+        try:
+            out, err = proc.communicate()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                try:
+                    proc.communicate(timeout=grace)  # until every member closed the pipes
+                except BaseException:  # past the grace, or interrupted again
+                    # Only then: once the group ended, its id may be another process's.
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    raise
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 # ---------------------------------------------------------------- env images
