@@ -62,7 +62,7 @@ def _build(args: argparse.Namespace) -> int:
     table = Table(title="openenv_gym images")
     for col in ("env", "image", "size", "time", "status"):
         table.add_column(col)
-    failed = 0
+    failed: list[tuple[str, str]] = []
     with Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[env]:<8}"),
                   TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=False) as progress:
@@ -76,10 +76,12 @@ def _build(args: argparse.Namespace) -> int:
             try:
                 result = build_image(client, info, progress=say, no_cache=args.no_cache)
             except OpenEnvError as exc:
-                failed += 1
+                failed.append((info.name, str(exc)))
                 progress.update(task, description="[red]failed", total=1, completed=1)
+                # The first line only: a failed docker build's message goes on with the
+                # build's last lines, the failing step's output last (printed below).
                 table.add_row(info.name, "-", "-", f"{time.monotonic() - started:.1f} s",
-                              f"[red]failed: {escape(str(exc)[:300])}")
+                              f"[red]failed: {escape(str(exc).splitlines()[0][:300])}")
                 continue
             if args.prune:
                 prune_old(client, info, result.tag)
@@ -88,9 +90,11 @@ def _build(args: argparse.Namespace) -> int:
             table.add_row(info.name, result.tag, _size(result.size),
                           f"{time.monotonic() - started:.1f} s", status)
     CliConsole().print(table)
+    for name, message in failed:
+        error(f"{name}: {message}")
     if failed:
-        return error(f"{failed} of {len(infos)} images did not build (the table says why)",
-                     "fix what the table names, then build again; `openenv-gym doctor` "
+        return error(f"{len(failed)} of {len(infos)} images did not build (the errors above "
+                     "say why)", "fix what they name, then build again; `openenv-gym doctor` "
                      "checks the engine")
     return 0
 
