@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -34,6 +35,12 @@ class CliConsole(Console):
     Rich exits 1 on a closed pipe, which is ``doctor``'s "the core does not work";
     :func:`openenv_gym.cli.main` turns the :class:`BrokenPipeError` into exit 141.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Text is printed as it is: rich's emoji codes turned a name the user typed, or a failed
+        # build's Dockerfile line ("openenv:x:10001:..."), into "openenv❌10001:...".
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def on_broken_pipe(self) -> None:
         self.quiet = True  # as rich does: nothing more is written to a pipe nobody reads

@@ -45,3 +45,13 @@ def test_doctor_table_names_the_extra_to_install(
     monkeypatch.setattr(doctor, "run_checks", lambda port=8000: [check])
     doctor._doctor(argparse.Namespace(json=False, port=8000))
     assert "pip install 'openenv-gym[atari]'" in capsys.readouterr().out
+
+
+def test_text_that_reads_as_an_emoji_code_is_printed_as_it_is() -> None:
+    # A name the user typed, or a failed build's Dockerfile line ("openenv:x:10001:...") came
+    # out with rich's emoji in place of ":x:" and ":smile:": "no pool named 'a❌b'".
+    from tests.cli.cli_helpers import run
+
+    out = run("logs", "a:x:b:smile:c")
+    assert out.returncode != 0
+    assert "'a:x:b:smile:c'" in out.stderr, out.stderr
