@@ -680,7 +680,8 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
         raise ProviderUnavailableError(missing)
     import docker.errors
 
-    with _build_lock:  # threads of one provider starting n workers build once
+    # Threads of one provider starting n workers build once.
+    with _build_lock, _engine_failures(info.name):
         started = time.monotonic()
         base = ensure_base(client, progress)
         reqs = requirements(info)
@@ -711,6 +712,30 @@ def build_image(client: Any, info: EnvInfo, progress: Progress = lambda _: None,
             image = client.images.get(tag)
             return BuildResult(info.name, tag, image.attrs.get("Size", 0),
                                time.monotonic() - started, True)
+
+
+@contextlib.contextmanager
+def _engine_failures(env: str) -> Iterator[None]:
+    """Turn the Docker engine failing mid-build (stopped or crashed: the build's stream cut
+    off; refusing a request) into a :class:`ProviderUnavailableError` that says what to do.
+
+    The build is the longest the trainer talks to the engine (a minute and more on a first
+    run): an engine that died in it raised urllib3's bare ``ProtocolError`` out of
+    ``gym.make``, and ``openenv-gym build`` a traceback.
+    """
+    import docker.errors
+    import requests.exceptions
+    import urllib3.exceptions
+
+    try:
+        yield
+    except (docker.errors.DockerException, requests.exceptions.RequestException,
+            urllib3.exceptions.HTTPError) as exc:
+        raise ProviderUnavailableError(
+            f"the Docker engine failed while building the image of env {env!r} "
+            f"({type(exc).__name__}: {str(exc)[:300]}); check that it runs and has disk space "
+            f"(`docker info`, `docker system df`), then build again: `openenv-gym build {env}`"
+        ) from None
 
 
 @contextlib.contextmanager
