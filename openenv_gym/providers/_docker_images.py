@@ -745,8 +745,14 @@ def _tag_lock(tag: str, progress: Progress) -> Iterator[None]:
     import fcntl
 
     folder = cache_dir() / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / (re.sub(r"[^A-Za-z0-9_.-]", "_", tag) + ".lock"), "a") as f:
+    try:  # the first write of a build into the cache
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / (re.sub(r"[^A-Za-z0-9_.-]", "_", tag) + ".lock"), "a")
+    except OSError as exc:  # was a bare FileNotFoundError/PermissionError traceback
+        raise ProviderUnavailableError(
+            f"cannot write the image build cache {cache_dir()} ({exc.strerror or exc}): set "
+            "OPENENV_GYM_CACHE to a folder you can write") from None
+    with lock as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -34,3 +34,15 @@ def test_a_failed_build_shows_the_failing_steps_output(tmp_path: Path) -> None:
     assert out.returncode == 1, out.stderr
     assert "returned a non-zero code: 3" in out.stdout + out.stderr
     assert "wheel-mismatch-detail" in out.stdout + out.stderr  # was cut away
+
+
+def test_a_cache_folder_that_cannot_be_made_is_named_with_the_fix(tmp_path: Path) -> None:
+    # A cache under a file (or in a read-only home) ended `openenv-gym build` (and a first
+    # gym.make) in a FileNotFoundError/NotADirectoryError traceback.
+    require_docker()
+    (tmp_path / "file").write_text("")
+    out = run("build", "echo", env={"OPENENV_GYM_CACHE": str(tmp_path / "file" / "cache")},
+              timeout=900)
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
+    assert "OPENENV_GYM_CACHE" in out.stdout + out.stderr
