@@ -24,7 +24,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from openenv_gym.cli._args import exit_codes, non_negative_int
-from openenv_gym.cli._ui import FAILED, USAGE, CliConsole, error
+from openenv_gym.cli._ui import FAILED, USAGE, CliConsole, error, print_table
 from openenv_gym.errors import OpenEnvError
 
 __all__ = ["register", "containers_table"]
@@ -140,7 +140,7 @@ def _ps(args: argparse.Namespace) -> int:
         image = c.attrs.get("Config", {}).get("Image", "")
         rows.append((c.name, c.labels.get(LABEL_ENV, ""), c.labels.get(LABEL_POOL, ""), owner,
                      c.status, image))
-    CliConsole().print(containers_table(rows))
+    print_table(containers_table(rows), CliConsole())
     return 0
 
 

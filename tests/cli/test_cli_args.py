@@ -125,12 +125,17 @@ def test_start_on_a_taken_web_port_exits_one_before_any_worker_starts() -> None:
     assert "fix:" in out.stderr and "docker" not in out.stderr.lower()
 
 
-def test_docker_ps_keeps_long_container_names_whole() -> None:
+@pytest.mark.parametrize("width", [80, 40])
+def test_docker_ps_keeps_long_container_names_whole(width: int) -> None:
+    from openenv_gym.cli._ui import print_table
     from openenv_gym.cli.docker import containers_table
 
-    name = "openenv-gym-32319-dk-5f3a9c-docker-w12"
+    name = "openenv-gym-32319-dk-5f3a9c-docker-w12-" + "x" * 40  # a pool named at --name's limit
     rows = [(name, "echo", "dk-5f3a9c", "32319 (gone)", "running",
              "openenv-gym/echo:0123456789abcdef0123456789abcdef")]
     out = io.StringIO()
-    Console(file=out, width=80).print(containers_table(rows))
+    print_table(containers_table(rows), Console(file=out, width=width))
     assert name in out.getvalue(), out.getvalue()
+    # Fitted to the width, the other columns were squeezed to nothing, headers and all.
+    for cell in ("env", "echo", "status", "running"):
+        assert cell in out.getvalue(), out.getvalue()
