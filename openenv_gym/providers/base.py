@@ -33,8 +33,10 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, ClassVar, Iterator, Protocol, Sequence, TypeVar
 
+from openenv_gym._numbers import is_finite, is_flag
 from openenv_gym.errors import (
     EnvServerError,
+    InvalidRequestError,
     OpenEnvError,
     ProviderUnavailableError,
     WorkerConnectionError,
@@ -45,7 +47,7 @@ from openenv_gym.protocol.startup import failure_in
 
 __all__ = ["Worker", "Provider", "stop_when_dropped", "track", "untrack", "naming_fd_limit",
            "wait_ready", "startup_error", "terminate", "env_kwargs_json", "run_together",
-           "RESTART_ATTEMPTS", "EXIT_GRACE"]
+           "checked_startup_timeout", "check_flags", "RESTART_ATTEMPTS", "EXIT_GRACE"]
 
 logger = logging.getLogger(__name__)
 
@@ -243,6 +245,41 @@ class Provider(abc.ABC):
                 with contextlib.suppress(Exception):
                     w.stop()
             raise
+
+
+def checked_startup_timeout(value: Any) -> float:
+    """``provider_options['startup_timeout']`` as seconds, checked when the provider is made.
+
+    Unchecked, ``"60"`` or None failed the first start as a bare ``TypeError`` ("unsupported
+    operand type(s) for +"), and 0 or -1 started a worker only to give it up at once, saying
+    to give it more time.
+
+    Raises:
+        InvalidRequestError: Not a positive, finite number.
+
+    Example:
+        >>> checked_startup_timeout(120)
+        120.0
+    """
+    if not (is_finite(value) and value > 0):
+        raise InvalidRequestError(f"provider_options['startup_timeout'] must be a positive, finite "
+                                  f"number of seconds (default 60), got {value!r}")
+    return float(value)
+
+
+def check_flags(**flags: Any) -> None:
+    """Refuse a provider's on/off option that is not ``True`` or ``False``: ``"no"`` or ``"False"``
+    from a config file is true to Python, and would turn on what it meant to turn off.
+
+    Raises:
+        InvalidRequestError: Naming the first such option.
+
+    Example:
+        >>> check_flags(fork=False, cgroups=True)
+    """
+    for name, value in flags.items():
+        if not is_flag(value):
+            raise InvalidRequestError(f"provider_options[{name!r}] must be True or False, got {value!r}")
 
 
 def run_together(calls: Sequence[Callable[[], _T]], stop_at_error: bool = False,

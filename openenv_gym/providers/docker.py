@@ -34,7 +34,9 @@ from openenv_gym.protocol.startup import server_argv
 from openenv_gym.providers import _docker_owner as owner
 from openenv_gym.providers._docker_hardening import container_options, with_own_uid
 from openenv_gym.providers._docker_images import build_image, build_problem, env_code_missing, find_image
-from openenv_gym.providers.base import Provider, Worker, env_kwargs_json, track, untrack, wait_ready
+from openenv_gym.providers.base import (
+    Provider, Worker, check_flags, checked_startup_timeout, env_kwargs_json, track, untrack, wait_ready,
+)
 from openenv_gym.providers._runtime import (OWNER_FILE, check_socket_path, make_owned_folder,
                                            remove_folder, runtime_dir)
 
@@ -487,12 +489,13 @@ class DockerProvider(Provider):
     def __init__(self, auto_build: bool = True, image: str | None = None,
                  container_options: Mapping[str, Any] | None = None,
                  startup_timeout: float = 60.0) -> None:
+        self.startup_timeout = checked_startup_timeout(startup_timeout)
+        check_flags(auto_build=auto_build)
         docker = import_or_undo("docker")
 
         self.auto_build = auto_build
         self.image = image
         self.container_options = _checked_container_options(container_options)
-        self.startup_timeout = startup_timeout
         self.client = docker.from_env(timeout=120)
         self._images: dict[str, str] = {}
         self._image_lock = threading.Lock()

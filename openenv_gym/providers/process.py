@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from openenv_gym.catalog import get_env_info
@@ -40,8 +41,10 @@ from openenv_gym.providers._runtime import (
     runtime_dir,
     worker_environ,
 )
+from openenv_gym.errors import InvalidRequestError
 from openenv_gym.providers.base import (
-    Provider, Worker, env_kwargs_json, terminate, track, untrack, wait_ready,
+    Provider, Worker, check_flags, checked_startup_timeout, env_kwargs_json, terminate, track, untrack,
+    wait_ready,
 )
 
 __all__ = ["ProcessProvider", "ProcessWorker", "frozen"]
@@ -289,7 +292,13 @@ class ProcessProvider(Provider):
 
     def __init__(self, startup_timeout: float = 60.0, cgroups: bool = True, private_tmp: bool = True,
                  container_options: dict[str, Any] | None = None, fork: bool = True) -> None:
-        self.startup_timeout = startup_timeout
+        self.startup_timeout = checked_startup_timeout(startup_timeout)
+        check_flags(cgroups=cgroups, private_tmp=private_tmp, fork=fork)
+        if container_options is not None and not isinstance(container_options, Mapping):
+            # dict("x") said only "dictionary update sequence element #0 has length 1"
+            raise InvalidRequestError(f"provider_options['container_options'] must be a mapping of "
+                                      f"the docker provider's container options (such as "
+                                      f"{{'mem_limit': '2g'}}), got {container_options!r}")
         self.cgroups = cgroups
         self.private_tmp = private_tmp
         self.container_options = dict(container_options or {})
