@@ -32,6 +32,8 @@ import signal
 import time
 from typing import Any, Mapping
 
+from openenv_gym._numbers import is_finite, is_int
+from openenv_gym.errors import InvalidRequestError
 from openenv_gym.providers._docker_owner import pid_namespace, stat_fields
 
 __all__ = ["own_folders", "PREFIX", "WorkerCgroup", "for_env", "leave", "limits", "reap_stale", "support"]
@@ -74,12 +76,45 @@ def limits(options: Mapping[str, Any]) -> tuple[int | None, int | None]:
         (128, 1073741824)
     """
     pids = options.get("pids_limit")
-    memory = options.get("mem_limit")
-    if isinstance(memory, str):  # Docker's own notation: "512m", "1g", "1073741824"
-        text = memory.strip().lower()
-        unit = _UNITS.get(text[-1:], None)
-        memory = int(float(text[:-1]) * unit) if unit else int(text)
-    return (int(pids) if pids else None, int(memory) if memory else None)
+    if pids is not None and not is_int(pids):
+        raise InvalidRequestError(f"container_options['pids_limit'] must be a whole number of "
+                                  f"processes (0 or less: no limit, as Docker reads it), got {pids!r}")
+    # Docker reads a pids_limit of 0 or less as none; written to pids.max it was EINVAL.
+    return (int(pids) if pids is not None and pids > 0 else None, _memory_bytes(options.get("mem_limit")))
+
+
+def _memory_bytes(value: Any) -> int | None:
+    """A ``mem_limit`` in bytes, read as docker-py reads it (``1073741824``, ``"1g"``,
+    ``"512m"``, ``"512MB"``), so that the docker provider's options serve this one too; None
+    (or 0) for no limit.
+
+    Raises:
+        InvalidRequestError: Neither a number of bytes >= 0 nor that notation (``"lots"``, -5),
+            which failed as ``int()``'s bare ValueError, or writing it as the kernel's EINVAL.
+
+    Example:
+        >>> _memory_bytes("512MB"), _memory_bytes(None)
+        (536870912, None)
+    """
+    if value is None:
+        return None
+    number: Any = value
+    unit = 1
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text[-2:-1].isalpha() and text.endswith("b"):
+            text = text[:-1]  # docker-py's "512mb" is "512m"
+        if text[-1:] in _UNITS:
+            text, unit = text[:-1], _UNITS[text[-1:]]
+        try:
+            number = float(text)
+        except ValueError:
+            number = None
+    if not (is_finite(number) and number >= 0):
+        raise InvalidRequestError(f"container_options['mem_limit'] must be a number of bytes >= 0, "
+                                  f"or Docker's notation such as '2g' or '512m' (0 or None: no "
+                                  f"limit), got {value!r}")
+    return int(number * unit) or None
 
 
 def for_env(env: str, name: str, container_options: Mapping[str, Any] | None = None) -> "WorkerCgroup | None":

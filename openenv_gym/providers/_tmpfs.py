@@ -51,9 +51,20 @@ def spec_for_env(env: str, container_options: Mapping[str, Any] | None = None) -
     from openenv_gym.providers._docker_hardening import untrusted_options
 
     options = untrusted_options(env, container_options)
-    if options is None or not support()[0]:
+    if options is None:
         return None
-    return options.get("tmpfs", {}).get("/tmp")
+    tmpfs = options.get("tmpfs", {})
+    if isinstance(tmpfs, (list, tuple)) and all(isinstance(entry, str) for entry in tmpfs):
+        # docker-py's other form: ["/tmp:size=1g", "/workspace"]
+        tmpfs = dict((*entry.split(":", 1), "")[:2] for entry in tmpfs)
+    if not (isinstance(tmpfs, Mapping) and all(isinstance(spec, str) for spec in tmpfs.values())):
+        # .get() of a str was a bare AttributeError, naming no option
+        from openenv_gym.errors import InvalidRequestError
+
+        raise InvalidRequestError(f"container_options['tmpfs'] must map each folder to its tmpfs "
+                                  f"options, as docker-py takes it (such as {{'/tmp': "
+                                  f"'rw,size=1g'}}), got {tmpfs!r}")
+    return tmpfs.get("/tmp") if support()[0] else None
 
 
 @functools.lru_cache(maxsize=1)
