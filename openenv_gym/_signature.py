@@ -3,6 +3,7 @@ of env arguments, Gym-v0's and a provider's options all ask."""
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from typing import Iterable
 
@@ -25,3 +26,24 @@ def takes_any_keyword(parameters: Iterable[inspect.Parameter]) -> bool:
         True
     """
     return any(p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def did_you_mean(unknown: Iterable[str], names: Iterable[str], cutoff: float = 0.6) -> str:
+    """For each of ``unknown`` that looks like a misspelt one of ``names``, that name: what a
+    refusal of an argument adds, as Gymnasium's refusal of an env id does.
+
+    Args:
+        unknown: The names refused.
+        names: The names taken.
+        cutoff: How alike two names must be (:func:`difflib.get_close_matches`'s).
+
+    Returns:
+        ``"max_steps= for max_step="`` (joined by commas), or ``""`` when none is close.
+
+    Example:
+        >>> did_you_mean(["max_step", "colour"], ["max_steps", "frame_shape"])
+        'max_steps= for max_step='
+    """
+    names = list(names)
+    return ", ".join(f"{close[0]}= for {name}=" for name in unknown
+                     if (close := difflib.get_close_matches(name, names, n=1, cutoff=cutoff)))

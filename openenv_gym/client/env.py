@@ -38,6 +38,7 @@ from openenv_gym.client.kwargs import (
     keep_no_limit,
     merge_env_kwargs,
     name_misplaced_timeout,
+    name_misspelt_keywords,
     take_render_mode,
 )
 from openenv_gym.client.spec import call_timeout, read_spec, with_served_values
@@ -195,6 +196,7 @@ class RemoteEnv(gym.Env):
                     self.info.name, 1, dict(env_kwargs, **({"render_mode": render_mode} if render_mode else {})))
             except OpenEnvError as exc:
                 name_misplaced_timeout(exc, env_kwargs, "gym.make")
+                name_misspelt_keywords(exc, "gym.make", type(self))
                 raise
             self._stop_worker = stop_when_dropped(self, self._provider, [self._worker])
             address = self._worker.address

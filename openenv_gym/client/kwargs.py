@@ -15,18 +15,20 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from openenv_gym._numbers import is_int
+from openenv_gym._signature import did_you_mean, keyword_names
 from openenv_gym.errors import InvalidRequestError, OpenEnvError
 
 if TYPE_CHECKING:
     from gymnasium.envs.registration import EnvSpec
 
 __all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit", "add_time_limit",
-           "keep_no_limit", "name_misplaced_timeout", "NO_LIMIT"]
+           "keep_no_limit", "name_misplaced_timeout", "name_misspelt_keywords", "NO_LIMIT"]
 
 #: ``gym.make``'s ``max_episode_steps`` for no episode limit at all.
 NO_LIMIT = -1
@@ -76,6 +78,34 @@ def name_misplaced_timeout(exc: OpenEnvError, env_kwargs: Mapping[str, Any], mak
         return
     note = f"({given}= is {other}'s limit on each call's wait; {maker}'s is {own}=)"
     exc.args = (f"{exc}\n{note}",)  # the worker's own error type stays (an `except` still catches it)
+
+
+def name_misspelt_keywords(exc: OpenEnvError, maker: str, cls: type) -> None:
+    """Say in ``exc`` (the worker's refusal to make the env) which of the arguments it refused
+    look like misspelt keywords of the maker's own: ``gym.make(..., provder="process")``
+    reached the env and was refused with only "it takes max_steps, ...", which the worker,
+    knowing nothing of ``gym.make``, could not relate to ``provider=``.
+
+    Only arguments the refusal names (:attr:`~openenv_gym.errors.InvalidRequestError.unknown_arguments`)
+    count, and not the other API's timeout name (:func:`name_misplaced_timeout` explains it).
+
+    Args:
+        exc: The error starting the workers raised; changed in place.
+        maker: ``"gym.make"`` or ``"gym.make_vec"``.
+        cls: The class it builds (``RemoteEnv``, ``RemoteVectorEnv``), whose keywords count too.
+    """
+    import gymnasium
+
+    made_by = gymnasium.make if maker == "gym.make" else gymnasium.make_vec
+    names = {*keyword_names(inspect.signature(cls).parameters.values()),
+             *keyword_names(inspect.signature(made_by).parameters.values())} - {"id", "env"}
+    other_timeout = next(name for m, name in _CALL_TIMEOUT.items() if m != maker)
+    # Closer than the worker's guesses among the env's own names: max_step= is Echo's max_steps=
+    # misspelt far likelier than gym.make's max_episode_steps=.
+    guess = did_you_mean([name for name in exc.unknown_arguments if name != other_timeout], sorted(names),
+                         cutoff=0.75)
+    if guess:
+        exc.args = (f"{exc}\n(did you mean {guess}? {maker} takes that itself)",)  # its type and fields stay
 
 
 def take_render_mode(env_kwargs: dict[str, Any], render_mode: str | None) -> str | None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from openenv_gym._lazy import import_or_undo
-from openenv_gym._signature import keyword_names, takes_any_keyword
+from openenv_gym._signature import did_you_mean, keyword_names, takes_any_keyword
 from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 from openenv_gym.providers import _ray_fork  # noqa: F401  (marks forks of Ray users from the start)
 from openenv_gym.providers.base import Provider, Worker
@@ -135,11 +135,18 @@ def get_provider(name: str = "auto", untrusted: bool = False, **options: Any) ->
             raise TypeError(
                 f"provider_options {unknown} are options of neither provider 'auto' can pick; "
                 f"{cls.name} (picked here) takes: {', '.join(sorted(accepted or ()))}; "
-                f"{other} takes: {', '.join(sorted(elsewhere))}")
+                f"{other} takes: {', '.join(sorted(elsewhere))}{_guess(unknown, {*(accepted or ()), *elsewhere})}")
     if unknown:
         raise TypeError(f"provider_options {unknown} are not options of the {cls.name} provider; "
-                        f"it takes: {', '.join(sorted(accepted or ()))}")
+                        f"it takes: {', '.join(sorted(accepted or ()))}{_guess(unknown, accepted or ())}")
     return cls(**options)
+
+
+def _guess(unknown: list[str], names: Iterable[str]) -> str:
+    """`` (did you mean fork= for forkk=?)`` for the options that look like misspelt ones of
+    ``names``, else ``""``."""
+    guess = did_you_mean(unknown, sorted(names))
+    return f" (did you mean {guess}?)" if guess else ""
 
 
 def _options_of(name: str) -> set[str] | None:

@@ -22,7 +22,7 @@ from typing import Any, Callable, NoReturn
 
 from gymnasium import error as gym_error
 
-from openenv_gym._signature import keyword_names, takes_any_keyword
+from openenv_gym._signature import did_you_mean, keyword_names, takes_any_keyword
 from openenv_gym._stdout import stdout_to_devnull
 from openenv_gym._stop_flag import StopFlag
 from openenv_gym.catalog import EnvInfo, get_env_info, load_env_class
@@ -100,7 +100,9 @@ def build_service(env: str, env_kwargs: dict[str, Any] | None = None,
             # act on without parsing it: gym.make's step_timeout= is make_vec's timeout=.
             unknown = ([] if takes_any_keyword(signature.parameters.values())
                        else [name for name in kwargs if name not in accepted])
-            raise InvalidRequestError(f"{what}: {exc}; it takes {', '.join(accepted) or 'no arguments'}",
+            guess = did_you_mean(unknown, accepted)
+            raise InvalidRequestError(f"{what}: {exc}; it takes {', '.join(accepted) or 'no arguments'}"
+                                      + (f" (did you mean {guess}?)" if guess else ""),
                                       unknown_arguments=unknown) from None
     try:
         return EnvService(lambda: cls(**kwargs), env_name=info.name, max_sessions=max_sessions,

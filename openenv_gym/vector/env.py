@@ -47,6 +47,7 @@ from openenv_gym.client.kwargs import (
     keep_no_limit,
     merge_env_kwargs,
     name_misplaced_timeout,
+    name_misspelt_keywords,
     take_render_mode,
 )
 from openenv_gym.client.spec import call_timeout, read_spec, with_served_values
@@ -286,6 +287,7 @@ class RemoteVectorEnv(VectorEnv):
                                     timeout=self.step_timeout)
         except OpenEnvError as exc:
             name_misplaced_timeout(exc, kwargs, "gym.make_vec")
+            name_misspelt_keywords(exc, "gym.make_vec", type(self))
             raise
         try:
             spec = self._pool.request(0, ops.spec())["spec"]
