@@ -34,6 +34,7 @@ from openenv_gym.catalog import get_env_info
 from openenv_gym.client.kwargs import (
     NO_LIMIT,
     add_time_limit,
+    gym_make_shows_human,
     gym_make_time_limit,
     keep_no_limit,
     merge_env_kwargs,
@@ -164,6 +165,7 @@ class RemoteEnv(gym.Env):
         render_mode = take_render_mode(env_kwargs, render_mode)
         self.info = get_env_info(env)
         asked_limit = gym_make_time_limit(self)
+        shows_human = gym_make_shows_human(self)
         if base_url is None:  # an attached server's env has the arguments it was served with
             add_time_limit(env_kwargs, self.info.time_limit_kwarg, asked_limit)
             self._made_without_limit = asked_limit == NO_LIMIT
@@ -197,6 +199,12 @@ class RemoteEnv(gym.Env):
             except OpenEnvError as exc:
                 name_misplaced_timeout(exc, env_kwargs, "gym.make")
                 name_misspelt_keywords(exc, "gym.make", type(self))
+                if shows_human and isinstance(exc, InvalidRequestError):
+                    # The worker refused 'rgb_array', a mode the caller never gave.
+                    exc.args = (f"{exc}\n(gym.make asked the env for render_mode='rgb_array' for your "
+                                "render_mode='human', to show its frames in a window of yours "
+                                "(Gymnasium's HumanRendering): an env that draws no rgb_array "
+                                "frames cannot be shown so; use a render mode it takes)",)
                 raise
             self._stop_worker = stop_when_dropped(self, self._provider, [self._worker])
             address = self._worker.address

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from gymnasium.envs.registration import EnvSpec
 
 __all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit", "add_time_limit",
-           "keep_no_limit", "name_misplaced_timeout", "name_misspelt_keywords", "NO_LIMIT"]
+           "keep_no_limit", "name_misplaced_timeout", "name_misspelt_keywords", "gym_make_shows_human",
+           "NO_LIMIT"]
 
 #: ``gym.make``'s ``max_episode_steps`` for no episode limit at all.
 NO_LIMIT = -1
@@ -153,13 +154,8 @@ def gym_make_time_limit(env: object) -> int | None:
         >>> gym_make_time_limit(object()) is None   # not built by gym.make
         True
     """
-    from gymnasium.envs.registration import make
-
-    frame = sys._getframe(1)
-    # Past env's own constructors (a subclass's __init__ calling its base's) to their caller.
-    while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is env:
-        frame = frame.f_back
-    if frame is None or frame.f_code is not make.__code__:
+    frame = _gym_make_frame(env)
+    if frame is None:
         return None
     steps = frame.f_locals.get("max_episode_steps")
     if is_int(steps, NO_LIMIT, NO_LIMIT):
@@ -167,6 +163,34 @@ def gym_make_time_limit(env: object) -> int | None:
     if steps is None:
         steps = getattr(frame.f_locals.get("env_spec"), "max_episode_steps", None)
     return int(steps) if is_int(steps, 1) else None
+
+
+def gym_make_shows_human(env: object) -> bool:
+    """Whether the ``gym.make`` call now building ``env`` was asked for ``render_mode="human"``
+    and passed ``"rgb_array"`` on instead, to show those frames in a window of its own
+    (Gymnasium's ``HumanRendering``; read off its frame as :func:`gym_make_time_limit` reads
+    its limit): a refusal of that mode is then of a mode the caller never gave.
+
+    Args:
+        env: The env whose ``__init__`` (or a subclass's, calling it) is running.
+
+    Example:
+        >>> gym_make_shows_human(object())   # not built by gym.make
+        False
+    """
+    frame = _gym_make_frame(env)
+    return frame is not None and frame.f_locals.get("apply_human_rendering") is True
+
+
+def _gym_make_frame(env: object) -> Any:
+    """The frame of the ``gym.make`` call whose env creator is ``env``'s ``__init__``, or None."""
+    from gymnasium.envs.registration import make
+
+    frame = sys._getframe(2)  # the caller of gym_make_time_limit / gym_make_shows_human
+    # Past env's own constructors (a subclass's __init__ calling its base's) to their caller.
+    while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is env:
+        frame = frame.f_back
+    return frame if frame is not None and frame.f_code is make.__code__ else None
 
 
 def add_time_limit(env_kwargs: dict[str, Any], time_limit_kwarg: str | None, steps: int | None) -> None:

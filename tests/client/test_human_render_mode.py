@@ -32,3 +32,19 @@ def test_gym_make_human_still_renders_served_frames(monkeypatch: pytest.MonkeyPa
         env.step(np.int64(0))
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("env_id", ["OpenEnv/Echo-v0", "OpenEnv/Git-v0"])
+def test_gym_make_human_of_an_env_without_frames_names_the_mode_asked(env_id: str) -> None:
+    # gym.make passes 'rgb_array' on for 'human'; the refusal named only that mode, which
+    # the caller never gave ("render_mode='rgb_array' is not one of ['ansi']").
+    with pytest.raises(InvalidRequestError) as raised:
+        gym.make(env_id, provider="process", render_mode="human")
+    text = str(raised.value)
+    assert "for your render_mode='human'" in text and "HumanRendering" in text, text
+
+
+def test_a_refused_rgb_array_asked_by_the_caller_gets_no_note() -> None:
+    with pytest.raises(InvalidRequestError) as raised:
+        gym.make("OpenEnv/Echo-v0", provider="process", render_mode="rgb_array")
+    assert "render_mode='human'" not in str(raised.value)
