@@ -490,8 +490,10 @@ class RemoteVectorEnv(VectorEnv):
                                       f"got {seed!r}")
         seeds = list(seed)
         if len(seeds) != self.num_envs:
-            raise ValueError(f"If seeds are passed as a list the length must match "
-                             f"num_envs={self.num_envs} but got length={len(seeds)}.")
+            # Gymnasium's words, and its ValueError, as one of ours (``except OpenEnvError`` missed it).
+            raise InvalidRequestError(f"If seeds are passed as a list the length must match "
+                                      f"num_envs={self.num_envs} but got length={len(seeds)}: give "
+                                      f"one seed (or None) per env, or one int (env i gets seed + i)")
         for i in indices:  # that of an env reset_mask leaves out is ignored, as by SyncVectorEnv
             if seeds[i] is not None and not isinstance(seeds[i], (int, np.integer)):
                 # int() would take 1.7 as 1 and "3" as 3, where Gymnasium refuses both.

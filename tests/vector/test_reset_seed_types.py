@@ -33,3 +33,18 @@ def test_seed_of_the_wrong_type_is_named_and_the_env_stays_usable() -> None:
         np.testing.assert_array_equal(envs.reset(seed=[True, None])[0][0], envs.reset(seed=1)[0][0])
     finally:
         envs.close()
+
+
+def test_a_seed_list_of_the_wrong_length_is_one_of_ours_and_nothing_is_reset() -> None:
+    # A bare ValueError (Gymnasium's words): `except OpenEnvError` missed it.
+    envs = gym.make_vec("OpenEnv/Gym-v0", num_envs=2, env_id="CartPole-v1", provider="process")
+    try:
+        envs.reset(seed=0)
+        first = envs.step(np.zeros(2, dtype=np.int64))[0]
+        envs.reset(seed=0)
+        with pytest.raises(InvalidRequestError, match=r"length must match num_envs=2 but got length=3: give one seed"):
+            envs.reset(seed=[0, 1, 2])
+        # Nothing was reset: the episodes go on as if the call had not been made.
+        np.testing.assert_array_equal(envs.step(np.zeros(2, dtype=np.int64))[0], first)
+    finally:
+        envs.close()
