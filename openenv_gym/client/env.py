@@ -40,6 +40,7 @@ from openenv_gym.client.kwargs import (
     merge_env_kwargs,
     name_misplaced_timeout,
     name_misspelt_keywords,
+    name_vector_keywords,
     take_render_mode,
 )
 from openenv_gym.client.spec import call_timeout, read_spec, with_served_values
@@ -199,6 +200,7 @@ class RemoteEnv(gym.Env):
             except OpenEnvError as exc:
                 name_misplaced_timeout(exc, env_kwargs, "gym.make")
                 name_misspelt_keywords(exc, "gym.make", type(self))
+                name_vector_keywords(exc)
                 if shows_human and isinstance(exc, InvalidRequestError):
                     # The worker refused 'rgb_array', a mode the caller never gave.
                     exc.args = (f"{exc}\n(gym.make asked the env for render_mode='rgb_array' for your "

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from gymnasium.envs.registration import EnvSpec
 
 __all__ = ["merge_env_kwargs", "take_render_mode", "gym_make_time_limit", "add_time_limit",
-           "keep_no_limit", "name_misplaced_timeout", "name_misspelt_keywords", "gym_make_shows_human",
-           "NO_LIMIT"]
+           "keep_no_limit", "name_misplaced_timeout", "name_misspelt_keywords", "name_vector_keywords",
+           "gym_make_shows_human", "NO_LIMIT"]
 
 #: ``gym.make``'s ``max_episode_steps`` for no episode limit at all.
 NO_LIMIT = -1
@@ -107,6 +107,30 @@ def name_misspelt_keywords(exc: OpenEnvError, maker: str, cls: type) -> None:
                          cutoff=0.75)
     if guess:
         exc.args = (f"{exc}\n(did you mean {guess}? {maker} takes that itself)",)  # its type and fields stay
+
+
+def name_vector_keywords(exc: OpenEnvError) -> None:
+    """Say in ``exc`` (a single env's worker refusing its arguments) which of them are
+    ``gym.make_vec``'s own (``envs_per_worker=``, ``on_worker_error=``): given to ``make_vec``
+    with ``vectorization_mode="sync"`` or ``"async"`` (RLlib's default), each sub-env is a
+    ``gym.make`` that passes them on to the env, which refused them with only "it takes
+    max_steps, ...". (``step_timeout=`` has :func:`name_misplaced_timeout`'s note.)
+
+    Args:
+        exc: The error starting the worker raised; changed in place.
+    """
+    from openenv_gym.client.env import RemoteEnv
+    from openenv_gym.vector.env import RemoteVectorEnv
+
+    single = set(keyword_names(inspect.signature(RemoteEnv).parameters.values()))
+    vector = keyword_names(inspect.signature(RemoteVectorEnv).parameters.values())
+    given = [name for name in exc.unknown_arguments
+             if name in vector and name not in single and name != _CALL_TIMEOUT["gym.make_vec"]]
+    if given:
+        names = ", ".join(f"{name}=" for name in given)
+        exc.args = (f"{exc}\n({names} {'is' if len(given) == 1 else 'are'} gym.make_vec's own, with its "
+                    "default vectorization_mode; with vectorization_mode='sync' or 'async' each env "
+                    "is made by gym.make, which passes on the env's arguments only)",)
 
 
 def take_render_mode(env_kwargs: dict[str, Any], render_mode: str | None) -> str | None:
