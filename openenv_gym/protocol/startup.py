@@ -22,11 +22,17 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Sequence
+from typing import Any, Sequence
 
 from openenv_gym.errors import OpenEnvError, ProtocolError, error_from_wire, error_to_wire
 
-__all__ = ["failure_in", "failure_line", "parse_ready", "ready_line", "server_argv"]
+__all__ = ["failure_in", "failure_line", "parse_ready", "ready_line", "server_argv", "env_kwargs_from_json",
+           "TUPLE_KEY"]
+
+#: The one key of the JSON object a tuple among env kwargs travels as (JSON has arrays only):
+#: a local env gets ``frameskip=(2, 5)`` as the tuple it is, and ALE refuses a list ("Invalid
+#: frameskip type"). Written by :func:`~openenv_gym.providers.base.env_kwargs_json`.
+TUPLE_KEY = "__tuple__"
 
 _READY = "openenv-gym worker ready:"
 _FAILED = "openenv-gym worker failed:"
@@ -35,6 +41,20 @@ _FAILED = "openenv-gym worker failed:"
 #: ``__main__.py`` is argparse's own name for a ``-m`` module that names no ``prog``.
 _ARGS_REFUSED = re.compile(r"(?:openenv_gym\.server|__main__\.py): error: "
                            r"((?:unrecognized arguments|the following arguments are required): .*)")
+
+
+def env_kwargs_from_json(text: str) -> dict[str, Any]:
+    """The env kwargs a worker's ``--env-kwargs`` carries, their tuples tuples again.
+
+    Example:
+        >>> env_kwargs_from_json('{"frameskip": {"__tuple__": [2, 5]}, "tickers": ["A"]}')
+        {'frameskip': (2, 5), 'tickers': ['A']}
+    """
+    return json.loads(text, object_hook=_tuple_of)
+
+
+def _tuple_of(obj: dict[str, Any]) -> Any:
+    return tuple(obj[TUPLE_KEY]) if obj.keys() == {TUPLE_KEY} else obj
 
 
 def server_argv(env: str, kwargs_json: str, *, unix: str | None = None,

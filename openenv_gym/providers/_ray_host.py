@@ -8,7 +8,6 @@ Unix socket a small TCP relay exposes). The trainer's side is :mod:`openenv_gym.
 from __future__ import annotations
 
 import collections
-import json
 import os
 import secrets
 import shutil
@@ -21,7 +20,7 @@ from typing import Any
 import ray
 
 from openenv_gym.errors import WorkerError
-from openenv_gym.protocol.startup import parse_ready, server_argv
+from openenv_gym.protocol.startup import env_kwargs_from_json, parse_ready, server_argv
 from openenv_gym.providers.base import startup_error, terminate
 
 __all__ = ["ACTOR_NAME_PREFIX", "ServerHost", "actor_name"]
@@ -158,7 +157,7 @@ class ServerHost:
 
         docker = DockerProvider(**self.docker_options)
         docker.idle_timeout = self.idle_timeout
-        [self.container] = docker.start(self.env, 1, json.loads(self.kwargs_json))
+        [self.container] = docker.start(self.env, 1, env_kwargs_from_json(self.kwargs_json))
         self.relay = _TcpRelay(self.host, self.container.address)
         self.address = self.relay.address
         return {"address": self.address, "local_address": self.container.address,

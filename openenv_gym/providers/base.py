@@ -43,7 +43,7 @@ from openenv_gym.errors import (
     WorkerError,
 )
 from openenv_gym.protocol.sockets import connect
-from openenv_gym.protocol.startup import failure_in
+from openenv_gym.protocol.startup import TUPLE_KEY, failure_in
 
 __all__ = ["Worker", "Provider", "stop_when_dropped", "track", "untrack", "naming_fd_limit",
            "wait_ready", "startup_error", "terminate", "env_kwargs_json", "run_together",
@@ -603,9 +603,21 @@ def env_kwargs_json(env_kwargs: dict[str, Any]) -> str:
                         "arrive as a str; key that mapping by str (and look it up so in the env), "
                         "or pass it as a list of (key, value) pairs")
     try:
-        return json.dumps(env_kwargs, default=_plain)
+        return json.dumps(_tuples_marked(env_kwargs), default=_plain)
     except TypeError as exc:
         raise TypeError(f"env kwargs must be JSON-serializable to reach a worker: {exc}") from None
+
+
+def _tuples_marked(value: Any) -> Any:
+    """``value`` with each tuple in it as ``{TUPLE_KEY: [...]}``, which the worker reads back as
+    the tuple (:func:`~openenv_gym.protocol.startup.env_kwargs_from_json`): JSON made it a list."""
+    if isinstance(value, tuple):
+        return {TUPLE_KEY: [_tuples_marked(item) for item in value]}
+    if isinstance(value, list):
+        return [_tuples_marked(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _tuples_marked(item) for key, item in value.items()}
+    return value
 
 
 def _key_not_text(value: Any, path: str) -> str | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import os
 import shutil
 import signal
@@ -34,7 +33,7 @@ from openenv_gym.errors import (
     UnknownEnvironmentError,
     env_error,
 )
-from openenv_gym.protocol.startup import failure_line, ready_line
+from openenv_gym.protocol.startup import env_kwargs_from_json, failure_line, ready_line
 from openenv_gym.providers._docker_owner import stat_fields
 from openenv_gym.server._pids import process_budget
 from openenv_gym.server.binary import BinaryServer
@@ -400,7 +399,7 @@ def main(argv: list[str] | None = None) -> None:
         mount_private_tmp(args.private_tmp, args.private_tmp_options or HARDENING["tmpfs"]["/tmp"])
     try:
         run_server(args.env, unix=args.unix, tcp_port=args.tcp_port, http_port=args.http_port,
-                   host=args.host, env_kwargs=json.loads(args.env_kwargs), owner_pid=args.owner_pid,
+                   host=args.host, env_kwargs=env_kwargs_from_json(args.env_kwargs), owner_pid=args.owner_pid,
                    owner_dir=args.owner_dir,
                    max_sessions=args.max_sessions, idle_timeout=args.idle_timeout or None)
     except OpenEnvError as exc:  # the env could not be made (build_service)

@@ -77,7 +77,7 @@ def test_a_mapping_with_keys_that_are_not_text_is_refused_by_name() -> None:
         env_kwargs_json({"size": 3, "opts": {"reward_map": {0: 1.0}}})
     with pytest.raises(TypeError, match=r"the key True of env_kwargs\['rows'\]\[1\]"):
         env_kwargs_json({"rows": [{"a": 1}, {True: 2}]})
-    assert env_kwargs_json({"m": {"0": 1.0}, "t": (1, 2)}) == '{"m": {"0": 1.0}, "t": [1, 2]}'
+    assert env_kwargs_json({"m": {"0": 1.0}, "t": [1, 2]}) == '{"m": {"0": 1.0}, "t": [1, 2]}'
 
 
 @pytest.mark.parametrize("make, given, note", [
