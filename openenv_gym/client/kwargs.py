@@ -101,12 +101,17 @@ def name_misspelt_keywords(exc: OpenEnvError, maker: str, cls: type) -> None:
     names = {*keyword_names(inspect.signature(cls).parameters.values()),
              *keyword_names(inspect.signature(made_by).parameters.values())} - {"id", "env"}
     other_timeout = next(name for m, name in _CALL_TIMEOUT.items() if m != maker)
+    refused = [name for name in exc.unknown_arguments if name != other_timeout]
     # Closer than the worker's guesses among the env's own names: max_step= is Echo's max_steps=
     # misspelt far likelier than gym.make's max_episode_steps=.
-    guess = did_you_mean([name for name in exc.unknown_arguments if name != other_timeout], sorted(names),
-                         cutoff=0.75)
-    if guess:
-        exc.args = (f"{exc}\n(did you mean {guess}? {maker} takes that itself)",)  # its type and fields stay
+    guess = did_you_mean([name for name in refused if name not in names], sorted(names), cutoff=0.75)
+    notes = [f"did you mean {guess}? {maker} takes that itself"] if guess else []
+    own = [f"{name}=" for name in refused if name in names]  # only env_kwargs= passes one on
+    if own:
+        notes.append(f"{', '.join(own)} {'is' if len(own) == 1 else 'are'} {maker}'s own: give "
+                     f"{'it' if len(own) == 1 else 'them'} as a keyword, not in env_kwargs")
+    if notes:
+        exc.args = (f"{exc}\n({'; '.join(notes)})",)  # its type and fields stay
 
 
 def name_vector_keywords(exc: OpenEnvError) -> None:

@@ -53,3 +53,14 @@ def test_the_env_s_own_name_is_not_taken_for_gym_make_s() -> None:
 def test_a_misspelt_provider_option_is_named() -> None:
     with pytest.raises(TypeError, match=r"\(did you mean fork= for forkk=\?\)"):
         gym.make("OpenEnv/Echo-v0", provider="process", provider_options={"forkk": False})
+
+
+@pytest.mark.parametrize("make, name", [(lambda **kw: gym.make("OpenEnv/Echo-v0", **kw), "timeout"),
+                                        (lambda **kw: gym.make_vec("OpenEnv/Echo-v0", 2, **kw), "envs_per_worker")])
+def test_the_maker_s_own_keyword_in_env_kwargs_is_named_as_such(make, name: str) -> None:
+    # It said "did you mean timeout= for timeout=?": only env_kwargs= passes the name on.
+    with pytest.raises(InvalidRequestError) as raised:
+        make(provider="process", env_kwargs={name: 5})
+    text = str(raised.value)
+    assert f"{name}= is gym.make" in text and "as a keyword, not in env_kwargs" in text, text
+    assert "did you mean" not in text, text
