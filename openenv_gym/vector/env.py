@@ -39,6 +39,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector.utils import batch_space
 
+from openenv_gym._numbers import is_flag
 from openenv_gym.catalog import get_env_info
 from openenv_gym.client.env import RemoteEnv, ServedGenerator, check_render_mode, not_copyable
 from openenv_gym.client.kwargs import (
@@ -263,6 +264,13 @@ class RemoteVectorEnv(VectorEnv):
                                       "single env (gym.make(..., base_url=...))")
         if on_worker_error not in ("restart", "raise"):
             raise InvalidRequestError(f"on_worker_error={on_worker_error!r}; use 'restart' or 'raise'")
+        # bool("False") is True: a string from a config file would flip the switch (and copy=None
+        # handed out views that the next step overwrites).
+        if not is_flag(copy):
+            raise InvalidRequestError(f"copy must be True or False, got {copy!r}")
+        if shared_memory is not None and not is_flag(shared_memory):
+            raise InvalidRequestError(f"shared_memory must be True, False or None (whenever the worker "
+                                      f"is on this host), got {shared_memory!r}")
         self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
         self.info = get_env_info(env)
         if envs_per_worker is None:
