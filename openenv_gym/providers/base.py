@@ -596,6 +596,7 @@ def env_kwargs_json(env_kwargs: dict[str, Any]) -> str:
         TypeError: A value is not JSON-serializable (it could not reach the worker), or a
             mapping among them has a key that is not text (JSON would turn ``1`` into ``"1"``,
             and the env would look its key up in vain).
+        InvalidRequestError: The JSON is longer than one argument of a command line may be.
     """
     where = _key_not_text(env_kwargs, "env_kwargs")
     if where is not None:
@@ -603,9 +604,21 @@ def env_kwargs_json(env_kwargs: dict[str, Any]) -> str:
                         "arrive as a str; key that mapping by str (and look it up so in the env), "
                         "or pass it as a list of (key, value) pairs")
     try:
-        return json.dumps(_tuples_marked(env_kwargs), default=_plain)
+        text = json.dumps(_tuples_marked(env_kwargs), default=_plain)
     except TypeError as exc:
         raise TypeError(f"env kwargs must be JSON-serializable to reach a worker: {exc}") from None
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size >= _MAX_ARGUMENT:
+        # Started, the worker failed as exec's bare OSError "Argument list too long: '.../python'".
+        raise InvalidRequestError(
+            f"env kwargs are {size} bytes as JSON, more than a worker's command line carries "
+            f"({_MAX_ARGUMENT - 1} bytes, Linux's limit on one argument); give a large value as a "
+            "file the env reads (FinRL's data_path=, Git's tasks_file=, a path of your own env's)")
+    return text
+
+
+#: Linux's MAX_ARG_STRLEN: the longest one argument of exec may be, its final NUL included.
+_MAX_ARGUMENT = 32 * 4096
 
 
 def _tuples_marked(value: Any) -> Any:
