@@ -570,7 +570,7 @@ except OSError as exc:
 
 
 @pytest.mark.docker
-def test_a_step_without_landlock_cannot_ptrace_the_worker_server():
+def test_a_step_without_landlock_cannot_ptrace_the_worker_server(client) -> None:
     """With confine=False only Docker's layer is left, and every process in the container
     has uid 10001: the step attached to its server with ptrace (and could open its memory),
     from where it could forge the reward and the replies the trainer decodes."""
