@@ -28,6 +28,24 @@ def _worker_alive(worker: dict) -> bool | None:
     return None  # containers and actors: their owner watches them
 
 
+def _uptime(seconds: float) -> str:
+    """How long a pool has run, in the two largest units, as ``docker ps`` says it ("Up 3
+    days"): a week-old pool's "604800 s" had to be divided out.
+
+    Example:
+        >>> _uptime(42.4), _uptime(750), _uptime(3 * 3600 + 120), _uptime(3 * 86400 + 7200)
+        ('42 s', '12 min', '3 h 2 min', '3 d 2 h')
+    """
+    s = int(max(seconds, 0))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
 def _ps(args: argparse.Namespace) -> int:
     records, unread = pools.scan()
     for problem in unread:  # on stderr: `ps --json` stays one JSON document
@@ -49,7 +67,7 @@ def _ps(args: argparse.Namespace) -> int:
         # A record is written when the name is taken, before the workers start (seconds).
         workers = f"{len(states) - down}/{len(states)} up" if states else "starting"
         table.add_row(r.name, r.env, r.provider, workers, str(r.owner_pid),
-                      f"{time.time() - r.started:.0f} s")
+                      _uptime(time.time() - r.started))
     print_table(table, console)
     for r in records:
         if r.web:

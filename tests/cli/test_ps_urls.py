@@ -45,3 +45,15 @@ def test_ps_of_a_pool_with_a_long_name_still_shows_every_column(monkeypatch, wid
         assert value in row, printed
     for header in ("provider", "workers", "owner pid"):
         assert header in printed, printed
+
+
+def test_ps_says_how_long_a_pool_has_run_in_days_and_hours(monkeypatch) -> None:
+    record = pools.PoolRecord(name="old", env="echo", provider="process", owner_pid=os.getpid(),
+                              workers=[{"index": 0, "address": "unix:///tmp/x.sock", "pid": os.getpid()}])
+    record.started -= 3 * 86400 + 2 * 3600 + 5  # started three days and two hours ago
+    monkeypatch.setattr(pools, "scan", lambda: ([record], []))
+    out = io.StringIO()
+    monkeypatch.setattr(ps, "console", Console(file=out, width=120, highlight=False))
+    assert ps._ps(argparse.Namespace(json=False, workers=False)) == 0
+    [row] = [line for line in out.getvalue().splitlines() if "old" in line]
+    assert "3 d 2 h" in row, out.getvalue()
