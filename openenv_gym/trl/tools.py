@@ -14,7 +14,8 @@ leased from an :class:`~openenv_gym.trl.pool.EnvPool`, on a sandboxed worker:
 
 :func:`tool_env_factory` picks the class for a pool. A failed call (timeout, crashed
 worker, refused action) raises, which TRL shows the model as the tool's error and counts
-as a tool failure; the episode then scores the pool's failure reward. Arguments that do not
+as a tool failure; the episode then scores the pool's failure reward. A failed ``reset``
+does not raise (it would end TRL's training step): the calls after it raise its failure. Arguments that do not
 fit the env's action (a number for ``command``, code past the size cap) raise
 :class:`~openenv_gym.errors.InvalidActionError` before anything is sent, and the episode
 goes on, as after a call missing its argument.
@@ -119,17 +120,23 @@ class EnvTools:
     def reset(self, **row: Any) -> Optional[str]:
         """Start a new episode for a dataset row (TRL passes the row's columns).
 
+        A reset that fails (the worker hung or crashed, and is replaced; the env refused the
+        row's options) does not raise: TRL calls ``reset`` outside its tool-error handling, so
+        an error here ended the whole training step. The failure is logged and counted as any
+        episode's, each tool call then raises it (the model is shown it) and
+        :meth:`get_reward` gives the failure reward.
+
         Returns:
-            The reset observation's text when :attr:`show_reset_observation`, else None.
+            The reset observation's text when :attr:`show_reset_observation` (the failure's,
+            when it failed), else None.
 
         Raises:
             KeyError: A column named in ``option_columns`` or ``seed_column`` is missing.
-            OpenEnvError: The reset failed (the worker is replaced when it crashed or hung).
         """
         out = self._episode.reset(self._task.options(row), self._task.seed(row))
         self._pool._count_episodes(1)
         if out.failure is not None:
-            raise _failure_error(out)
+            return f"\n\n{_failure_error(out)}" if self.show_reset_observation else None
         if not self.show_reset_observation:
             return None
         # TRL appends this to the prompt's last message without a separator.

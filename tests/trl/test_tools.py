@@ -68,6 +68,18 @@ def test_git_tool_poses_the_task_at_reset_and_scores_its_checks() -> None:
         assert env.get_reward() == 1.0
 
 
+def test_a_failed_reset_that_shows_its_observation_shows_the_failure_instead() -> None:
+    with EnvPool("git", num_workers=1, provider="process", task="suite", failure_reward=-1.0) as pool:
+        env = tool_env_factory(pool, option_columns=("task",))()
+        shown = env.reset(prompt="Do the task.", task="no-such-task")  # a dataset's typo
+        assert shown.startswith("\n\n") and "env_error" in shown and "no-such-task" in shown
+        with pytest.raises(OpenEnvError, match="env_error"):
+            env.shell("git status")
+        assert env.get_reward() == -1.0
+        assert "feature/login" in env.reset(prompt="Do the task.", task="create-branch")  # the worker is fine
+        assert env.outcome.failure is None
+
+
 def test_a_hung_call_raises_scores_the_failure_reward_and_model_time_is_not_env_time() -> None:
     with EnvPool("coding", num_workers=1, provider="process", episode_timeout=1.5,
                  failure_reward=-1.0) as pool:
@@ -96,10 +108,16 @@ def test_a_crash_and_a_refusal_raise_their_own_kinds_and_score_theirs() -> None:
         with pytest.raises(WorkerCrashedError, match="crash"):
             env.run_python(kill_parent)
         assert env.get_reward() is None and pool.workers[0].restarts == 1
+        # The env refuses the task: reset does not raise (TRL calls it outside its tool-error
+        # handling: the training step would end); the tool call does, and the episode scores it.
+        assert env.reset(prompt="p", problem=999) is None
         with pytest.raises(OpenEnvError, match="problem") as refused:
-            env.reset(prompt="p", problem=999)  # the env refuses the task: the worker is fine
+            env.run_python("print(1)")
         assert not isinstance(refused.value, WorkerError) and "env_error" in str(refused.value)
         assert env.get_reward() == -0.5 and pool.workers[0].restarts == 1
+        assert pool.stats["env_error"] == 1
+        env.reset(prompt="p", problem=PROBLEM)  # the worker was fine all along
+        assert env.outcome.failure is None
 
 
 def test_envs_without_a_tool_env_are_refused_with_the_alternatives() -> None:
