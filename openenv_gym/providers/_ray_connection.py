@@ -153,11 +153,11 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
             # Its users' workers went with it (their next call says so); start a fresh one.
             _shutdown_broken(what)
         if not ray.is_initialized():
-            _check_reachable(address)
+            loopback_only = _check_reachable(address)
             kwargs = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
             try:
                 local = _starts_local_ray(address)
-                with _interrupts_held(local) as interrupted, _on_loopback(local):
+                with _interrupts_held(local) as interrupted, _on_loopback(local or loopback_only):
                     _on_a_lasting_thread(lambda: ray.init(address=address, **kwargs))
                 if interrupted:
                     raise KeyboardInterrupt
@@ -276,7 +276,9 @@ def _on_loopback(local: bool) -> Iterator[None]:
     does: on Linux Ray binds its GCS, raylet and workers to all interfaces, unauthenticated.
     Its processes inherit the variable (they are started here); ``os.environ`` and Ray's
     constant are restored after, so a later ``ray start --address`` from this process or its
-    children still joins a real cluster."""
+    children still joins a real cluster. Joining a cluster that listens on loopback only
+    (``local`` then too, see :func:`_check_reachable`) takes the same switch: this process's
+    Ray then dials 127.0.0.1 rather than this machine's own IP."""
     if not local or _CLUSTER_VAR in os.environ:  # the user's own choice stands
         yield
         return
@@ -292,18 +294,42 @@ def _on_loopback(local: bool) -> Iterator[None]:
         ray_constants.ENABLE_RAY_CLUSTER = before
 
 
-def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
+def _check_reachable(address: str | None, timeout: float = 3.0) -> bool:
     """Refuse at once a ``host:port`` (or ``ray://host:port``) nothing listens on: Ray itself
-    retries such an address for minutes before it gives up."""
+    retries such an address for minutes before it gives up.
+
+    Returns:
+        Whether ``address`` is a loopback one (``127.0.0.1:PORT``) of a cluster that listens
+        on loopback only (as a Ray this package starts does, or one started with
+        ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``): Ray dials this machine's own IP for a
+        loopback address, where nothing answers, and then retried for many minutes, ignoring
+        SIGTERM; :func:`_on_loopback` keeps it on loopback instead.
+    """
     match = re.fullmatch(r"(?:ray://)?\[?([\w.:-]+?)\]?:(\d+)", address or "")
     if match is None:
-        return  # None, "auto", "local": Ray's own lookups answer at once
+        return False  # None, "auto", "local": Ray's own lookups answer at once
+    host, port = match[1], int(match[2])
     try:
-        socket.create_connection((match[1], int(match[2])), timeout=timeout).close()
+        socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:
         raise ProviderUnavailableError(
             f"no Ray cluster answers at {address!r}: {exc}; start one there (`ray start "
             "--head`), or pass address=None to start a local one") from None
+    from ray._private import services
+
+    # Ray Client (ray://) connects to the address as given; so does a Ray already told to
+    # stay on loopback, whose node IP is 127.0.0.1.
+    if address.startswith("ray://") or not services.is_localhost(host):
+        return False
+    try:
+        node_ip = services.get_node_ip_address()  # what Ray dials instead (127.0.0.1 if told so)
+    except Exception:  # noqa: BLE001 - Ray's private lookup changed: let Ray dial as it does
+        return False
+    try:
+        socket.create_connection((node_ip, port), timeout=timeout).close()
+    except OSError:
+        return True
+    return False
 
 
 def _others_use_ray(wait: float = 2.0) -> bool:
