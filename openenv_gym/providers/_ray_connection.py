@@ -169,10 +169,15 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
                     ray.shutdown()
                 if not isinstance(exc, ConnectionError):
                     raise
-                # address="auto" with no cluster running
+                # address="auto" with no cluster running; or one that answers but refuses
+                # this process (its token): Ray's message then only says "Failed to connect",
+                # and why is in what it chained (e.g. an AuthenticationError saying how to
+                # give this process the cluster's token).
+                why = f"{exc} ({cause(exc.__cause__)})" if exc.__cause__ is not None else str(exc)
                 raise ProviderUnavailableError(
-                    f"cannot connect to the Ray cluster at {address!r}: {exc}; start it "
-                    "(`ray start --head`), or pass address=None to start a local one") from None
+                    f"cannot connect to the Ray cluster at {address!r}: {why}; start it if it "
+                    "does not run (`ray start --head`), or pass address=None to start a local "
+                    "one") from None
             # The users of a Ray of ours that the user shut down went with it.
             _our_session, _connection_users, _we_started = ray_session(), 0, local
             _started_pid = os.getpid()
