@@ -300,8 +300,9 @@ def _on_loopback(local: bool) -> Iterator[None]:
 
 
 def _check_reachable(address: str | None, timeout: float = 3.0) -> bool:
-    """Refuse at once a ``host:port`` (or ``ray://host:port``) nothing listens on: Ray itself
-    retries such an address for minutes before it gives up.
+    """Refuse at once a ``host:port`` (or ``ray://host:port``) nothing listens on, given or
+    (for None and ``"auto"``) in ``RAY_ADDRESS``: Ray itself retries such an address for
+    minutes before it gives up.
 
     Returns:
         Whether ``address`` is a loopback one (``127.0.0.1:PORT``) of a cluster that listens
@@ -310,6 +311,11 @@ def _check_reachable(address: str | None, timeout: float = 3.0) -> bool:
         loopback address, where nothing answers, and then retried for many minutes, ignoring
         SIGTERM; :func:`_on_loopback` keeps it on loopback instead.
     """
+    given = address
+    if address in (None, "auto"):
+        # Ray's default then is RAY_ADDRESS when set (a shell's leftover, a job's): one that
+        # nothing answers at made ray.init retry for minutes too.
+        address = os.environ.get("RAY_ADDRESS") or address
     match = re.fullmatch(r"(?:ray://)?\[?([\w.:-]+?)\]?:(\d+)", address or "")
     if match is None:
         return False  # None, "auto", "local": Ray's own lookups answer at once
@@ -317,9 +323,11 @@ def _check_reachable(address: str | None, timeout: float = 3.0) -> bool:
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:
+        source, local = ((" (RAY_ADDRESS)", "unset RAY_ADDRESS or pass address='local'")
+                         if address != given else ("", "pass address=None"))
         raise ProviderUnavailableError(
-            f"no Ray cluster answers at {address!r}: {exc}; start one there (`ray start "
-            "--head`), or pass address=None to start a local one") from None
+            f"no Ray cluster answers at {address!r}{source}: {exc}; start one there (`ray start "
+            f"--head`), or {local} to start a local one") from None
     from ray._private import services
 
     # Ray Client (ray://) connects to the address as given; so does a Ray already told to

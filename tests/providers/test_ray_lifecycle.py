@@ -190,6 +190,41 @@ def test_an_address_nothing_listens_on_is_refused_at_once() -> None:
     assert not ray.is_initialized()
 
 
+#: A trainer that leaves the address to Ray's default (argv[1]: None or "auto").
+_DEFAULT_ADDRESS_TRAINER = """
+import sys
+import gymnasium as gym
+import openenv_gym
+from openenv_gym.errors import ProviderUnavailableError
+
+address = None if sys.argv[1] == "None" else sys.argv[1]
+try:
+    gym.make("OpenEnv/Echo-v0", provider="ray", provider_options={"address": address})
+except ProviderUnavailableError as exc:
+    print("refused:", exc, flush=True)
+"""
+
+
+@pytest.mark.parametrize("address", ["None", "auto"])
+def test_a_ray_address_variable_nothing_listens_on_is_refused_at_once(address: str) -> None:
+    # Ray's default address is RAY_ADDRESS when set: one nothing answers at (a shell's
+    # leftover) made ray.init retry for minutes instead of being refused as a given one is.
+    import subprocess
+    import sys
+
+    env = dict(os.environ, RAY_ADDRESS="127.0.0.1:1", PYTHONPATH=os.pathsep.join(
+        filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")])))
+    try:
+        out = subprocess.run([sys.executable, "-c", _DEFAULT_ADDRESS_TRAINER, address], env=env,
+                             capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("RAY_ADDRESS=127.0.0.1:1, where nothing listens, was not refused: Ray retried it")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "refused: no Ray cluster answers at '127.0.0.1:1' (RAY_ADDRESS)" in out.stdout, (
+        out.stdout + out.stderr[-2000:])
+    assert "unset RAY_ADDRESS" in out.stdout, out.stdout
+
+
 #: Another driver's work on a cluster: a detached actor holding a CPU, left running as its
 #: driver (argv[1]: the cluster's address) exits.
 _OTHER_DRIVER = """
