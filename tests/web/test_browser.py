@@ -6,12 +6,13 @@ extra); Playwright drives the system browser, it never downloads one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -57,6 +58,24 @@ def _stop(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@contextlib.contextmanager
+def live_page(browser: Any, tmp_path: Any, *serve_args: str) -> Iterator[tuple[Any, str, list[str]]]:
+    """A page showing the ``/web`` of ``openenv-gym serve *serve_args``, live (its stream up):
+    the page, the server's binary address, and the page's script errors (appended as they come).
+    The page and the server end with the block."""
+    proc, binary, http = _serve(tmp_path, *serve_args)
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(f"{http}/web")
+        page.wait_for_selector("#status.live", timeout=15000)
+        yield page, binary, errors
+    finally:
+        page.close()
+        _stop(proc)
 
 
 def test_echo_steps_appear_live_without_reload(browser, tmp_path) -> None:

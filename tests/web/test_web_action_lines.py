@@ -7,15 +7,11 @@ script) read as one line of words, its indentation -- Python's block structure -
 from __future__ import annotations
 
 from openenv_gym.client.transport import BinaryClient
-from tests.web.test_browser import _serve, _stop, browser  # noqa: F401 (browser: the fixture)
+from tests.web.test_browser import browser, live_page  # noqa: F401 (browser: the fixture)
 
 
 def test_a_multi_line_action_keeps_its_lines_and_indentation(browser, tmp_path) -> None:  # noqa: F811
-    proc, binary, http = _serve(tmp_path, "echo")
-    page = browser.new_page()
-    try:
-        page.goto(f"{http}/web")
-        page.wait_for_selector("#status.live", timeout=15000)
+    with live_page(browser, tmp_path, "echo") as (page, binary, errors):
         client = BinaryClient(binary, timeout=30)
         sid = client.request({"op": "reset", "seed": 0})["sid"]
         program = "def f(x):\n    if x:\n        return 1\n    return 2"
@@ -24,6 +20,3 @@ def test_a_multi_line_action_keeps_its_lines_and_indentation(browser, tmp_path) 
         cell.wait_for(timeout=15000)
         assert cell.inner_text() == "message:\n" + program
         client.drop()
-    finally:
-        page.close()
-        _stop(proc)

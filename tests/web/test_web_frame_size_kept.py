@@ -8,15 +8,11 @@ running Atari episode jumped in height several times a second.
 from __future__ import annotations
 
 from openenv_gym.client.transport import BinaryClient
-from tests.web.test_browser import _serve, _stop, browser  # noqa: F401 (browser: the fixture)
+from tests.web.test_browser import browser, live_page  # noqa: F401 (browser: the fixture)
 
 
 def test_a_new_frame_has_the_size_of_the_one_it_replaces_before_it_loads(browser, tmp_path) -> None:  # noqa: F811
-    proc, binary, http = _serve(tmp_path, "echo", "--env-kwargs", '{"frame_shape": [100, 120, 3]}')
-    page = browser.new_page()
-    try:
-        page.goto(f"{http}/web")
-        page.wait_for_selector("#status.live", timeout=15000)
+    with live_page(browser, tmp_path, "echo", "--env-kwargs", '{"frame_shape": [100, 120, 3]}') as (page, binary, errors):
         client = BinaryClient(binary, timeout=30)
         sid = client.request({"op": "reset", "seed": 0})["sid"]
         client.request({"op": "step", "sid": sid, "action": {"message": "a"}})
@@ -39,6 +35,3 @@ def test_a_new_frame_has_the_size_of_the_one_it_replaces_before_it_loads(browser
         client.request({"op": "step", "sid": sid, "action": {"message": "b"}})
         assert page.evaluate("window.__inserted") == "240px"
         client.drop()
-    finally:
-        page.close()
-        _stop(proc)

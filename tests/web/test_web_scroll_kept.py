@@ -8,17 +8,11 @@ not be read, nor scrolled with the keys, while its session ran.
 from __future__ import annotations
 
 from openenv_gym.client.transport import BinaryClient
-from tests.web.test_browser import _serve, _stop, browser  # noqa: F401 (browser: the fixture)
+from tests.web.test_browser import browser, live_page  # noqa: F401 (browser: the fixture)
 
 
 def test_a_step_keeps_the_scroll_position_and_focus_of_the_observation(browser, tmp_path) -> None:  # noqa: F811
-    proc, binary, http = _serve(tmp_path, "echo")
-    page = browser.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
-        page.goto(f"{http}/web")
-        page.wait_for_selector("#status.live", timeout=15000)
+    with live_page(browser, tmp_path, "echo") as (page, binary, errors):
         client = BinaryClient(binary, timeout=30)
         sid = client.request({"op": "reset", "seed": 0})["sid"]
         card = page.locator(f"section[data-session='{sid}']")
@@ -39,6 +33,3 @@ def test_a_step_keeps_the_scroll_position_and_focus_of_the_observation(browser, 
         assert page.evaluate("document.activeElement.matches('pre.obs')")  # the keys still scroll it
         assert errors == []
         client.drop()
-    finally:
-        page.close()
-        _stop(proc)

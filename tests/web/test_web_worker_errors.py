@@ -6,15 +6,11 @@ workers ran together as one sentence ("w0: ... timeout w1: ... refused").
 
 from __future__ import annotations
 
-from tests.web.test_browser import _serve, _stop, browser  # noqa: F401 (browser: the fixture)
+from tests.web.test_browser import browser, live_page  # noqa: F401 (browser: the fixture)
 
 
 def test_each_workers_error_is_on_a_line_of_its_own(browser, tmp_path) -> None:  # noqa: F811
-    proc, _, http = _serve(tmp_path, "echo")
-    page = browser.new_page()
-    try:
-        page.goto(f"{http}/web")
-        page.wait_for_selector("#status.live", timeout=15000)
+    with live_page(browser, tmp_path, "echo") as (page, binary, errors):
         # What a pool's source sends when two of its workers do not answer (web.pool_source),
         # drawn and read in one call: no live update of this server comes in between.
         text = page.evaluate("""() => {
@@ -22,6 +18,3 @@ def test_each_workers_error_is_on_a_line_of_its_own(browser, tmp_path) -> None: 
                     errors: {w0: "did not answer", w1: "refused the connection"}});
             return document.getElementById("errors").innerText; }""")
         assert text.splitlines() == ["w0: did not answer", "w1: refused the connection"]
-    finally:
-        page.close()
-        _stop(proc)
