@@ -10,7 +10,6 @@ refused on loopback."""
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_docker
+from tests.providers.base_build import stand_in_base_build
 
 pytestmark = pytest.mark.docker
 
@@ -49,14 +48,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_an_interrupted_base_build_stops_its_whole_pipeline(tmp_path: Path) -> None:
-    require_docker()
-    containers = tmp_path / "containers"
-    containers.mkdir()
-    (containers / "build-base.sh").write_text(
-        _SCRIPT.format(token=secrets.token_hex(8), shared=tmp_path))
-    env = dict(os.environ, OPENENV_GYM_CACHE=str(tmp_path / "cache"), TMPDIR=str(tmp_path),
-               OPENENV_GYM_CONTAINERS_DIR=str(containers),
-               OPENENV_GYM_BASE_IMAGE="127.0.0.1:9/openenv-gym-test-absent:none")
+    env = stand_in_base_build(tmp_path, _SCRIPT)
     trainer = subprocess.Popen([sys.executable, "-c", _TRAINER], env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     pids = tmp_path / "pids"

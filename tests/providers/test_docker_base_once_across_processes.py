@@ -9,8 +9,6 @@ base reference that is never found, whose pull is refused on loopback."""
 
 from __future__ import annotations
 
-import os
-import secrets
 import subprocess
 import sys
 import textwrap
@@ -18,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_docker
+from tests.providers.base_build import stand_in_base_build
 
 pytestmark = pytest.mark.docker
 
@@ -49,15 +47,7 @@ _TRAINER = textwrap.dedent("""
 
 
 def test_two_trainers_missing_the_base_image_build_it_once(tmp_path: Path) -> None:
-    require_docker()
-    containers = tmp_path / "containers"
-    containers.mkdir()
-    # A token of its own: the base tag hashes the script, so this test's never meets a real one.
-    (containers / "build-base.sh").write_text(
-        _SCRIPT.format(token=secrets.token_hex(8), shared=tmp_path))
-    env = dict(os.environ, OPENENV_GYM_CACHE=str(tmp_path / "cache"), TMPDIR=str(tmp_path),
-               OPENENV_GYM_CONTAINERS_DIR=str(containers),
-               OPENENV_GYM_BASE_IMAGE="127.0.0.1:9/openenv-gym-test-absent:none")
+    env = stand_in_base_build(tmp_path, _SCRIPT)
     procs = [subprocess.Popen([sys.executable, "-c", _TRAINER, str(tmp_path), str(i)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i in range(2)]
