@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import ray
 
-from openenv_gym.errors import ProviderUnavailableError
+from openenv_gym.errors import InvalidRequestError, ProviderUnavailableError
 from openenv_gym.providers._docker_owner import stat_fields
 from openenv_gym.providers._ray_fork import forked_from_ray_user, mark_ray_used
 from openenv_gym.providers._ray_host import ACTOR_NAME_PREFIX
@@ -167,6 +167,12 @@ def acquire_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[str, 
                 # process. Nothing of it is the user's (Ray was not initialized): undo it.
                 with contextlib.suppress(Exception):
                     ray.shutdown()
+                if isinstance(exc, ValueError) and str(exc).startswith("Invalid address"):
+                    # Ray's own words ("Invalid address format: nonsense") named no option.
+                    raise InvalidRequestError(
+                        f"provider_options['address']={address!r} is no address Ray can join "
+                        f"({exc}); give 'HOST:PORT', 'ray://HOST:PORT', 'auto', 'local' or None "
+                        "(Ray's default)") from None
                 if not isinstance(exc, ConnectionError):
                     raise
                 # address="auto" with no cluster running; or one that answers but refuses

@@ -117,3 +117,12 @@ def test_gym_make_refuses_a_negative_placement_timeout_before_touching_ray() -> 
 
 def test_zero_timeouts_are_still_taken() -> None:
     RayProvider(placement_timeout=0, alive_timeout=0, regroup_timeout=0, startup_timeout=0)
+
+
+@pytest.mark.parametrize("address", ["nonsense", "host-without-port"])
+def test_an_address_ray_cannot_parse_is_refused_naming_the_option(address: str) -> None:
+    # Ray's own ValueError ("Invalid address format: nonsense") named no option.
+    from openenv_gym.errors import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match=r"provider_options\['address'\]=.*HOST:PORT"):
+        gym.make("OpenEnv/Echo-v0", provider="ray", provider_options={"address": address})
