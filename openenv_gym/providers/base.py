@@ -33,6 +33,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, ClassVar, Iterator, Protocol, Sequence, TypeVar
 
+from openenv_gym._gym_ids import importable_env_id
 from openenv_gym._numbers import is_finite, is_flag
 from openenv_gym.errors import (
     EnvServerError,
@@ -205,6 +206,10 @@ class Provider(abc.ABC):
         """
         pool = pool or f"p{time.time_ns() % 10**10:x}"
         kwargs = dict(env_kwargs or {})
+        if env == "gym" and "env_id" in kwargs:
+            # A worker is a fresh Python: an id this process has from a package it imported
+            # (ALE/Pong-v5 after `import ale_py`) is made there by naming that package's module.
+            kwargs["env_id"] = importable_env_id(kwargs["env_id"])
         with naming_fd_limit(f"starting {n} worker(s)"):
             return self._start_all(env, n, kwargs, pool)
 

@@ -13,8 +13,9 @@ import inspect
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import EnvSpec, find_highest_version, get_env_id, load_env_creator, parse_env_id
+from gymnasium.envs.registration import load_env_creator
 
+from openenv_gym._gym_ids import registered_spec
 from openenv_gym._numbers import is_int
 from openenv_gym._signature import keyword_names, takes_any_keyword
 from openenv_gym.envs.base import Environment
@@ -29,7 +30,9 @@ class GymEnv(Environment):
     """Wraps ``gym.make(env_id, **kwargs)``; spaces, metadata and dynamics are the inner env's.
 
     Args:
-        env_id: Any id registered in the worker's Gymnasium (``"CartPole-v1"``).
+        env_id: Any id registered in the worker's Gymnasium (``"CartPole-v1"``), or
+            ``"module:id"`` to import the module that registers it first (the trainer's
+            provider names the module of an id its own process registered that way).
         render_mode: Passed to ``gym.make``.
         info_types: The plain infos the env reports every step, key -> ``"int"``,
             ``"float"`` or ``"bool"`` (MuJoCo's ``{"x_position": "float", ...}``): a vector env
@@ -103,26 +106,11 @@ class GymEnv(Environment):
         return State(env_id=self.env_id)
 
 
-def _registered_spec(env_id: Any) -> EnvSpec | None:
-    """The registry's spec ``gym.make(env_id)`` makes (``"module:Id"`` once the module is
-    imported; an unversioned id's highest version), or None if there is none."""
-    if not isinstance(env_id, str):
-        return None  # gym.make says what is wrong with it
-    name = env_id.split(":")[-1]  # "openenv_gym:OpenEnv/Echo-v0": this worker registered it
-    try:
-        namespace, base, version = parse_env_id(name)
-    except gym.error.Error:
-        return None  # gym.make says what is wrong with it
-    if version is None:  # an unversioned id means its highest version, as in gym.make
-        version = find_highest_version(namespace, base)
-    return gym.registry.get(get_env_id(namespace, base, version))
-
-
 def _refuse_served_env(env_id: Any) -> None:
     """Refuse an id whose env is itself a remote one (``"OpenEnv/Echo-v0"``): made here, it
     would start workers of its own from inside this worker, on a provider the caller never
     chose (Docker containers behind a ``provider="process"`` env)."""
-    spec = _registered_spec(env_id)
+    spec = registered_spec(env_id)
     if spec is not None and spec.entry_point == ENV_ENTRY_POINT:
         raise InvalidRequestError(
             f"env_id={env_id!r} is an openenv_gym env, served remotely itself: make it directly, "
@@ -133,7 +121,7 @@ def _unknown_arguments(env_id: str, kwargs: dict[str, Any]) -> list[str]:
     """The arguments of ``kwargs`` the env's creator takes none of; [] when it takes any
     keyword, or its signature cannot be read (gym.make's own arguments, which it does not
     pass on, are never among them)."""
-    spec = _registered_spec(env_id)
+    spec = registered_spec(env_id)
     try:
         creator = load_env_creator(spec.entry_point) if isinstance(spec.entry_point, str) else spec.entry_point
         parameters = inspect.signature(creator).parameters.values()
