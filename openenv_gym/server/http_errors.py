@@ -112,10 +112,13 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         ``{status: {"model": ErrorBody, "description": ...}}``; naming 422 here also keeps
         FastAPI from documenting its own validation error shape, which this app never sends.
     """
+    # The schema named too: FastAPI derives it from "model" only on routes with a response
+    # model of their own, so /web's and /web/events' 403 had an example and no schema.
     return {code: {"model": ErrorBody, "description": _ERRORS[code].description,
-                   "content": {"application/json": {"example": {"error": {
-                       "type": _ERRORS[code].example_type,
-                       "message": _ERRORS[code].description}}}}}
+                   "content": {"application/json": {
+                       "schema": {"$ref": "#/components/schemas/ErrorBody"},
+                       "example": {"error": {"type": _ERRORS[code].example_type,
+                                             "message": _ERRORS[code].description}}}}}
             for code in codes}
 
 
