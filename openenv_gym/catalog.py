@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
-from openenv_gym.errors import UnknownEnvironmentError
+from openenv_gym.errors import InvalidRequestError, UnknownEnvironmentError
 from openenv_gym.providers._docker_hardening import executable_tmp
 
 __all__ = ["EnvInfo", "BUILTIN_ENVS", "all_envs", "get_env_info", "load_env_class"]
@@ -226,9 +226,25 @@ def load_env_class(info: EnvInfo) -> type:
     Returns:
         The :class:`~openenv_gym.envs.base.Environment` subclass its ``entry_point`` names.
 
+    Raises:
+        InvalidRequestError: The module has no attribute of the class name (misspelt, or no
+            ``:Class`` at all); the message lists the Environment classes it has.
+
     Example:
         >>> load_env_class(get_env_info("echo")).__name__
         'EchoEnv'
     """
     module, _, attr = info.entry_point.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    loaded = importlib.import_module(module)
+    try:
+        return getattr(loaded, attr)
+    except AttributeError:
+        # Bare, the worker died on it during startup: an untyped WorkerError, the fix unsaid.
+        from openenv_gym.envs.base import Environment  # noqa: PLC0415  (the worker's side only)
+
+        classes = sorted(name for name, value in vars(loaded).items() if isinstance(value, type)
+                         and issubclass(value, Environment) and value is not Environment)
+        raise InvalidRequestError(
+            f"env {info.name!r}: its entry point {info.entry_point!r} names no class of module "
+            f"{module!r} (its Environment classes: {', '.join(classes) or 'none'}); fix "
+            "entry_point in its EnvInfo to 'module:Class'") from None

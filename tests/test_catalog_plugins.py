@@ -60,3 +60,17 @@ def test_a_broken_plugin_is_a_warning_and_the_rest_works(tmp_path: Path, case: s
                             capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert "echo" in listed.stdout and "badplug" not in listed.stdout
+
+
+@pytest.mark.parametrize("entry_point", ["openenv_gym.envs.echo.env:EchoEnvv", "openenv_gym.envs.echo.env"])
+def test_an_entry_point_naming_no_class_of_its_module_is_a_typed_error_listing_its_classes(
+        entry_point: str) -> None:
+    # A misspelt class name (or no ':Class') raised a bare AttributeError, which killed the
+    # worker during startup: the trainer saw an untyped "worker exited during startup".
+    from openenv_gym.catalog import EnvInfo, load_env_class
+    from openenv_gym.errors import InvalidRequestError
+
+    info = EnvInfo("typo", "OpenEnv/Typo-v0", entry_point, "a misspelt entry point")
+    with pytest.raises(InvalidRequestError, match=r"env 'typo': its entry point .* names no class of "
+                       r"module 'openenv_gym.envs.echo.env' \(its Environment classes: EchoEnv\); fix entry_point"):
+        load_env_class(info)
