@@ -18,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+import traceback
 from collections.abc import Iterable
 from typing import Any
 
@@ -345,7 +347,9 @@ def error_to_wire(exc: BaseException) -> dict[str, Any]:
         ``{"type": name, "message": text}``, and for an env's own exception ``"builtin"``:
         the built-in exception class it derives from, which the client's error is also an
         instance of (see :func:`env_error`); for a refusal of arguments the env does not take,
-        ``"unknown_arguments"``: their names (:attr:`InvalidRequestError.unknown_arguments`).
+        ``"unknown_arguments"``: their names (:attr:`InvalidRequestError.unknown_arguments`);
+        for an env's own exception raised where it has a traceback, ``"traceback"``: its text
+        from the env's first frame on, which :func:`error_from_wire` adds as a note.
 
     Example:
         >>> error_to_wire(InvalidActionError("bad"))
@@ -355,10 +359,12 @@ def error_to_wire(exc: BaseException) -> dict[str, Any]:
         >>> error_to_wire(InvalidRequestError("no x", unknown_arguments=["x"]))
         {'type': 'InvalidRequestError', 'message': 'no x', 'unknown_arguments': ['x']}
     """
+    trace = None
     if isinstance(exc, ResetNeeded) and not isinstance(exc, OpenEnvError):
         # Gymnasium's own "call reset first" (OrderEnforcing around a served env) is the caller's.
         exc = ResetNeededError(str(exc))
     elif not isinstance(exc, OpenEnvError):
+        trace = _env_traceback(exc)
         exc = env_error(exc)
     # The nearest of our own classes (a plugin's subclass travels as the one it extends).
     name = next(cls.__name__ for cls in type(exc).__mro__ if _BY_NAME.get(cls.__name__) is cls)
@@ -369,7 +375,28 @@ def error_to_wire(exc: BaseException) -> dict[str, Any]:
     unknown = getattr(exc, "unknown_arguments", ())
     if unknown:
         out["unknown_arguments"] = list(unknown)
+    if trace:
+        out["traceback"] = trace
     return out
+
+
+#: The worker's dispatch, whose frames lead to every env call: left out of an env's traceback.
+_SERVER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "server", "")
+#: Most characters of an env's traceback sent (its end, where the env's own frames are).
+_TRACEBACK_LIMIT = 8000
+
+
+def _env_traceback(exc: BaseException) -> str | None:
+    """The traceback of an env's own exception from the env's first frame on (None: it has
+    none, or it arose in the worker's dispatch itself), at most its last
+    :data:`_TRACEBACK_LIMIT` characters."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_SERVER_DIR):
+        tb = tb.tb_next
+    if tb is None:
+        return None
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    return text if len(text) <= _TRACEBACK_LIMIT else "...\n" + text[-_TRACEBACK_LIMIT:]
 
 
 def error_from_wire(error: Any) -> OpenEnvError:
@@ -395,4 +422,9 @@ def error_from_wire(error: Any) -> OpenEnvError:
     unknown = error.get("unknown_arguments")  # absent from an older worker's errors
     if isinstance(unknown, list) and all(isinstance(name, str) for name in unknown):
         out.unknown_arguments = tuple(unknown)
+    trace = error.get("traceback")  # an env's own exception: where in its code it arose
+    if isinstance(trace, str):
+        # A note, not the message: Python prints it under an uncaught error, as a local
+        # env's traceback would show, and str(error) stays the one line callers match on.
+        out.add_note(f"the env's traceback, in the worker:\n{trace.rstrip()}")
     return out

@@ -124,6 +124,7 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 def _error_response(exc: BaseException, headers: dict[str, str] | None = None) -> JSONResponse:
     wire = error_to_wire(exc)
+    wire.pop("traceback", None)  # the HTTP front logs it (openenv_gym.http); its body stays as documented
     # The status of the class the reply names (Gymnasium's ResetNeeded travels as ours: 409).
     code = exc.http_status if isinstance(exc, OpenEnvError) else error_from_wire(wire).http_status
     return JSONResponse({"error": wire}, status_code=code, headers=headers)

@@ -246,3 +246,52 @@ def test_a_reset_or_step_returning_the_wrong_things_is_named(mistake: str, call:
         assert reply["error"]["type"] == "EnvServerError" and named in reply["error"]["message"], reply
     finally:
         service.shutdown()
+
+
+def _lookup(table: dict[str, int], key: str) -> int:
+    return table[key]  # the author's bug: a key the table lacks
+
+
+class RaisesInStep(Environment):
+    """Its step raises a KeyError two calls deep in its own code."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = spaces.Discrete(2)
+        self.action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action):
+        return _lookup({}, "missing"), 0.0, False, False, {}
+
+
+def test_an_env_s_own_exception_shows_its_traceback_in_the_trainer(tmp_path) -> None:
+    # The trainer saw only "KeyError: 'missing'": no file or line of the env's code, and the
+    # worker logged nothing, so its author could not tell where the step failed.
+    import traceback
+
+    from openenv_gym.client.transport import BinaryClient
+    from openenv_gym.errors import EnvServerError
+    from openenv_gym.server.binary import BinaryServer
+
+    service = EnvService(RaisesInStep, idle_timeout=None)
+    server = BinaryServer(service, f"unix://{tmp_path}/w.sock")
+    client = BinaryClient(server.address, 5.0)
+    try:
+        sid = client.request({"op": "reset"})["sid"]
+        with pytest.raises(EnvServerError) as raised:
+            client.request({"op": "step", "sid": sid, "action": 0})
+        assert str(raised.value) == "KeyError: 'missing'" and isinstance(raised.value, KeyError)
+        shown = "".join(traceback.format_exception(raised.value))  # what an uncaught one prints
+        assert "the env's traceback, in the worker:" in shown
+        assert f'File "{__file__}"' in shown and "in _lookup" in shown and "return table[key]" in shown
+        # From the env's code on: the worker's dispatch is no part of the author's problem.
+        assert "service.py" not in shown.split("in the worker:")[1]
+        assert client.request({"op": "reset", "sid": sid})["sid"] == sid  # the session serves on
+    finally:
+        client.drop()
+        server.close()
+        service.shutdown()
