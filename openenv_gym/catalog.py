@@ -138,8 +138,12 @@ def _plugin_envs() -> list[EnvInfo]:
 
 
 def _gym_id_problem(gym_id: Any) -> str | None:
-    """Why Gymnasium would refuse ``gym_id`` at registration (None: it takes it)."""
+    """Why Gymnasium would refuse ``gym_id`` at registration, or make another env for it
+    (an id Gymnasium or another package registered); None: it is this plugin's to take."""
     from gymnasium.envs.registration import parse_env_id  # noqa: PLC0415  (plugins only)
+
+    import gymnasium as gym  # noqa: PLC0415
+    from openenv_gym.registration import ENV_ENTRY_POINT  # noqa: PLC0415  (it imports this module)
 
     if not isinstance(gym_id, str):
         return "is not a string"
@@ -147,6 +151,11 @@ def _gym_id_problem(gym_id: Any) -> str | None:
         parse_env_id(gym_id)
     except Exception as exc:  # noqa: BLE001 - gymnasium.error.Error, worded by Gymnasium
         return f"is not a Gymnasium id ({exc}); e.g. 'OpenEnv/MyEnv-v0'"
+    taken = gym.registry.get(gym_id)
+    if taken is not None and taken.entry_point != ENV_ENTRY_POINT:
+        # Registration skips a taken id: gym.make would make the other env, without a word.
+        return (f"is already registered with Gymnasium by {taken.entry_point}, which "
+                f"gym.make({gym_id!r}) would make; give it an id of its own, e.g. 'OpenEnv/MyEnv-v0'")
     return None
 
 

@@ -25,6 +25,12 @@ def env_info():
     return EnvInfo(name="badplug", gym_id="OpenEnv/Bad plug", entry_point="badplug:X",
                    description="x")
 ''',
+    # Registration skipped the taken id without a word: gym.make made Gymnasium's CartPole.
+    "gymnasium-id": '''
+def env_info():
+    from openenv_gym.catalog import EnvInfo
+    return EnvInfo(name="badplug", gym_id="CartPole-v1", entry_point="badplug:X", description="x")
+''',
 }
 
 #: What the warning says, per case.
@@ -33,6 +39,8 @@ WARNINGS = {
                            "an unexpected keyword argument 'time_limit_kwargs'",
     "malformed-gym-id": "plugin 'badplug': env 'badplug' is ignored: its gym_id 'OpenEnv/Bad plug' "
                         "is not a Gymnasium id",
+    "gymnasium-id": "plugin 'badplug': env 'badplug' is ignored: its gym_id 'CartPole-v1' is already "
+                    "registered with Gymnasium by gymnasium.envs.classic_control.cartpole:CartPoleEnv",
 }
 
 
