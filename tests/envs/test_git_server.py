@@ -76,3 +76,54 @@ def test_one_envs_git_requests_at_once_are_capped_and_the_others_are_refused(tmp
     finally:
         release.set()
         server.close()
+
+
+def test_request_bodies_held_at_once_are_capped_for_the_whole_worker(tmp_path, monkeypatch) -> None:
+    # A body is read into the worker's memory before its backend starts: one command pushing
+    # 8 bodies of 256 MiB at once got the worker (the container, every session in it)
+    # OOM-killed. Past the worker's budget a request is refused before its body is read.
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from openenv_gym.envs.git import server as git_server
+
+    monkeypatch.setattr(git_server, "MAX_BODIES", 1 << 20, raising=False)  # the budget, made small
+    release, entered = threading.Event(), threading.Semaphore(0)
+
+    def gate(top: str):
+        def run(start):
+            entered.release()  # its body is read by now, and held until the backend ends
+            release.wait(30)
+            return held_start(start)
+        return run
+
+    server = GitHttpServer(str(tmp_path), gate=gate)
+
+    def post(top: str, size: int, chunked: bool = False, send_body: bool = True) -> bytes:
+        """A push of ``size`` bytes; without ``send_body`` only what precedes the body (a
+        refused request must be refused before its body is read: no unread bytes left)."""
+        head = f"POST /{top}/r.git/git-receive-pack HTTP/1.0\r\n"
+        if chunked:
+            head += f"Transfer-Encoding: chunked\r\n\r\n{size:x}\r\n"
+            body = b"x" * size + b"\r\n0\r\n\r\n"
+        else:
+            head += f"Content-Length: {size}\r\n\r\n"
+            body = b"x" * size
+        return _send(server.port, head.encode() + (body if send_body else b""))
+
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            held = pool.submit(post, "one", 768 << 10)
+            assert entered.acquire(timeout=30)
+            # The same env's and another env's: the budget is the worker's, not an env's.
+            assert post("one", 512 << 10, send_body=False).startswith(b"HTTP/1.0 503")
+            assert post("two", 512 << 10, send_body=False).startswith(b"HTTP/1.0 503")
+            assert post("two", 512 << 10, chunked=True, send_body=False).startswith(b"HTTP/1.0 503")
+            release.set()
+            assert not held.result(30).startswith(b"HTTP/1.0 503")
+        # Given back when the request ended.
+        assert not post("two", 768 << 10, chunked=True).startswith(b"HTTP/1.0 503")
+        assert server._httpd.RequestHandlerClass.bodies.held == 0
+    finally:
+        release.set()
+        server.close()

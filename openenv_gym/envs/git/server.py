@@ -36,6 +36,11 @@ __all__ = ["GitHttpServer"]
 BACKEND_TIMEOUT = 60.0
 #: Largest request body accepted (a push of the tasks' small repos is far below).
 MAX_BODY = 256 << 20
+#: Bytes of request bodies the server holds at once, all the worker's envs together: a body
+#: is read into the worker's own memory before its backend starts, and the OOM killer of a
+#: container (1 GiB) ends the agent's processes first, then the worker with every session in
+#: it. Eight pushes of MAX_BODY at once from one command did that; more now get 503.
+MAX_BODIES = 256 << 20
 #: Backends one env's repositories may have running at once; more requests are refused
 #: (503) rather than queued. Each backend and what it starts hold processes of the worker
 #: (a container's 128) until its request ends, however many pushes a command fires off.
@@ -56,7 +61,8 @@ class GitHttpServer:
     def __init__(self, root: str, gate: Gate | None = None) -> None:
         self.root = os.path.realpath(root)
         handler = type("Handler", (_Handler,), {"project_root": self.root, "gate": staticmethod(gate),
-                                                "slots": _Slots(MAX_BACKENDS)})
+                                                "slots": _Slots(MAX_BACKENDS),
+                                                "bodies": _Budget(MAX_BODIES)})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self.port: int = self._httpd.server_address[1]
@@ -102,10 +108,41 @@ class _Slots:
                 del self._held[key]
 
 
+class _Budget:
+    """At most ``n`` units (bytes) held at once, all holders together."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def take(self, k: int) -> bool:
+        with self._lock:
+            if self.held + k > self.n:
+                return False
+            self.held += k
+            return True
+
+    def give_back(self, k: int) -> None:
+        with self._lock:
+            self.held -= k
+
+
+class _Refused(Exception):
+    """A request body the server does not take: the HTTP status and why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class _Handler(BaseHTTPRequestHandler):
     project_root = ""
     gate: Gate | None = None
     slots = _Slots(MAX_BACKENDS)
+    bodies = _Budget(MAX_BODIES)
+    #: Bytes of :attr:`bodies` this request holds.
+    _taken = 0
     protocol_version = "HTTP/1.0"  # one request per connection: no keep-alive bookkeeping
 
     def do_GET(self) -> None:
@@ -128,23 +165,40 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception:  # noqa: BLE001 - what went wrong is the agent's request
             self.close_connection = True
 
-    def _body(self) -> bytes:
+    def _take(self, k: int) -> None:
+        """Count ``k`` more bytes of this request's body against the worker's budget."""
+        if self._taken + k > MAX_BODY:
+            raise _Refused(413, "request body too large")
+        if not self.bodies.take(k):
+            raise _Refused(503, f"the git server holds {self.bodies.n >> 20} MiB of request "
+                                "bodies at most, all requests together; try again")
+        self._taken += k
+
+    def _body(self) -> bytes | bytearray:
+        """The request's body, its bytes counted in :attr:`bodies` (given back by the caller).
+
+        Raises:
+            _Refused: It is larger than :data:`MAX_BODY`, or the budget has no room for it.
+            ValueError: A chunk size or Content-Length that is no number.
+        """
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            parts, total = [], 0
+            body = bytearray()  # grown in place: parts joined at the end held it twice
             while True:
                 size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
                 if size == 0:
                     self.rfile.readline()
-                    return b"".join(parts)
-                total += size
-                if total > MAX_BODY:
-                    raise ValueError("request body too large")
-                parts.append(self.rfile.read(size))
+                    return body
+                self._take(size)
+                while size > 0:
+                    piece = self.rfile.read(min(size, 1 << 20))
+                    if not piece:
+                        return body
+                    body += piece
+                    size -= len(piece)
                 self.rfile.readline()
         length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            raise ValueError("request body too large")
-        return self.rfile.read(length) if length else b""
+        self._take(max(length, 0))
+        return self.rfile.read(length) if length > 0 else b""
 
     def _backend(self) -> None:
         url = urlsplit(self.path)
@@ -162,11 +216,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._run_backend(url, run)
         finally:
             self.slots.give_back(top)
+            self.bodies.give_back(self._taken)
+            self._taken = 0
 
     def _run_backend(self, url: SplitResult, run: Callable[[Callable[[], Any]], Any]) -> None:
         try:
             body = self._body()
-        except ValueError as exc:
+        except _Refused as exc:
+            self.send_error(exc.status, str(exc))
+            return
+        except ValueError as exc:  # a size that is no number
             self.send_error(413, str(exc))
             return
         env = {
