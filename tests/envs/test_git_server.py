@@ -127,3 +127,37 @@ def test_request_bodies_held_at_once_are_capped_for_the_whole_worker(tmp_path, m
     finally:
         release.set()
         server.close()
+
+
+def test_a_reply_larger_than_the_budget_is_refused_not_held(tmp_path, monkeypatch) -> None:
+    # A backend's reply sits in the worker's memory too, and the agent makes it as large as it
+    # likes (its served repository's pack.compression 0 sent 70 blobs of 15 MiB raw from 5 MiB
+    # of disk): read whole, it got the worker OOM-killed. Past the budget the fetch fails.
+    import os
+    import subprocess
+
+    from openenv_gym.envs.git import server as git_server
+
+    monkeypatch.setattr(git_server, "MAX_BODIES", 1 << 20, raising=False)  # the budget, made small
+    repo = tmp_path / "r.git"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", "--bare", str(repo)], check=True)
+    blob = subprocess.run([*git, "--git-dir", str(repo), "hash-object", "-w", "--stdin"],
+                          input=os.urandom(2 << 20), capture_output=True, check=True).stdout.decode().strip()
+    tree = subprocess.run([*git, "--git-dir", str(repo), "mktree"], input=f"100644 blob {blob}\tf\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    commit = subprocess.run([*git, "--git-dir", str(repo), "commit-tree", tree, "-m", "big"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([*git, "--git-dir", str(repo), "update-ref", "refs/heads/main", commit], check=True)
+    server = GitHttpServer(str(tmp_path))
+    try:
+        clone = subprocess.run([*git, "clone", "-q", f"{server.url}/r.git", str(tmp_path / "c")],
+                               capture_output=True, text=True, timeout=60,
+                               env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+        assert clone.returncode != 0, "a 2 MiB reply passed a 1 MiB budget"
+        assert "503" in clone.stderr or "502" in clone.stderr, clone.stderr
+        assert server._httpd.RequestHandlerClass.bodies.held == 0  # given back
+        reply = _send(server.port, b"GET /r.git/info/refs?service=git-upload-pack HTTP/1.0\r\n\r\n")
+        assert reply.startswith(b"HTTP/1.0 200"), reply[:200]  # small replies still served
+    finally:
+        server.close()

@@ -21,9 +21,11 @@ Example:
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 from urllib.parse import SplitResult, urlsplit
@@ -36,10 +38,11 @@ __all__ = ["GitHttpServer"]
 BACKEND_TIMEOUT = 60.0
 #: Largest request body accepted (a push of the tasks' small repos is far below).
 MAX_BODY = 256 << 20
-#: Bytes of request bodies the server holds at once, all the worker's envs together: a body
-#: is read into the worker's own memory before its backend starts, and the OOM killer of a
-#: container (1 GiB) ends the agent's processes first, then the worker with every session in
-#: it. Eight pushes of MAX_BODY at once from one command did that; more now get 503.
+#: Bytes of request bodies and backend replies the server holds at once, all the worker's
+#: envs together: both sit in the worker's own memory, and the OOM killer of a container
+#: (1 GiB) ends the agent's processes first, then the worker with every session in it. Eight
+#: pushes of MAX_BODY at once from one command did that; more now get 503. A single reply is
+#: held to MAX_BODY too.
 MAX_BODIES = 256 << 20
 #: Backends one env's repositories may have running at once; more requests are refused
 #: (503) rather than queued. Each backend and what it starts hold processes of the worker
@@ -165,14 +168,49 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception:  # noqa: BLE001 - what went wrong is the agent's request
             self.close_connection = True
 
-    def _take(self, k: int) -> None:
-        """Count ``k`` more bytes of this request's body against the worker's budget."""
+    def _take(self, k: int, what: str = "request body") -> None:
+        """Count ``k`` more bytes of this request's body (or its backend's reply, ``what``)
+        against the worker's budget."""
         if self._taken + k > MAX_BODY:
-            raise _Refused(413, "request body too large")
+            raise _Refused(413 if what == "request body" else 502, f"{what} too large")
         if not self.bodies.take(k):
             raise _Refused(503, f"the git server holds {self.bodies.n >> 20} MiB of request "
-                                "bodies at most, all requests together; try again")
+                                f"bodies and replies at most, all requests together ({what}); try again")
         self._taken += k
+
+    def _reply(self, backend: subprocess.Popen, body: bytes | bytearray) -> bytearray:
+        """Feed ``body`` to the backend and read all it writes, counted in :attr:`bodies`.
+
+        The reply is the agent's to make large (a served repository's ``pack.compression 0``
+        sends its blobs raw: 70 blobs of 15 MiB that took 5 MiB of disk): read whole, as
+        ``communicate`` did, it got the worker OOM-killed.
+
+        Raises:
+            subprocess.TimeoutExpired: It ran past :data:`BACKEND_TIMEOUT`.
+            _Refused: Its reply outgrew the budget.
+        """
+        assert backend.stdin is not None and backend.stdout is not None
+        feeder = threading.Thread(target=_feed, args=(backend.stdin, body), daemon=True)
+        feeder.start()
+        out = bytearray()
+        fd = backend.stdout.fileno()
+        readable = select.poll()  # not select(): a worker's descriptors may pass 1024
+        readable.register(fd, select.POLLIN)
+        deadline = time.monotonic() + BACKEND_TIMEOUT
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise subprocess.TimeoutExpired("git http-backend", BACKEND_TIMEOUT)
+                if not readable.poll(remaining * 1000):
+                    continue
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return out
+                self._take(len(chunk), "reply")
+                out += chunk
+        finally:
+            backend.stdout.close()
 
     def _body(self) -> bytes | bytearray:
         """The request's body, its bytes counted in :attr:`bodies` (given back by the caller).
@@ -269,15 +307,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(503, str(exc))
             return
         try:
-            out, _ = backend.communicate(body, timeout=BACKEND_TIMEOUT)
+            out = self._reply(backend, body)
         except subprocess.TimeoutExpired:
             _end_group(backend)
             self.send_error(504, "git http-backend timed out")
             return
+        except _Refused as exc:
+            _end_group(backend)
+            self.send_error(exc.status, str(exc))
+            return
         _end_group(backend)
-        head, _, payload = out.partition(b"\r\n\r\n")
-        if not _:
-            head, _, payload = out.partition(b"\n\n")
+        # Split in place: a partition copied the payload, holding the reply twice.
+        for separator in (b"\r\n\r\n", b"\n\n"):
+            cut = out.find(separator)
+            if cut >= 0:
+                head, payload = out[:cut], memoryview(out)[cut + len(separator):]
+                break
+        else:
+            head, payload = out, memoryview(b"")
         status, headers = 200, []
         for line in head.decode("latin-1").splitlines():
             name, _, value = line.partition(":")
@@ -290,6 +337,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
+
+
+def _feed(stdin: Any, body: bytes | bytearray) -> None:
+    """Write the request's body to the backend and close its input (it may exit first)."""
+    try:
+        stdin.write(body)
+    except OSError:  # it exited, or was killed, before reading it all
+        pass
+    finally:
+        try:
+            stdin.close()
+        except OSError:
+            pass
 
 
 def _end_group(backend: subprocess.Popen) -> None:
