@@ -161,3 +161,34 @@ def test_a_reply_larger_than_the_budget_is_refused_not_held(tmp_path, monkeypatc
         assert reply.startswith(b"HTTP/1.0 200"), reply[:200]  # small replies still served
     finally:
         server.close()
+
+
+def test_connections_past_the_cap_are_closed_without_a_thread(tmp_path) -> None:
+    # Each connection took a thread of the worker from its accept on, and threads count
+    # against a container's pids_limit: a command holding 250 idle connections left the
+    # worker no thread and its own shell no fork until the command timed out.
+    from openenv_gym.envs.git.server import MAX_CONNECTIONS
+
+    server = GitHttpServer(str(tmp_path))
+    idle = []
+    try:
+        for _ in range(MAX_CONNECTIONS):
+            idle.append(socket.create_connection(("127.0.0.1", server.port), timeout=10))
+        extra = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(4)]
+        for s in extra:  # closed by the server at once (the old server kept each open, a thread each)
+            try:
+                assert s.recv(1) == b""
+            except ConnectionResetError:
+                pass
+            s.close()
+        for s in idle:
+            s.close()
+        for _ in range(100):  # their threads end on the close; then requests are served again
+            reply = _send(server.port, b"GET /nothing/info/refs HTTP/1.0\r\n\r\n")
+            if reply:
+                break
+        assert reply.startswith(b"HTTP/1.0 "), reply[:80]
+    finally:
+        for s in idle:
+            s.close()
+        server.close()

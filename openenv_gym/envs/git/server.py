@@ -44,6 +44,12 @@ MAX_BODY = 256 << 20
 #: pushes of MAX_BODY at once from one command did that; more now get 503. A single reply is
 #: held to MAX_BODY too.
 MAX_BODIES = 256 << 20
+#: Connections the server handles at once, all envs together; more are closed unanswered.
+#: Each takes a thread of the worker from its accept on, before a request (or its slot
+#: below) is read, and threads count against the container's pids_limit (128): a command
+#: holding 250 idle connections left the worker no thread and its own shell no fork until
+#: the command's timeout, and logged a traceback per refused thread.
+MAX_CONNECTIONS = 16
 #: Backends one env's repositories may have running at once; more requests are refused
 #: (503) rather than queued. Each backend and what it starts hold processes of the worker
 #: (a container's 128) until its request ends, however many pushes a command fires off.
@@ -66,8 +72,7 @@ class GitHttpServer:
         handler = type("Handler", (_Handler,), {"project_root": self.root, "gate": staticmethod(gate),
                                                 "slots": _Slots(MAX_BACKENDS),
                                                 "bodies": _Budget(MAX_BODIES)})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", 0), handler)
         self.port: int = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="git-http",
@@ -85,6 +90,32 @@ class GitHttpServer:
 #: held until a line arrives on ``fd``) and returns its result, confined as that folder's
 #: commands are; None refuses the request.
 Gate = Callable[[str], Optional[Callable[[Callable[[int], Any]], Any]]]
+
+
+class _Server(ThreadingHTTPServer):
+    """A threading HTTP server that handles at most :data:`MAX_CONNECTIONS` at once."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type) -> None:
+        super().__init__(address, handler)
+        self._connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._connections.acquire(blocking=False):
+            self.shutdown_request(request)  # no thread for it: the agent sees a closed connection
+            return
+        try:
+            super().process_request(request, client_address)
+        except RuntimeError:  # can't start new thread: the worker's pids are used up
+            self._connections.release()
+            self.shutdown_request(request)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._connections.release()
 
 
 class _Slots:
